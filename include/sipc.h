@@ -1,0 +1,377 @@
+/*
+ * sipc.h - supervisor side of sipc: run opaque requests on supervised
+ * local worker processes.
+ *
+ * Conventions (apply to every function below unless its comment says
+ * otherwise):
+ *   - Functions return 0 (or a non-negative count) on success and a
+ *     negative error code on failure: -errno for system errors, or one of
+ *     the SIPC_E_* codes (all below -1000).  sipc_strerror() names both.
+ *   - Output parameters come last (ret_*) and are left untouched on failure.
+ *   - The library never prints.  Worker diagnostics and library events go
+ *     to the optional log callback in the configuration, escaped.
+ *   - Lock order inside the library: slot lock -> table lock.  No library
+ *     lock is held while a completion or log callback runs.
+ *
+ * Link with: libsipc.a -lbsd -pthread  (or `pkg-config --libs sipc`).
+ */
+#ifndef SIPC_H
+#define SIPC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SIPC_PROTOCOL_VERSION 1
+
+/* ---------------------------------------------------------------- errors */
+
+/* X-macro table: one place for the codes and their messages. */
+#define SIPC_ERRORS(X)                                                        \
+	X(SIPC_E_CONFIG, -1001, "invalid configuration")                      \
+	X(SIPC_E_TOOBIG, -1002, "payload larger than the configured maximum") \
+	X(SIPC_E_FULL, -1003, "queue full (backpressure)")                    \
+	X(SIPC_E_UNAVAILABLE, -1004, "no worker available (restart limit)")   \
+	X(SIPC_E_SHUTDOWN, -1005, "supervisor is shutting down")              \
+	X(SIPC_E_TIMEOUT, -1006, "deadline expired")                          \
+	X(SIPC_E_WORKER_DIED, -1007, "worker ended while request in flight")  \
+	X(SIPC_E_POISON, -1008, "request was in flight on two workers that died") \
+	X(SIPC_E_PROTOCOL, -1009, "worker violated the protocol")             \
+	X(SIPC_E_VERSION, -1010, "worker speaks another protocol version")    \
+	X(SIPC_E_EXEC, -1011, "worker executable could not be started")       \
+	X(SIPC_E_BADMAGIC, -1012, "frame has a bad magic number")             \
+	X(SIPC_E_BADTYPE, -1013, "frame has an unknown type")                 \
+	X(SIPC_E_BADCHECK, -1014, "frame header checksum mismatch")           \
+	X(SIPC_E_HANDSHAKE, -1015, "worker did not complete the handshake")   \
+	X(SIPC_E_PRODUCTION, -1016, "provider lacks guarantees required in production") \
+	X(SIPC_E_NOENV, -1017, "configuration does not state its environment") \
+	X(SIPC_E_LOCKED, -1018, "state directory is locked by another instance") \
+	X(SIPC_E_JOURNAL, -1019, "journal is corrupt or unreadable")          \
+	X(SIPC_E_CANCELLED, -1020, "request cancelled")                       \
+	X(SIPC_E_STALL, -1021, "worker stalled")                              \
+	X(SIPC_E_NOTFOUND, -1022, "no such request")
+
+enum sipc_error {
+#define SIPC__ERRENUM(name, val, msg) name = (val),
+	SIPC_ERRORS(SIPC__ERRENUM)
+#undef SIPC__ERRENUM
+};
+
+/* Message for a negative error code (sipc or errno).  Never NULL; the
+ * string is static.  Any thread. */
+const char *sipc_strerror(int err);
+
+/* -------------------------------------------------------------- outcomes */
+
+/*
+ * Every submitted request reaches exactly one outcome.  The five kinds are
+ * chosen so a caller can act on them without guessing:
+ *
+ *   OK            the worker replied; reply bytes attached.
+ *   WORKER_ERROR  the worker replied with an error frame (code + bytes).
+ *   REJECTED      the request was never written to any worker.  Safe to
+ *                 resubmit.  `error` says why (FULL, UNAVAILABLE,
+ *                 SHUTDOWN, TOOBIG, EXEC, ...).
+ *   TIMEOUT       the deadline passed.  `may_have_run` says whether the
+ *                 request had been written to a worker.
+ *   UNKNOWN       the request was written and the worker ended (or broke
+ *                 the protocol) before replying: it may have run.  It is
+ *                 never retried unless it was submitted SIPC_REQ_IDEMPOTENT.
+ *                 `error` says why (WORKER_DIED, POISON, PROTOCOL, STALL).
+ */
+enum sipc_outcome {
+	SIPC_OUTCOME_OK = 0,
+	SIPC_OUTCOME_WORKER_ERROR = 1,
+	SIPC_OUTCOME_REJECTED = 2,
+	SIPC_OUTCOME_TIMEOUT = 3,
+	SIPC_OUTCOME_UNKNOWN = 4,
+};
+const char *sipc_outcome_name(enum sipc_outcome o);
+
+/* Why a worker ended, as far as the supervisor can tell. */
+enum sipc_exit_kind {
+	SIPC_EXIT_NONE = 0,       /* not ended (or not known yet) */
+	SIPC_EXIT_CLEAN,          /* exit status 0, not asked to stop */
+	SIPC_EXIT_CODE,           /* exit status != 0 (code) */
+	SIPC_EXIT_SIGNAL,         /* killed by a signal it was not sent by us */
+	SIPC_EXIT_TERMINATED,     /* the supervisor ended it (reason) */
+	SIPC_EXIT_EXEC_FAILED,    /* exec failed (code = errno) */
+	SIPC_EXIT_HANDSHAKE,      /* ended or broke before a valid handshake */
+};
+const char *sipc_exit_kind_name(enum sipc_exit_kind k);
+
+/* Why the supervisor terminated a worker (SIPC_EXIT_TERMINATED). */
+enum sipc_term_reason {
+	SIPC_TERM_NONE = 0,
+	SIPC_TERM_SHUTDOWN,       /* sipc_destroy() */
+	SIPC_TERM_DEADLINE,       /* a request stayed wedged past its grace */
+	SIPC_TERM_STALL,          /* no progress while work was pending */
+	SIPC_TERM_PROTOCOL,       /* protocol violation */
+	SIPC_TERM_CHANNEL_LOST,   /* protocol channel closed, process alive */
+	SIPC_TERM_POLICY,         /* restart policy / operator request */
+};
+const char *sipc_term_reason_name(enum sipc_term_reason r);
+
+struct sipc_exit {
+	enum sipc_exit_kind kind;
+	int code;                 /* exit code, or errno for EXEC_FAILED */
+	int signo;                /* signal that ended it, if any */
+	bool core_dumped;
+	enum sipc_term_reason reason;
+};
+
+/* Format an exit classification ("killed by signal 11 (core dumped)").
+ * Returns the length snprintf would have produced.  Any thread. */
+int sipc_exit_format(const struct sipc_exit *e, char *buf, size_t len);
+
+struct sipc_result {
+	enum sipc_outcome outcome;
+	int error;                /* 0 for OK; reason code otherwise */
+	bool may_have_run;        /* false only when provably never started */
+	uint64_t request_id;
+	/* Reply (OK) or error message (WORKER_ERROR).  Owned by the result;
+	 * valid until sipc_result_release(). */
+	const uint8_t *reply;
+	size_t reply_len;
+	uint32_t worker_error_code; /* code from the worker's error frame */
+	/* Last worker this request was written to (0/0/0 if never sent). */
+	uint32_t worker_id;
+	uint32_t generation;
+	pid_t pid;
+	unsigned attempts;        /* how many workers it was written to */
+	/* If that worker ended: how, and the tail of its diagnostics
+	 * (escaped text, NUL-terminated, owned by the result; may be NULL). */
+	struct sipc_exit exit;
+	const char *diag_tail;
+};
+
+/* Free what a result owns (reply, diag_tail) and clear it.  Accepts NULL
+ * and an already released result. */
+void sipc_result_release(struct sipc_result *r);
+
+/* ---------------------------------------------------------- configuration */
+
+enum sipc_environment {
+	SIPC_ENV_UNSET = 0,       /* treated as production: fails closed */
+	SIPC_ENV_DEVELOPMENT,
+	SIPC_ENV_TEST,
+	SIPC_ENV_PRODUCTION,
+};
+
+/* Isolation guarantees a provider may declare and a configuration may
+ * require.  The local adapter declares none of them. */
+enum sipc_guarantee {
+	SIPC_G_PID_NAMESPACE = 1u << 0,   /* worker cannot see/signal host pids */
+	SIPC_G_MOUNT_NAMESPACE = 1u << 1, /* host filesystem hidden */
+	SIPC_G_NETWORK_ISOLATION = 1u << 2, /* no network except the channel */
+	SIPC_G_NO_INHERITED_SECRETS = 1u << 3, /* no host credentials/env/fds */
+	SIPC_G_RESOURCE_LIMITS = 1u << 4, /* cpu/memory/pids enforced by kernel */
+	SIPC_G_SEPARATE_USER = 1u << 5,   /* different uid/user namespace */
+	SIPC_G_TREE_CONTAINMENT = 1u << 6,/* no descendant can escape kill */
+};
+#define SIPC_G_ALL ((1u << 7) - 1)
+const char *sipc_guarantee_name(unsigned one_bit);
+
+enum sipc_log_level { SIPC_LOG_ERROR, SIPC_LOG_WARN, SIPC_LOG_INFO, SIPC_LOG_DIAG };
+
+/* Log callback.  `msg` is escaped, NUL-terminated, valid for the call.
+ * Worker diagnostics arrive with level SIPC_LOG_DIAG and the worker's
+ * id/generation/pid; library events use worker_id = UINT32_MAX when no
+ * worker is concerned.  Runs on a library thread (a worker's reader or
+ * the reaper) with no library lock held; it must not call sipc_destroy(). */
+typedef void (*sipc_log_fn)(void *arg, enum sipc_log_level level,
+                            uint32_t worker_id, uint32_t generation,
+                            pid_t pid, const char *msg);
+
+enum sipc_durability {
+	SIPC_DURABLE_OFF = 0,     /* write(): survives a process crash only */
+	SIPC_DURABLE_GROUP,       /* fdatasync at most every group_commit_ms */
+	SIPC_DURABLE_EACH,        /* fdatasync before the record's step */
+};
+
+struct sipc_config {
+	/* Environment this configuration is for; UNSET fails closed. */
+	enum sipc_environment environment;
+	/* Guarantees required of the provider.  In PRODUCTION (and UNSET)
+	 * at least SIPC_G_ALL is required regardless of this field. */
+	unsigned required_guarantees;
+	/* Provider name: "local" is the only one built in. */
+	const char *provider;
+
+	/* Worker executable (absolute or relative path; no PATH search) and
+	 * argv (NULL-terminated; argv[0] defaults to path when NULL). */
+	const char *path;
+	char *const *argv;
+	/* Names of host environment variables passed through (NULL-terminated
+	 * list, may be NULL), and explicit "NAME=value" entries added after
+	 * them.  Nothing else of the host environment reaches a worker. */
+	const char *const *env_allow;
+	const char *const *env_set;
+
+	unsigned workers;             /* pool size (default 2, 1..1024) */
+	unsigned max_inflight;        /* per worker written, unanswered (16) */
+	uint32_t max_payload;         /* bytes per frame payload (16 MiB) */
+	unsigned ring_frames;         /* per worker queued frames (256) */
+	size_t ring_bytes;            /* per worker queued bytes (64 MiB) */
+	size_t mem_ceiling;           /* all queued+in-flight payloads (256 MiB) */
+	size_t diag_line_max;         /* diagnostics line cap (1024) */
+	size_t diag_tail_bytes;       /* kept per worker for reports (4096) */
+
+	unsigned handshake_ms;        /* spawn to HELLO (5000) */
+	unsigned grace_ms;            /* SIGTERM to SIGKILL (5000) */
+	unsigned drain_ms;            /* destroy: wait for in-flight (5000) */
+	unsigned stall_ms;            /* no progress with work pending (10000) */
+	unsigned cancel_grace_ms;     /* deadline to termination (2000) */
+	unsigned idempotent_retries;  /* extra attempts for idempotent (2) */
+
+	unsigned restart_base_ms;     /* first backoff (100) */
+	unsigned restart_cap_ms;      /* backoff cap (30000) */
+	unsigned restart_reset_ms;    /* uptime that resets backoff (10000) */
+	unsigned restart_intensity;   /* at most R restarts per slot ... (5) */
+	unsigned restart_window_ms;   /* ... in this window (10000) */
+	unsigned pool_restart_budget; /* pool-wide restarts per window (20) */
+	unsigned cooldown_ms;         /* slot pause past intensity (30000) */
+
+	bool subreaper;               /* PR_SET_CHILD_SUBREAPER (false) */
+	unsigned worker_nproc_limit;  /* RLIMIT_NPROC for workers, 0 = none */
+
+	/* Durable state (optional; NULL disables journal and reconcile). */
+	const char *state_dir;
+	enum sipc_durability durability;
+	unsigned group_commit_ms;     /* SIPC_DURABLE_GROUP (10) */
+
+	sipc_log_fn log;
+	void *log_arg;
+};
+
+/* Fill `cfg` with the documented defaults (environment UNSET, provider
+ * "local", no path).  Any thread. */
+void sipc_config_init(struct sipc_config *cfg);
+
+/* ------------------------------------------------------------ supervisor */
+
+typedef struct sipc_supervisor sipc_supervisor;
+
+/*
+ * Create a supervisor: validate `cfg` (copied; the caller may free it
+ * afterwards), select the provider (fails closed: SIPC_E_PRODUCTION or
+ * SIPC_E_NOENV, no worker spawned), start the reaper and the pool.
+ * Workers become ready asynchronously; a missing executable is reported
+ * here as SIPC_E_EXEC (or -ENOENT/-EACCES from sipc_last_error detail).
+ * `errbuf` (may be NULL) receives a human-readable reason on failure.
+ * Blocks SIGCHLD in the calling thread (see CONTRACT.md: the host must
+ * block SIGCHLD in threads created before this call, or leave its
+ * disposition alone).  Any thread; not async-signal-safe.
+ */
+int sipc_create(const struct sipc_config *cfg, char *errbuf, size_t errlen,
+                sipc_supervisor **ret);
+
+/*
+ * Wait until at least `n` workers have completed their handshake, or the
+ * deadline (ms from now) passes (-ETIMEDOUT), or the pool cannot get
+ * there (SIPC_E_UNAVAILABLE, SIPC_E_EXEC).  Any thread.
+ */
+int sipc_wait_ready(sipc_supervisor *s, unsigned n, unsigned timeout_ms);
+
+enum sipc_req_flags {
+	SIPC_REQ_IDEMPOTENT = 1u << 0, /* may be retried after an ambiguous end */
+	SIPC_REQ_NOWAIT = 1u << 1,     /* reject at once if queues are full */
+};
+
+/* Completion callback: exactly once per accepted submit.  Runs on a
+ * library thread (the worker's reader, the reaper, or the submitting
+ * thread for immediate rejections) with no library lock held.  It owns
+ * `res` and must call sipc_result_release(res) (at any time, any thread).
+ * It may submit new requests; it must not call sipc_destroy(). */
+typedef void (*sipc_done_fn)(void *arg, struct sipc_result *res);
+
+struct sipc_request {
+	const void *payload;        /* copied; caller keeps ownership */
+	size_t len;
+	unsigned timeout_ms;        /* wall-clock deadline from submit; 0 = none */
+	unsigned flags;             /* enum sipc_req_flags */
+	const char *idempotency_key;/* optional, journalled for reconcile */
+};
+
+/*
+ * Submit asynchronously.  On success the request has an id (ret_id, may
+ * be NULL) and `done` will be called exactly once.  Backpressure: when
+ * the queues are full it blocks until room or the request's deadline
+ * (then `done` gets REJECTED/SIPC_E_FULL), or with SIPC_REQ_NOWAIT
+ * returns SIPC_E_FULL at once and `done` is never called.  Invalid
+ * arguments (NULL, payload over max_payload) return an error and `done`
+ * is never called.  Any thread, including completion callbacks.
+ */
+int sipc_submit(sipc_supervisor *s, const struct sipc_request *req,
+                sipc_done_fn done, void *arg, uint64_t *ret_id);
+
+/*
+ * Synchronous call: submit and wait for the outcome.  Returns 0 and fills
+ * `ret` (release it with sipc_result_release) whenever the request got an
+ * outcome (including REJECTED/TIMEOUT/UNKNOWN); returns an error only for
+ * invalid arguments.  Any thread except completion callbacks.
+ */
+int sipc_call(sipc_supervisor *s, const struct sipc_request *req,
+              struct sipc_result *ret);
+
+enum sipc_worker_state {
+	SIPC_WS_IDLE = 0,     /* slot empty (before spawn, backoff, cooldown) */
+	SIPC_WS_STARTING,     /* spawned, waiting for handshake */
+	SIPC_WS_READY,        /* serving */
+	SIPC_WS_DRAINING,     /* out of service; finishing / being stopped */
+	SIPC_WS_STOPPING,     /* TERM sent, waiting for exit / grace */
+	SIPC_WS_COOLDOWN,     /* restart intensity exceeded */
+	SIPC_WS_FAILED,       /* will not be restarted (exec failure, shutdown) */
+};
+const char *sipc_worker_state_name(enum sipc_worker_state s);
+
+struct sipc_worker_stats {
+	uint32_t worker_id;
+	uint32_t generation;
+	pid_t pid;
+	enum sipc_worker_state state;
+	unsigned inflight;        /* written, unanswered */
+	unsigned queued;          /* in this worker's ring */
+	uint64_t bytes_in, bytes_out;
+	uint64_t frames_in, frames_out;
+	uint64_t completed;
+	uint64_t protocol_violations;
+	uint64_t restarts;
+	struct sipc_exit last_exit;
+};
+
+struct sipc_stats {
+	unsigned nworkers;
+	struct sipc_worker_stats *workers;  /* nworkers entries */
+	uint64_t submitted, completed_ok, worker_errors, rejected, timeouts,
+	    unknown, requeued, retried, protocol_violations, restarts;
+	size_t mem_held;          /* payload bytes queued or in flight */
+	size_t mem_ceiling;
+	unsigned pending;         /* requests without an outcome yet */
+};
+
+/* Snapshot of counters.  Allocates ret->workers; free with
+ * sipc_stats_release().  Any thread. */
+int sipc_stats_get(sipc_supervisor *s, struct sipc_stats *ret);
+void sipc_stats_release(struct sipc_stats *st);
+
+/*
+ * Stop accepting, let in-flight work finish up to drain_ms, fail what is
+ * left (queued: REJECTED/SHUTDOWN; written: UNKNOWN/SHUTDOWN or
+ * TIMEOUT), terminate every worker tree (TERM, grace, KILL), reap, join
+ * every thread, close every descriptor, free everything.  Accepts NULL.
+ * Safe against concurrent submits (they get SIPC_E_SHUTDOWN); calling it
+ * twice on the same pointer is a use-after-free like free().  Not from a
+ * completion or log callback.
+ */
+void sipc_destroy(sipc_supervisor *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SIPC_H */

@@ -1,0 +1,81 @@
+/*
+ * sipc_worker.h - worker side of sipc: a tiny runtime that reads framed
+ * requests from the protocol descriptor, calls a handler, and writes
+ * framed replies.
+ *
+ * Convention: the supervisor starts the worker with the protocol channel
+ * (a stream socket) on descriptor 3 and sets SIPC_FD=3 in its
+ * environment; stdin is /dev/null; stdout and stderr are diagnostics
+ * only and never parsed as protocol.  SIPC_PARENT_PID names the
+ * supervisor process; SIPC_WORKER_ID and SIPC_GENERATION name the slot.
+ *
+ * The runtime is single-threaded: call everything from the thread that
+ * called sipc_worker_open().  A handler may reply at once or keep the id
+ * and reply later (out of order), from a later handler call or an idle
+ * callback.  Before calling the handler for a request the runtime sends
+ * an ACCEPT frame for it (batched), so the supervisor can prove that a
+ * request without ACCEPT never started.  Work with side effects must not
+ * begin before the handler is called.
+ */
+#ifndef SIPC_WORKER_H
+#define SIPC_WORKER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct sipc_worker sipc_worker;
+
+/* Called once per request.  `payload` is valid only during the call. */
+typedef void (*sipc_worker_handler)(sipc_worker *w, uint64_t id,
+                                    const uint8_t *payload, size_t len,
+                                    void *arg);
+/* Called when the supervisor cancels a request (deadline passed).  The
+ * worker should stop that work; replying afterwards is allowed and is
+ * dropped by the supervisor. */
+typedef void (*sipc_worker_cancel)(sipc_worker *w, uint64_t id, void *arg);
+/* Called when the runtime has no more input buffered, before it blocks
+ * in read().  Useful to flush deferred (out-of-order) replies. */
+typedef void (*sipc_worker_idle)(sipc_worker *w, void *arg);
+
+/*
+ * Open the channel named by SIPC_FD (default 3), arrange to die with the
+ * supervisor (parent-death signal, re-checked against SIPC_PARENT_PID),
+ * and send the HELLO handshake.  Returns 0 or a negative error.
+ */
+int sipc_worker_open(sipc_worker **ret);
+
+/* Queue a reply / an error reply for `id`.  Buffered; flushed before the
+ * runtime blocks and whenever the buffer passes 64 KiB. */
+int sipc_worker_reply(sipc_worker *w, uint64_t id, const void *buf,
+                      size_t len);
+int sipc_worker_error(sipc_worker *w, uint64_t id, uint32_t code,
+                      const void *msg, size_t len);
+/* Send a heartbeat now (long-running handlers). */
+int sipc_worker_heartbeat(sipc_worker *w);
+/* Write everything buffered.  Returns 0 or a negative error. */
+int sipc_worker_flush(sipc_worker *w);
+
+void sipc_worker_set_cancel(sipc_worker *w, sipc_worker_cancel fn);
+void sipc_worker_set_idle(sipc_worker *w, sipc_worker_idle fn);
+
+/*
+ * Serve until the supervisor closes the channel or sends SHUTDOWN
+ * (returns 0), or an error (negative; a malformed frame from the
+ * supervisor is SIPC_E_PROTOCOL-equivalent -1009).
+ */
+int sipc_worker_run(sipc_worker *w, sipc_worker_handler fn, void *arg);
+
+/* The protocol descriptor (for fixtures that misbehave on purpose). */
+int sipc_worker_fd(const sipc_worker *w);
+
+/* Flush, close the channel and free.  Accepts NULL. */
+void sipc_worker_close(sipc_worker *w);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SIPC_WORKER_H */

@@ -1,0 +1,41 @@
+/*
+ * testlib.h - helpers shared by the CUnit test binaries.
+ * Tests wait on events with generous deadlines, never fixed sleeps.
+ */
+#ifndef SIPC_TESTLIB_H
+#define SIPC_TESTLIB_H
+
+#include <CUnit/CUnit.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Run every registered suite with the basic interface; returns the exit
+ * status for main(): 0 when all tests pass, 1 otherwise. */
+int tl_run(void);
+
+/* Add a suite with tests: tl_suite("frame", (tl_test[]){{"x", fn}, {0}}). */
+typedef struct { const char *name; void (*fn)(void); } tl_test;
+void tl_suite(const char *name, const tl_test *tests);
+
+/* Path of a fixture binary (from $SIPC_FIXTURES, default build/fixtures). */
+const char *tl_fixture(const char *name);
+
+/* Monotonic milliseconds. */
+int64_t tl_now_ms(void);
+/* Poll `cond(arg)` every few ms until true or `timeout_ms` passes. */
+bool tl_wait_until(bool (*cond)(void *), void *arg, int timeout_ms);
+
+/* Process resource counts for leak checks. */
+int tl_count_fds(void);
+int tl_count_threads(void);
+/* Children of this process (any state) and zombie children. */
+int tl_count_children(void);
+int tl_count_zombie_children(void);
+/* Wait until the counts are back to the given baseline (or timeout). */
+bool tl_wait_baseline(int fds, int threads, int children, int timeout_ms);
+
+/* Is a process alive (exists and not a zombie)? */
+bool tl_pid_alive(int pid);
+
+#endif
