@@ -285,9 +285,11 @@ enum sipc_req_flags {
 
 /* Completion callback: exactly once per accepted submit.  Runs on a
  * library thread (the worker's reader, the reaper, or the submitting
- * thread for immediate rejections) with no library lock held.  It owns
- * `res` and must call sipc_result_release(res) (at any time, any thread).
- * It may submit new requests; it must not call sipc_destroy(). */
+ * thread for immediate rejections) with no library lock held.  `res`
+ * itself is valid only during the call, but the callback owns what it
+ * points at: either call sipc_result_release(res) before returning, or
+ * copy the struct and release the copy later (any thread).  It may
+ * submit new requests; it must not call sipc_call() or sipc_destroy(). */
 typedef void (*sipc_done_fn)(void *arg, struct sipc_result *res);
 
 struct sipc_request {
@@ -370,6 +372,86 @@ void sipc_stats_release(struct sipc_stats *st);
  * completion or log callback.
  */
 void sipc_destroy(sipc_supervisor *s);
+
+/* ---- configuration files ---- */
+
+/*
+ * Strict loaders for a configuration file ("key = value" lines) and for
+ * SIPC_<KEY> environment variables; the format is in CONTRACT.md.  A
+ * loaded configuration's strings and arrays are owned by a store, which
+ * must outlive every use of the configuration (sipc_create() copies what
+ * it needs, so the store may be freed after it returns).
+ */
+typedef struct sipc_config_store sipc_config_store;
+
+/*
+ * Apply the settings in file `path` on top of *cfg (start from
+ * sipc_config_init()).  *store is created when NULL and reused otherwise,
+ * so a file and the environment can share one store.  Checks syntax and
+ * each value's range; cross-field rules are checked by sipc_create().
+ * Returns 0; SIPC_E_CONFIG with "path:line: key: reason" in errbuf (may
+ * be NULL); -errno if the file cannot be read; -ENOMEM.  On failure
+ * *cfg and *store are unchanged (nothing is partially applied).  Any
+ * thread.
+ */
+int sipc_config_load_file(const char *path, struct sipc_config *cfg,
+                          sipc_config_store **store, char *errbuf,
+                          size_t errlen);
+
+/*
+ * The same for the SIPC_* variables in envp (NULL-terminated "NAME=value"
+ * list; NULL = environ, which must not change meanwhile).  Only known
+ * names are read.  Call it after sipc_config_load_file(): environment
+ * values override file values.  Errors read "environment: SIPC_KEY:
+ * reason".  Any thread.
+ */
+int sipc_config_load_env(char *const *envp, struct sipc_config *cfg,
+                         sipc_config_store **store, char *errbuf,
+                         size_t errlen);
+
+/* Free a store and every string it owns.  Accepts NULL. */
+void sipc_config_store_free(sipc_config_store *st);
+
+/* ------------------------------------------------------- reconciliation */
+
+/*
+ * After a crash of the process that hosted a supervisor with a state_dir,
+ * the next supervisor on that directory lists the previous instances'
+ * requests that were never resolved.  Each says what can be proven:
+ *   NEVER_SENT    accepted, never written to a worker: safe to resubmit.
+ *   MAY_HAVE_RUN  written to a worker, no outcome journalled: unknown,
+ *                 the host decides (by its idempotency key).
+ *   COMPLETED     the outcome was journalled (outcome, error) but the host
+ *                 may not have received or persisted it before the crash.
+ * Resolving one journals that fact, so a crash during reconciliation
+ * loses nothing: what was resolved stays resolved, the rest is listed
+ * again.
+ */
+enum sipc_unresolved_state {
+	SIPC_UNRESOLVED_NEVER_SENT,
+	SIPC_UNRESOLVED_MAY_HAVE_RUN,
+	SIPC_UNRESOLVED_COMPLETED,
+};
+
+struct sipc_unresolved {
+	uint64_t request_id;      /* id in its (previous) instance */
+	uint8_t instance[16];     /* the instance that accepted it */
+	char key[256];            /* idempotency key, NUL-terminated ("" if none) */
+	uint64_t payload_digest;  /* FNV-1a 64 of the payload (match, not security) */
+	uint32_t payload_len;
+	enum sipc_unresolved_state state;
+	enum sipc_outcome outcome; /* COMPLETED only */
+	int error;                 /* COMPLETED only */
+};
+
+/* List the previous instances' unresolved requests (*ret_n may be 0 and
+ * *ret NULL).  Free the list with sipc_reconcile_free().  Any thread. */
+int sipc_reconcile_list(sipc_supervisor *s, struct sipc_unresolved **ret,
+                        size_t *ret_n);
+void sipc_reconcile_free(struct sipc_unresolved *u);
+/* Mark one listed request resolved (journalled).  SIPC_E_NOTFOUND when it
+ * is already resolved or unknown.  Any thread. */
+int sipc_reconcile_resolve(sipc_supervisor *s, const struct sipc_unresolved *u);
 
 #ifdef __cplusplus
 }

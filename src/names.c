@@ -1,0 +1,117 @@
+/*
+ * names.c - names of the public enums, exit formatting, result release.
+ * Pure; any thread.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sipc.h"
+
+const char *
+sipc_outcome_name(enum sipc_outcome o)
+{
+	switch (o) {
+	case SIPC_OUTCOME_OK: return "ok";
+	case SIPC_OUTCOME_WORKER_ERROR: return "worker_error";
+	case SIPC_OUTCOME_REJECTED: return "rejected";
+	case SIPC_OUTCOME_TIMEOUT: return "timeout";
+	case SIPC_OUTCOME_UNKNOWN: return "unknown";
+	}
+	return "invalid";
+}
+
+const char *
+sipc_exit_kind_name(enum sipc_exit_kind k)
+{
+	switch (k) {
+	case SIPC_EXIT_NONE: return "none";
+	case SIPC_EXIT_CLEAN: return "clean";
+	case SIPC_EXIT_CODE: return "exit_code";
+	case SIPC_EXIT_SIGNAL: return "signal";
+	case SIPC_EXIT_TERMINATED: return "terminated";
+	case SIPC_EXIT_EXEC_FAILED: return "exec_failed";
+	case SIPC_EXIT_HANDSHAKE: return "handshake";
+	}
+	return "invalid";
+}
+
+const char *
+sipc_term_reason_name(enum sipc_term_reason r)
+{
+	switch (r) {
+	case SIPC_TERM_NONE: return "none";
+	case SIPC_TERM_SHUTDOWN: return "shutdown";
+	case SIPC_TERM_DEADLINE: return "deadline";
+	case SIPC_TERM_STALL: return "stall";
+	case SIPC_TERM_PROTOCOL: return "protocol";
+	case SIPC_TERM_CHANNEL_LOST: return "channel_lost";
+	case SIPC_TERM_POLICY: return "policy";
+	}
+	return "invalid";
+}
+
+const char *
+sipc_worker_state_name(enum sipc_worker_state s)
+{
+	switch (s) {
+	case SIPC_WS_IDLE: return "idle";
+	case SIPC_WS_STARTING: return "starting";
+	case SIPC_WS_READY: return "ready";
+	case SIPC_WS_DRAINING: return "draining";
+	case SIPC_WS_STOPPING: return "stopping";
+	case SIPC_WS_COOLDOWN: return "cooldown";
+	case SIPC_WS_FAILED: return "failed";
+	}
+	return "invalid";
+}
+
+/* How the process itself ended, whatever the supervisor's reason. */
+static int
+raw_end(const struct sipc_exit *e, char *buf, size_t len)
+{
+	if (e->signo != 0)
+		return snprintf(buf, len, "killed by signal %d%s", e->signo,
+		    e->core_dumped ? " (core dumped)" : "");
+	return snprintf(buf, len, "exit status %d", e->code);
+}
+
+int
+sipc_exit_format(const struct sipc_exit *e, char *buf, size_t len)
+{
+	char raw[64];
+
+	switch (e->kind) {
+	case SIPC_EXIT_NONE:
+		return snprintf(buf, len, "running");
+	case SIPC_EXIT_CLEAN:
+		return snprintf(buf, len, "exited cleanly");
+	case SIPC_EXIT_CODE:
+		return snprintf(buf, len, "exited with status %d", e->code);
+	case SIPC_EXIT_SIGNAL:
+		return raw_end(e, buf, len);
+	case SIPC_EXIT_TERMINATED:
+		raw_end(e, raw, sizeof(raw));
+		return snprintf(buf, len, "terminated by supervisor (%s); %s",
+		    sipc_term_reason_name(e->reason), raw);
+	case SIPC_EXIT_EXEC_FAILED:
+		return snprintf(buf, len, "exec failed: %s", strerror(e->code));
+	case SIPC_EXIT_HANDSHAKE:
+		raw_end(e, raw, sizeof(raw));
+		return snprintf(buf, len, "ended before completing the "
+		    "handshake; %s", raw);
+	}
+	return snprintf(buf, len, "invalid exit");
+}
+
+void
+sipc_result_release(struct sipc_result *r)
+{
+	if (r == NULL)
+		return;
+	free((void *)r->reply);
+	free((void *)r->diag_tail);
+	r->reply = NULL;
+	r->reply_len = 0;
+	r->diag_tail = NULL;
+}

@@ -1,0 +1,76 @@
+/*
+ * provider.h - the interface between the supervisor core and whatever
+ * runs workers.  The core never assumes workers are local processes:
+ * it launches through `launch`, learns of their end through `try_end`,
+ * stops them through `signal_tree`, and reads their identity through
+ * `identity`.  The local adapter (local.c) is one implementation; an
+ * isolated provider (microVM, container runtime) is another, and must
+ * declare the guarantees it really enforces.
+ *
+ * Threads: every op except `name`/`guarantees` is called only from the
+ * reaper thread, so an implementation needs no locking of its own for
+ * per-worker state.
+ */
+#ifndef SIPC_PROVIDER_H
+#define SIPC_PROVIDER_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "sipc.h"
+
+struct sipc__launch {
+	const char *path;
+	char *const *argv;
+	char *const *envp;            /* full environment for the worker */
+	uint32_t slot, generation;
+	unsigned nproc_limit;         /* 0 = none */
+};
+
+/* Channels handed back by launch.  The core owns both descriptors. */
+struct sipc__chan {
+	int proto_fd;                 /* stream socket, frames both ways */
+	int diag_fd;                  /* worker stdout+stderr, read only */
+	pid_t pid;                    /* for stats and logs; 0 if none */
+	pid_t pgid;
+	uint64_t starttime;           /* clock ticks since boot, 0 if unknown */
+};
+
+enum sipc__tree_sig { SIPC__SIG_TERM, SIPC__SIG_KILL };
+
+struct sipc__provider {
+	const char *name;
+	/* enum sipc_guarantee bits this provider enforces. */
+	unsigned guarantees;
+	/* Start a worker.  On failure returns a negative error
+	 * (SIPC_E_EXEC with *ret_errno set for exec failures) and leaves
+	 * nothing behind. */
+	int (*launch)(void *prov, const struct sipc__launch *l,
+	              struct sipc__chan *ret_chan, void **ret_handle,
+	              int *ret_errno);
+	/* Non-blocking.  0: still running.  1: ended; the provider has
+	 * observed the end, swept the worker's tree, released the process
+	 * (reaped), and filled *ret (kind CLEAN/CODE/SIGNAL).  <0: error. */
+	int (*try_end)(void *handle, struct sipc_exit *ret);
+	/* Signal the worker's whole tree.  Never reaches a process the
+	 * provider cannot prove belongs to this worker; a no-op after
+	 * try_end returned 1. */
+	int (*signal_tree)(void *handle, enum sipc__tree_sig sig);
+	/* Free the handle (after try_end returned 1, or on destroy after
+	 * a final KILL and end). */
+	void (*release)(void *handle);
+};
+
+extern const struct sipc__provider sipc__provider_local;
+
+/*
+ * Select the provider named in cfg and check it against the
+ * configuration's environment.  Fails closed: SIPC_E_NOENV when the
+ * environment is unset, SIPC_E_PRODUCTION (with each missing guarantee
+ * named in errbuf) when the provider lacks a required guarantee.
+ */
+int sipc__provider_select(const struct sipc_config *cfg, char *errbuf,
+                          size_t errlen,
+                          const struct sipc__provider **ret);
+
+#endif

@@ -1,0 +1,887 @@
+/*
+ * reaper.c - the one thread that owns worker processes.
+ *
+ * It waits on three descriptors: a signalfd for SIGCHLD, a timerfd for
+ * deadlines, grace periods, stalls and respawns, and an eventfd that
+ * other library threads write to ("look again").  On every wake it
+ * rescans every owned worker, so a SIGCHLD consumed elsewhere (a host
+ * thread that left it unblocked) costs at most one timer period, never
+ * a missed exit.
+ *
+ * It spawns every worker itself, so registering a new worker can never
+ * race with reaping it: a worker that exits at once is simply found on
+ * the next scan.  It reaps only through the provider, which for local
+ * workers means waitid(P_PIDFD) on a pidfd taken at spawn: never
+ * waitpid(-1), never a process it did not start.  Because this thread
+ * lives as long as the supervisor, a worker's parent-death signal (which
+ * follows the spawning *thread*) fires only when the supervisor ends.
+ *
+ * Fields marked [reaper] in sipc_int.h belong to this thread alone.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "policy.h"
+#include "provider.h"
+#include "sipc_int.h"
+
+#define RESCAN_MS 250             /* longest sleep while anything lives */
+#define MAX_ORPHAN_GROUPS 64
+
+void
+sipc__reaper_wake(struct sipc_supervisor *s)
+{
+	(void)eventfd_write(s->evt_fd, 1);
+}
+
+static int64_t
+min64(int64_t a, int64_t b)
+{
+	return a < b ? a : b;
+}
+
+/* ------------------------------------------------------------ spawn */
+
+static char **
+worker_env(struct sipc_supervisor *s, struct sipc__slot *sl)
+{
+	size_t n = 0, i;
+	char **env;
+
+	while (s->envp[n] != NULL)
+		n++;
+	if ((env = calloc(n + 5, sizeof(*env))) == NULL)
+		return NULL;
+	for (i = 0; i < n; i++)
+		env[i] = s->envp[i];
+	if (asprintf(&env[n], "SIPC_WORKER_ID=%u", sl->idx) < 0)
+		env[n] = NULL;
+	if (asprintf(&env[n + 1], "SIPC_GENERATION=%u", sl->generation) < 0)
+		env[n + 1] = NULL;
+	if (env[n] == NULL || env[n + 1] == NULL) {
+		free(env[n]);
+		free(env[n + 1]);
+		free(env);
+		return NULL;
+	}
+	return env;
+}
+
+static void
+free_env(struct sipc_supervisor *s, char **env)
+{
+	size_t n = 0;
+
+	while (s->envp[n] != NULL)
+		n++;
+	free(env[n]);
+	free(env[n + 1]);
+	free(env);
+}
+
+static void schedule_restart(struct sipc__slot *sl, int64_t now,
+                             int64_t uptime, bool before_ready);
+
+static void
+spawn_slot(struct sipc__slot *sl, int64_t now)
+{
+	struct sipc_supervisor *s = sl->sup;
+	struct sipc__launch l;
+	struct sipc__chan ch;
+	char **env;
+	int rc, eno = 0;
+
+	memset(&ch, 0, sizeof(ch));
+	pthread_mutex_lock(&sl->lock);
+	sl->generation++;
+	pthread_mutex_unlock(&sl->lock);
+	if ((env = worker_env(s, sl)) == NULL) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	l = (struct sipc__launch){ .path = s->cfg.path, .argv = s->argv,
+	    .envp = env, .slot = sl->idx, .generation = sl->generation,
+	    .nproc_limit = s->cfg.worker_nproc_limit };
+	rc = s->prov->launch(s->prov_state, &l, &ch, &sl->handle, &eno);
+	free_env(s, env);
+	if (rc < 0)
+		goto fail;
+	if ((sl->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
+		rc = -errno;
+		s->prov->signal_tree(sl->handle, SIPC__SIG_KILL);
+		while (s->prov->try_end(sl->handle, &sl->last_exit) == 0)
+			usleep(1000);
+		s->prov->release(sl->handle);
+		sl->handle = NULL;
+		close(ch.proto_fd);
+		close(ch.diag_fd);
+		goto fail;
+	}
+	sl->proto_fd = ch.proto_fd;
+	sl->diag_fd = ch.diag_fd;
+	sl->started_ms = now;
+	sl->ready_ms = 0;
+	sl->term_at_ms = 0;
+	sl->killed = false;
+	sl->term_reason = SIPC_TERM_NONE;
+	sl->exec_failed = false;
+	atomic_store(&sl->last_progress_ms, now);
+	pthread_mutex_lock(&sl->lock);
+	sl->pid = ch.pid;
+	sl->state = SIPC_WS_STARTING;
+	sl->accepts = false;
+	sl->diag_tail_len = sl->diag_tail_pos = 0;
+	pthread_mutex_unlock(&sl->lock);
+	if (s->journal != NULL)
+		sipc__journal_note_worker(s, sl, &ch);
+	if ((rc = sipc__worker_threads_start(sl)) < 0) {
+		sipc__log(s, SIPC_LOG_ERROR, sl, "cannot start worker threads: %s",
+		    sipc_strerror(rc));
+		s->prov->signal_tree(sl->handle, SIPC__SIG_KILL);
+		sl->term_at_ms = now;
+		sl->killed = true;
+		sl->term_reason = SIPC_TERM_POLICY;
+	}
+	sipc__log(s, SIPC_LOG_INFO, sl, "worker started");
+	return;
+fail:
+	memset(&sl->last_exit, 0, sizeof(sl->last_exit));
+	if (rc == SIPC_E_EXEC) {
+		sl->last_exit.kind = SIPC_EXIT_EXEC_FAILED;
+		sl->last_exit.code = eno;
+		sl->exec_failed = true;
+		sipc__log(s, SIPC_LOG_ERROR, sl, "cannot execute %s: %s",
+		    s->cfg.path, strerror(eno));
+	} else {
+		sl->last_exit.kind = SIPC_EXIT_HANDSHAKE;
+		sl->last_exit.code = -rc;
+		sipc__log(s, SIPC_LOG_ERROR, sl, "cannot launch worker: %s",
+		    sipc_strerror(rc));
+	}
+	pthread_mutex_lock(&s->rlock);
+	if (s->first_spawn_err == 0)
+		s->first_spawn_err = rc == SIPC_E_EXEC ? -eno : rc;
+	pthread_mutex_unlock(&s->rlock);
+	schedule_restart(sl, now, 0, true);
+}
+
+/* ------------------------------------------------------------ settle */
+
+/* Remove `q` from the table with an outcome (if nobody delivered one
+ * yet), attaching the worker's exit and diagnostics tail, and drop the
+ * table's reference.  No lock held on entry. */
+static void
+finish(struct sipc_supervisor *s, struct sipc__req *q, enum sipc_outcome o,
+       int err, bool may_have_run, const char *tail)
+{
+	struct sipc_result res;
+	bool won, in;
+
+	pthread_mutex_lock(&s->table.lock);
+	q->state = SIPC__R_GONE;
+	in = q->in_table;
+	sipc__table_remove(&s->table, q);
+	won = sipc__outcome_set(s, q, o, err, may_have_run, &res);
+	pthread_mutex_unlock(&s->table.lock);
+	if (won) {
+		res.diag_tail = tail ? strdup(tail) : NULL;
+		sipc__outcome_deliver(s, q, &res);
+	}
+	if (in)
+		sipc__req_unref(s, q);
+}
+
+/* Take every never-written request off this slot's ring and give it to
+ * another slot.  What no other slot can take goes back on this ring if
+ * the slot will run again, else gets REJECTED (never sent: safe). */
+static void
+move_queued(struct sipc__slot *sl, bool slot_will_run, int reject_err)
+{
+	struct sipc_supervisor *s = sl->sup;
+	struct sipc__req **qs;
+	unsigned n = 0, i;
+
+	pthread_mutex_lock(&sl->lock);
+	qs = reallocarray(NULL, sl->ring.count + 1, sizeof(*qs));
+	while (qs != NULL && (qs[n] = sipc__ring_pop(&sl->ring)) != NULL)
+		n++;
+	pthread_cond_broadcast(&sl->cv_space);
+	pthread_mutex_unlock(&sl->lock);
+	if (qs == NULL)
+		return;   /* out of memory: they stay queued here */
+	for (i = 0; i < n; i++) {
+		struct sipc__req *q = qs[i];
+
+		if (sipc__dispatch_requeue(s, q, (int)sl->idx) == 0) {
+			atomic_fetch_add(&s->n_requeued, 1);
+			continue;
+		}
+		if (slot_will_run) {
+			pthread_mutex_lock(&sl->lock);
+			if (sipc__ring_push(&sl->ring, q, q->len) == 0) {
+				pthread_mutex_unlock(&sl->lock);
+				continue;
+			}
+			pthread_mutex_unlock(&sl->lock);
+		}
+		finish(s, q, SIPC_OUTCOME_REJECTED, reject_err, false, NULL);
+		sipc__req_unref(s, q);    /* the ring's reference */
+	}
+	free(qs);
+}
+
+struct collect {
+	struct sipc__slot *sl;
+	struct sipc__req **qs;
+	unsigned n, cap;
+	int64_t now, next;
+	bool oom;
+};
+
+static void
+collect_push(struct collect *c, struct sipc__req *q)
+{
+	if (c->n == c->cap) {
+		unsigned ncap = c->cap ? c->cap * 2 : 64;
+		struct sipc__req **nq = reallocarray(c->qs, ncap, sizeof(*nq));
+
+		if (nq == NULL) {
+			c->oom = true;
+			return;
+		}
+		c->qs = nq;
+		c->cap = ncap;
+	}
+	sipc__req_ref(q);
+	c->qs[c->n++] = q;
+}
+
+/* Table lock held: requests written to this slot's current generation. */
+static void
+collect_owed(struct sipc__req *q, void *arg)
+{
+	struct collect *c = arg;
+
+	if (q->slot == (int)c->sl->idx && q->gen == c->sl->generation &&
+	    (q->state == SIPC__R_WRITTEN || q->state == SIPC__R_ACCEPTED))
+		collect_push(c, q);
+}
+
+static int
+settle_err(enum sipc__settle d, const struct sipc_exit *e)
+{
+	if (d == SIPC__SETTLE_POISON)
+		return SIPC_E_POISON;
+	if (e->kind == SIPC_EXIT_TERMINATED) {
+		switch (e->reason) {
+		case SIPC_TERM_SHUTDOWN: return SIPC_E_SHUTDOWN;
+		case SIPC_TERM_STALL: return SIPC_E_STALL;
+		case SIPC_TERM_PROTOCOL: return SIPC_E_PROTOCOL;
+		case SIPC_TERM_DEADLINE: return SIPC_E_TIMEOUT;
+		default: break;
+		}
+	}
+	return SIPC_E_WORKER_DIED;
+}
+
+/*
+ * A worker generation ended: decide, per request it held, what is
+ * provable (policy.c has the rules).  Never-started requests move;
+ * ambiguous ones are UNKNOWN unless idempotent; poison stops.
+ */
+static void
+settle(struct sipc__slot *sl, const struct sipc_exit *e, const char *tail,
+       int64_t now)
+{
+	struct sipc_supervisor *s = sl->sup;
+	struct collect c = { .sl = sl };
+	bool closing = atomic_load(&s->closing);
+	unsigned i;
+
+	pthread_mutex_lock(&s->table.lock);
+	sipc__table_foreach(&s->table, collect_owed, &c);
+	sl->inflight = 0;
+	for (i = 0; i < c.n; i++) {
+		struct sipc__req *q = c.qs[i];
+
+		/* Written but never ACCEPTed by a worker that promised to
+		 * ACCEPT before starting: provably never started. */
+		q->unstarted = q->state == SIPC__R_WRITTEN && sl->accepts;
+		if (!q->unstarted)
+			q->deaths++;
+		q->last_exit = *e;
+		q->state = SIPC__R_QUEUED;   /* off the dead worker */
+	}
+	pthread_mutex_unlock(&s->table.lock);
+
+	for (i = 0; i < c.n; i++) {
+		struct sipc__req *q = c.qs[i];
+		enum sipc__settle d;
+		bool unstarted;
+
+		pthread_mutex_lock(&s->table.lock);
+		unstarted = q->unstarted;
+		if (q->delivered) {
+			/* Timed out earlier; the caller knows.  Just drop it. */
+			pthread_mutex_unlock(&s->table.lock);
+			finish(s, q, SIPC_OUTCOME_TIMEOUT, 0, true, tail);
+			sipc__req_unref(s, q);
+			continue;
+		}
+		d = sipc__settle_decide(true, unstarted,
+		    (q->flags & SIPC_REQ_IDEMPOTENT) != 0, q->attempts,
+		    s->cfg.idempotent_retries, q->deaths, now, q->deadline_ms);
+		pthread_mutex_unlock(&s->table.lock);
+		switch (d) {
+		case SIPC__SETTLE_REQUEUE:
+		case SIPC__SETTLE_RETRY:
+			sipc__req_ref(q);     /* a ring reference */
+			if (!closing &&
+			    sipc__dispatch_requeue(s, q, (int)sl->idx) == 0) {
+				atomic_fetch_add(d == SIPC__SETTLE_RETRY ?
+				    &s->n_retried : &s->n_requeued, 1);
+				break;
+			}
+			sipc__req_unref(s, q);
+			if (d == SIPC__SETTLE_REQUEUE)
+				finish(s, q, SIPC_OUTCOME_REJECTED, closing ?
+				    SIPC_E_SHUTDOWN : SIPC_E_UNAVAILABLE, false,
+				    tail);
+			else
+				finish(s, q, SIPC_OUTCOME_UNKNOWN,
+				    settle_err(d, e), true, tail);
+			break;
+		case SIPC__SETTLE_TIMEOUT:
+			finish(s, q, SIPC_OUTCOME_TIMEOUT, SIPC_E_TIMEOUT,
+			    !unstarted, tail);
+			break;
+		case SIPC__SETTLE_UNKNOWN:
+		case SIPC__SETTLE_POISON:
+			finish(s, q, SIPC_OUTCOME_UNKNOWN, settle_err(d, e), true,
+			    tail);
+			break;
+		}
+		sipc__req_unref(s, q);   /* collect's reference */
+	}
+	free(c.qs);
+}
+
+/* ------------------------------------------------------------ lifecycle */
+
+static void
+schedule_restart(struct sipc__slot *sl, int64_t now, int64_t uptime,
+                 bool before_ready)
+{
+	struct sipc_supervisor *s = sl->sup;
+	bool cool = false;
+	int64_t delay;
+
+	if (atomic_load(&s->closing)) {
+		pthread_mutex_lock(&sl->lock);
+		sl->state = SIPC_WS_FAILED;
+		pthread_mutex_unlock(&sl->lock);
+		move_queued(sl, false, SIPC_E_SHUTDOWN);
+		return;
+	}
+	delay = sipc__restart_plan(sl->policy, s->pool_budget, now, uptime,
+	    before_ready, &cool);
+	sl->respawn_at_ms = now + delay;
+	atomic_fetch_add(&sl->restarts, 1);
+	atomic_fetch_add(&s->n_restarts, 1);
+	pthread_mutex_lock(&sl->lock);
+	sl->state = cool ? SIPC_WS_COOLDOWN : SIPC_WS_IDLE;
+	pthread_mutex_unlock(&sl->lock);
+	if (cool)
+		sipc__log(s, SIPC_LOG_WARN, sl, "restart intensity exceeded: "
+		    "cooling down for %lld ms", (long long)delay);
+	/* Queued work goes where it can run soon; in a cool-down, what no
+	 * other slot takes fails fast instead of waiting. */
+	move_queued(sl, !cool, SIPC_E_UNAVAILABLE);
+}
+
+/* Begin TERM -> grace -> KILL for this slot's worker tree. */
+static void
+terminate(struct sipc__slot *sl, enum sipc_term_reason why, int64_t now)
+{
+	struct sipc_supervisor *s = sl->sup;
+
+	if (sl->handle == NULL || sl->term_at_ms != 0)
+		return;
+	sl->term_reason = why;
+	sl->term_at_ms = now;
+	pthread_mutex_lock(&sl->lock);
+	sl->state = SIPC_WS_STOPPING;
+	pthread_mutex_unlock(&sl->lock);
+	sipc__log(s, SIPC_LOG_WARN, sl, "terminating worker: %s",
+	    sipc_term_reason_name(why));
+	(void)s->prov->signal_tree(sl->handle, SIPC__SIG_TERM);
+	if (why != SIPC_TERM_SHUTDOWN)
+		move_queued(sl, true, SIPC_E_UNAVAILABLE);
+}
+
+static void
+on_end(struct sipc__slot *sl, struct sipc_exit *e, int64_t now)
+{
+	struct sipc_supervisor *s = sl->sup;
+	bool before_ready = sl->ready_ms == 0;
+	char buf[160], *tail = NULL;
+
+	if (sl->term_reason != SIPC_TERM_NONE) {
+		e->kind = SIPC_EXIT_TERMINATED;
+		e->reason = sl->term_reason;
+	} else if (before_ready) {
+		e->kind = SIPC_EXIT_HANDSHAKE;
+	}
+	sipc__worker_threads_stop(sl);
+	close(sl->proto_fd);
+	close(sl->diag_fd);
+	close(sl->wake_fd);
+	sl->proto_fd = sl->diag_fd = sl->wake_fd = -1;
+	s->prov->release(sl->handle);
+	sl->handle = NULL;
+	pthread_mutex_lock(&sl->lock);
+	sl->last_exit = *e;
+	sl->state = SIPC_WS_DRAINING;
+	pthread_mutex_unlock(&sl->lock);
+	sipc_exit_format(e, buf, sizeof(buf));
+	sipc__log(s, e->kind == SIPC_EXIT_CLEAN ? SIPC_LOG_INFO : SIPC_LOG_WARN,
+	    sl, "worker ended: %s", buf);
+	sipc__slot_diag_tail(sl, &tail);
+	settle(sl, e, tail, now);
+	free(tail);
+	sipc__journal_note_worker_gone(s, sl);
+	schedule_restart(sl, now, now - sl->started_ms, before_ready);
+}
+
+/* Is there work this worker owes or holds? */
+static bool
+has_work(struct sipc__slot *sl)
+{
+	struct sipc_supervisor *s = sl->sup;
+	bool w;
+
+	pthread_mutex_lock(&sl->lock);
+	pthread_mutex_lock(&s->table.lock);
+	w = sl->ring.count > 0 || sl->inflight > 0;
+	pthread_mutex_unlock(&s->table.lock);
+	pthread_mutex_unlock(&sl->lock);
+	return w;
+}
+
+static void
+tick_live(struct sipc__slot *sl, int64_t now, int64_t *next)
+{
+	struct sipc_supervisor *s = sl->sup;
+	enum sipc_worker_state st;
+	bool lost, bad;
+	int64_t idle;
+
+	pthread_mutex_lock(&sl->lock);
+	st = sl->state;
+	lost = sl->channel_lost;
+	bad = sl->violation;
+	pthread_mutex_unlock(&sl->lock);
+	if (st == SIPC_WS_READY && sl->ready_ms == 0)
+		sl->ready_ms = now;
+	if (bad)
+		terminate(sl, SIPC_TERM_PROTOCOL, now);
+	else if (lost)
+		terminate(sl, SIPC_TERM_CHANNEL_LOST, now);
+	if (st == SIPC_WS_STARTING && sl->term_at_ms == 0) {
+		if (now - sl->started_ms >= s->cfg.handshake_ms)
+			terminate(sl, SIPC_TERM_PROTOCOL, now);
+		else
+			*next = min64(*next, sl->started_ms + s->cfg.handshake_ms);
+	}
+	if (st == SIPC_WS_READY && sl->term_at_ms == 0 && has_work(sl)) {
+		idle = now - atomic_load(&sl->last_progress_ms);
+		if (idle >= s->cfg.stall_ms)
+			terminate(sl, SIPC_TERM_STALL, now);
+		else
+			*next = min64(*next, now + s->cfg.stall_ms - idle);
+	}
+	if (sl->term_at_ms != 0 && !sl->killed) {
+		if (now >= sl->term_at_ms + s->cfg.grace_ms) {
+			sipc__log(s, SIPC_LOG_WARN, sl, "grace period over: "
+			    "killing worker tree");
+			(void)s->prov->signal_tree(sl->handle, SIPC__SIG_KILL);
+			sl->killed = true;
+		} else {
+			*next = min64(*next, sl->term_at_ms + s->cfg.grace_ms);
+		}
+	}
+}
+
+static void
+tick_slot(struct sipc__slot *sl, int64_t now, int64_t *next)
+{
+	struct sipc_supervisor *s = sl->sup;
+	struct sipc_exit e;
+	int r;
+
+	if (sl->handle != NULL) {
+		memset(&e, 0, sizeof(e));
+		r = s->prov->try_end(sl->handle, &e);
+		if (r == 1) {
+			on_end(sl, &e, now);
+		} else {
+			if (r < 0)
+				sipc__log(s, SIPC_LOG_ERROR, sl, "observing "
+				    "worker: %s", sipc_strerror(r));
+			tick_live(sl, now, next);
+			return;
+		}
+	}
+	if (atomic_load(&s->closing))
+		return;
+	if (sl->state == SIPC_WS_IDLE || sl->state == SIPC_WS_COOLDOWN) {
+		if (now >= sl->respawn_at_ms)
+			spawn_slot(sl, now);
+		else
+			*next = min64(*next, sl->respawn_at_ms);
+	}
+}
+
+/* ------------------------------------------------------------ deadlines */
+
+static void
+collect_expired(struct sipc__req *q, void *arg)
+{
+	struct collect *c = arg;
+	int64_t grace;
+
+	if (!q->delivered && q->deadline_ms != 0) {
+		if (q->deadline_ms <= c->now)
+			collect_push(c, q);
+		else
+			c->next = min64(c->next, q->deadline_ms);
+	}
+	if (q->delivered && q->cancel_at_ms != 0 &&
+	    (q->state == SIPC__R_WRITTEN || q->state == SIPC__R_ACCEPTED)) {
+		grace = q->cancel_at_ms +
+		    c->sl->sup->cfg.cancel_grace_ms;
+		if (grace <= c->now)
+			collect_push(c, q);
+		else
+			c->next = min64(c->next, grace);
+	}
+}
+
+static void
+expire_one(struct sipc_supervisor *s, struct sipc__req *q, int64_t now)
+{
+	struct sipc__slot *sl;
+	int idx;
+
+	pthread_mutex_lock(&s->table.lock);
+	idx = q->slot;
+	pthread_mutex_unlock(&s->table.lock);
+	if (idx < 0)
+		return;
+	sl = &s->slots[idx];
+	pthread_mutex_lock(&sl->lock);
+	pthread_mutex_lock(&s->table.lock);
+	if (q->slot != idx || q->state == SIPC__R_GONE) {
+		pthread_mutex_unlock(&s->table.lock);
+		pthread_mutex_unlock(&sl->lock);
+		return;
+	}
+	if (q->delivered) {
+		/* Cancelled and still held past the cancel grace: the
+		 * worker is wedged; end it (its requests settle). */
+		pthread_mutex_unlock(&s->table.lock);
+		pthread_mutex_unlock(&sl->lock);
+		terminate(sl, SIPC_TERM_DEADLINE, now);
+		return;
+	}
+	if (q->state == SIPC__R_QUEUED) {
+		bool was_queued = sipc__ring_remove(&sl->ring, q);
+
+		pthread_mutex_unlock(&s->table.lock);
+		pthread_cond_broadcast(&sl->cv_space);
+		pthread_mutex_unlock(&sl->lock);
+		finish(s, q, SIPC_OUTCOME_TIMEOUT, SIPC_E_TIMEOUT, false, NULL);
+		if (was_queued)
+			sipc__req_unref(s, q);     /* the ring's reference */
+		return;
+	}
+	/* On a worker: tell the caller now, ask the worker to stop, and
+	 * keep the entry until the worker answers or dies. */
+	q->cancel_at_ms = now;
+	if (sl->ncancels < sl->cancels_cap)
+		sl->cancels[sl->ncancels++] = q->id;
+	pthread_cond_signal(&sl->cv_writer);
+	pthread_mutex_unlock(&s->table.lock);
+	pthread_mutex_unlock(&sl->lock);
+	sipc__outcome(s, q, SIPC_OUTCOME_TIMEOUT, SIPC_E_TIMEOUT, true, NULL,
+	    0, 0);
+}
+
+static void
+scan_deadlines(struct sipc_supervisor *s, int64_t now, int64_t *next)
+{
+	struct collect c = { .sl = &s->slots[0], .now = now, .next = *next };
+	unsigned i;
+
+	pthread_mutex_lock(&s->table.lock);
+	sipc__table_foreach(&s->table, collect_expired, &c);
+	pthread_mutex_unlock(&s->table.lock);
+	for (i = 0; i < c.n; i++) {
+		expire_one(s, c.qs[i], now);
+		sipc__req_unref(s, c.qs[i]);
+	}
+	free(c.qs);
+	*next = c.next;
+}
+
+/* ------------------------------------------------------------ main loop */
+
+static void
+arm_timer(struct sipc_supervisor *s, int64_t at_ms)
+{
+	struct itimerspec its;
+
+	memset(&its, 0, sizeof(its));
+	if (at_ms < 1)
+		at_ms = 1;
+	its.it_value.tv_sec = at_ms / 1000;
+	its.it_value.tv_nsec = (at_ms % 1000) * 1000000;
+	(void)timerfd_settime(s->timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+static void
+drain_wakeups(struct sipc_supervisor *s)
+{
+	struct signalfd_siginfo si;
+	uint64_t v;
+
+	while (read(s->sig_fd, &si, sizeof(si)) == sizeof(si))
+		;
+	(void)read(s->timer_fd, &v, sizeof(v));
+	(void)read(s->evt_fd, &v, sizeof(v));
+}
+
+/* Reap orphans adopted as subreaper, but only members of a process
+ * group that one of our workers led: a host's children are never
+ * touched.  A group id is dropped once it has no child of ours left,
+ * and skipped while a live worker leads a group with the same id. */
+static bool
+group_is_live_worker(struct sipc_supervisor *s, pid_t g)
+{
+	for (unsigned i = 0; i < s->nslots; i++)
+		if (s->slots[i].handle != NULL && s->slots[i].pid == g)
+			return true;
+	return false;
+}
+
+static void
+reap_orphans(struct sipc_supervisor *s, pid_t *groups, unsigned *ngroups)
+{
+	unsigned i = 0;
+	siginfo_t si;
+	int r;
+
+	while (i < *ngroups) {
+		if (group_is_live_worker(s, groups[i])) {
+			groups[i] = groups[--(*ngroups)];
+			continue;
+		}
+		memset(&si, 0, sizeof(si));
+		r = waitid(P_PGID, (id_t)groups[i], &si, WEXITED | WNOHANG);
+		if (r == 0 && si.si_pid != 0)
+			continue;            /* reaped one; look again */
+		if (r < 0 && errno == ECHILD) {
+			groups[i] = groups[--(*ngroups)];
+			continue;
+		}
+		i++;                         /* members still running */
+	}
+}
+
+static void
+count_ready(struct sipc_supervisor *s)
+{
+	unsigned i, ready = 0, live = 0;
+
+	for (i = 0; i < s->nslots; i++) {
+		struct sipc__slot *sl = &s->slots[i];
+
+		pthread_mutex_lock(&sl->lock);
+		if (sl->state == SIPC_WS_READY)
+			ready++;
+		if (sl->state == SIPC_WS_READY || sl->state == SIPC_WS_STARTING)
+			live++;
+		pthread_mutex_unlock(&sl->lock);
+	}
+	pthread_mutex_lock(&s->rlock);
+	s->ready_count = ready;
+	s->live_count = live;
+	pthread_cond_broadcast(&s->rcv);
+	pthread_mutex_unlock(&s->rlock);
+}
+
+static bool
+any_live(struct sipc_supervisor *s)
+{
+	for (unsigned i = 0; i < s->nslots; i++)
+		if (s->slots[i].handle != NULL)
+			return true;
+	return false;
+}
+
+/*
+ * Shutdown: channels closed and TERM sent together; KILL after grace;
+ * every worker reaped and settled; whatever is still queued REJECTED.
+ */
+static void
+shutdown_all(struct sipc_supervisor *s, pid_t *groups, unsigned *ngroups)
+{
+	struct pollfd pfd[2] = { { .fd = s->sig_fd, .events = POLLIN },
+	    { .fd = s->timer_fd, .events = POLLIN } };
+	int64_t now = sipc__now_ms(), next;
+	unsigned i;
+
+	for (i = 0; i < s->nslots; i++) {
+		struct sipc__slot *sl = &s->slots[i];
+
+		if (sl->handle == NULL)
+			continue;
+		(void)shutdown(sl->proto_fd, SHUT_WR);
+		terminate(sl, SIPC_TERM_SHUTDOWN, now);
+	}
+	while (any_live(s)) {
+		now = sipc__now_ms();
+		next = now + 50;
+		for (i = 0; i < s->nslots; i++)
+			tick_slot(&s->slots[i], now, &next);
+		if (!any_live(s))
+			break;
+		arm_timer(s, next);
+		(void)poll(pfd, 2, -1);
+		drain_wakeups(s);
+	}
+	for (i = 0; i < s->nslots; i++) {
+		pthread_mutex_lock(&s->slots[i].lock);
+		s->slots[i].state = SIPC_WS_FAILED;
+		pthread_mutex_unlock(&s->slots[i].lock);
+		move_queued(&s->slots[i], false, SIPC_E_SHUTDOWN);
+	}
+	reap_orphans(s, groups, ngroups);
+}
+
+static void
+note_group(struct sipc_supervisor *s, struct sipc__slot *sl, pid_t *groups,
+           unsigned *ngroups)
+{
+	if (!s->cfg.subreaper || sl->pid <= 0)
+		return;
+	if (*ngroups == MAX_ORPHAN_GROUPS)
+		groups[0] = groups[--(*ngroups)];
+	groups[(*ngroups)++] = sl->pid;
+}
+
+static void *
+reaper_main(void *arg)
+{
+	struct sipc_supervisor *s = arg;
+	struct pollfd pfd[3] = { { .fd = s->sig_fd, .events = POLLIN },
+	    { .fd = s->timer_fd, .events = POLLIN },
+	    { .fd = s->evt_fd, .events = POLLIN } };
+	pid_t groups[MAX_ORPHAN_GROUPS];
+	unsigned ngroups = 0, i;
+	int64_t now, next;
+	bool stop;
+
+	now = sipc__now_ms();
+	for (i = 0; i < s->nslots; i++)
+		spawn_slot(&s->slots[i], now);
+	pthread_mutex_lock(&s->rlock);
+	s->initial_round = true;
+	pthread_cond_broadcast(&s->rcv);
+	pthread_mutex_unlock(&s->rlock);
+	for (;;) {
+		drain_wakeups(s);
+		pthread_mutex_lock(&s->rlock);
+		stop = s->rshutdown;
+		pthread_mutex_unlock(&s->rlock);
+		if (stop)
+			break;
+		now = sipc__now_ms();
+		next = now + RESCAN_MS;
+		for (i = 0; i < s->nslots; i++) {
+			struct sipc__slot *sl = &s->slots[i];
+			bool had = sl->handle != NULL;
+
+			tick_slot(sl, now, &next);
+			if (had && sl->handle == NULL)
+				note_group(s, sl, groups, &ngroups);
+		}
+		scan_deadlines(s, now, &next);
+		reap_orphans(s, groups, &ngroups);
+		sipc__journal_note_tick(s, now);
+		count_ready(s);
+		arm_timer(s, next);
+		while (poll(pfd, 3, -1) < 0 && errno == EINTR)
+			;
+	}
+	shutdown_all(s, groups, &ngroups);
+	count_ready(s);
+	pthread_mutex_lock(&s->rlock);
+	s->rdone = true;
+	pthread_cond_broadcast(&s->rcv);
+	pthread_mutex_unlock(&s->rlock);
+	return NULL;
+}
+
+/*
+ * Start the reaper with every signal blocked (its children and the
+ * worker threads it creates inherit that mask).  SIGCHLD must already
+ * be blocked in the calling thread: the signalfd only sees signals that
+ * are blocked in every thread that could otherwise take them.
+ */
+int
+sipc__reaper_start(struct sipc_supervisor *s)
+{
+	sigset_t chld, all, old;
+	int rc;
+
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	s->sig_fd = signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
+	s->timer_fd = timerfd_create(CLOCK_MONOTONIC,
+	    TFD_NONBLOCK | TFD_CLOEXEC);
+	s->evt_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (s->sig_fd < 0 || s->timer_fd < 0 || s->evt_fd < 0)
+		return -errno;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&s->reaper, NULL, reaper_main, s);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0)
+		return -rc;
+	s->reaper_started = true;
+	return 0;
+}
+
+void
+sipc__reaper_shutdown(struct sipc_supervisor *s)
+{
+	if (!s->reaper_started)
+		return;
+	pthread_mutex_lock(&s->rlock);
+	s->rshutdown = true;
+	pthread_mutex_unlock(&s->rlock);
+	sipc__reaper_wake(s);
+	pthread_join(s->reaper, NULL);
+	s->reaper_started = false;
+}

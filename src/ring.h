@@ -1,0 +1,39 @@
+/*
+ * ring.h - bounded FIFO of request pointers, capped in frames and bytes.
+ * Not thread-safe by itself: the owning slot's lock guards it (the
+ * blocking, timed and non-blocking pushes live in the dispatcher, which
+ * waits on the slot's condition variables).  A full ring is
+ * backpressure, never growth: the array is allocated once.
+ */
+#ifndef SIPC_RING_H
+#define SIPC_RING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct sipc__req;
+
+struct sipc__ring_item {
+	struct sipc__req *q;
+	size_t len;
+};
+
+struct sipc__ring {
+	struct sipc__ring_item *items;
+	unsigned cap, head, count;
+	size_t bytes, max_bytes;
+};
+
+int sipc__ring_init(struct sipc__ring *r, unsigned cap, size_t max_bytes);
+void sipc__ring_fini(struct sipc__ring *r);
+/* Would a frame of `len` payload bytes fit now?  An empty ring takes any
+ * frame (validation guarantees max_bytes >= one maximal frame). */
+bool sipc__ring_fits(const struct sipc__ring *r, size_t len);
+/* Append; -EAGAIN when it does not fit. */
+int sipc__ring_push(struct sipc__ring *r, struct sipc__req *q, size_t len);
+/* Remove the oldest; NULL when empty. */
+struct sipc__req *sipc__ring_pop(struct sipc__ring *r);
+/* Remove a given entry (order kept); false if absent. */
+bool sipc__ring_remove(struct sipc__ring *r, struct sipc__req *q);
+
+#endif

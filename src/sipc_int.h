@@ -1,0 +1,224 @@
+/*
+ * sipc_int.h - internal types shared by the supervisor modules.
+ *
+ * Threads:
+ *   - callers: sipc_submit/sipc_call/sipc_stats_get/sipc_destroy
+ *   - per worker slot: one reader, one writer (worker.c)
+ *   - one reaper (reaper.c): signalfd + timerfd + eventfd; spawns, reaps,
+ *     classifies, settles, enforces deadlines, stalls and grace periods.
+ *
+ * Locks, in the only order they may be nested:
+ *   slot->lock  ->  sup->table.lock  ->  (journal lock, leaf)
+ * No library lock is held while a completion or log callback runs.
+ *
+ * Which lock guards what is written next to each field: [slot], [table],
+ * [reaper] (only the reaper thread touches it), [const] (set before the
+ * threads start), [atomic].
+ */
+#ifndef SIPC_INT_H
+#define SIPC_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "sipc.h"
+#include "frame.h"
+#include "ring.h"
+
+struct sipc__provider;
+struct sipc__journal;
+
+/* Where a request is.  One explicit state; `delivered` is separate
+ * because a timed-out request stays on its worker until it answers. */
+enum sipc__rstate {
+	SIPC__R_QUEUED = 0,   /* in a slot's ring, never written */
+	SIPC__R_WRITTEN,      /* taken by a writer: bytes may be on the wire */
+	SIPC__R_ACCEPTED,     /* worker said it is starting the handler */
+	SIPC__R_GONE,         /* answered or settled; not on any worker */
+};
+
+struct sipc__req {
+	uint64_t id;                  /* [const] */
+	atomic_int refs;
+	uint8_t *payload;             /* [const] freed at last unref */
+	uint32_t len;                 /* [const] */
+	unsigned flags;               /* [const] SIPC_REQ_* */
+	char *key;                    /* [const] idempotency key or NULL */
+	int64_t deadline_ms;          /* [const] monotonic; 0 = none */
+	sipc_done_fn done;            /* [const] */
+	void *done_arg;               /* [const] */
+	/* [table] */
+	enum sipc__rstate state;
+	bool delivered;               /* outcome handed to the caller */
+	bool in_table;
+	int slot;                     /* ring it sits in / worker it is on */
+	uint32_t gen;                 /* generation it was written to */
+	pid_t pid;
+	unsigned attempts;            /* times written */
+	unsigned deaths;              /* workers that died with it in flight */
+	bool unstarted;               /* settle: provably never started */
+	int64_t cancel_at_ms;         /* CANCEL queued at; 0 = not cancelled */
+	struct sipc_exit last_exit;
+	struct sipc__req *hnext;      /* table bucket chain */
+};
+
+/* Worker slot.  One per pool position; generations replace each other. */
+struct sipc__slot {
+	struct sipc_supervisor *sup;        /* [const] */
+	uint32_t idx;                 /* [const] */
+	pthread_mutex_t lock;
+	pthread_cond_t cv_writer;     /* ring non-empty / room in flight / stop */
+	pthread_cond_t cv_space;      /* ring has room */
+	/* [slot] */
+	enum sipc_worker_state state;
+	uint32_t generation;
+	pid_t pid;
+	struct sipc__ring ring;
+	uint64_t *cancels;            /* ids to send CANCEL for */
+	unsigned ncancels, cancels_cap;
+	bool accepts;                 /* worker sends ACCEPT frames */
+	bool stop;                    /* threads must exit */
+	bool proc_gone;               /* reaped: reader drains and exits */
+	bool channel_lost;            /* EOF / write error on protocol fd */
+	bool violation;               /* protocol violation seen */
+	int violation_err;
+	struct sipc_exit last_exit;
+	char *diag_tail;              /* ring of the last diag bytes */
+	size_t diag_tail_len, diag_tail_pos;
+	/* [table] (counts written-unanswered on the current generation) */
+	_Atomic unsigned inflight;
+	/* [atomic] progress, for stall detection and stats */
+	_Atomic int64_t last_progress_ms;
+	_Atomic uint64_t bytes_in, bytes_out, frames_in, frames_out;
+	_Atomic uint64_t completed, violations, restarts;
+	/* [reaper] */
+	void *handle;                 /* provider handle of the live process */
+	int proto_fd, diag_fd, wake_fd;
+	pthread_t reader, writer;
+	bool threads;
+	int64_t started_ms, ready_ms;
+	int64_t term_at_ms;           /* TERM sent; KILL at term_at + grace */
+	bool killed;
+	enum sipc_term_reason term_reason;
+	int64_t respawn_at_ms;        /* IDLE/COOLDOWN: when to spawn */
+	bool exec_failed;
+	void *policy;                 /* struct sipc__restart * */
+};
+
+struct sipc__table {
+	pthread_mutex_t lock;
+	pthread_cond_t cv;            /* pending/mem changes (drain, memory) */
+	struct sipc__req **buckets;   /* [table] */
+	size_t nbuckets, count;       /* count = entries in the table */
+	unsigned pending;             /* not yet delivered */
+	size_t mem_held;              /* payload bytes of live requests */
+};
+
+struct sipc_supervisor {
+	struct sipc_config cfg;       /* [const] deep copy */
+	char **argv, **envp;          /* [const] owned */
+	void *cfg_strings;            /* [const] owned copies */
+	const struct sipc__provider *prov;
+	void *prov_state;
+	struct sipc__table table;
+	struct sipc__slot *slots;     /* [const] array */
+	unsigned nslots;
+	_Atomic uint64_t next_id;
+	atomic_bool closing;          /* no new submits */
+	atomic_int users;             /* callers inside the API */
+	void *pool_budget;            /* [reaper] struct sipc__pool_budget * */
+	struct sipc__journal *journal;
+	/* reaper */
+	pthread_t reaper;
+	bool reaper_started;
+	int sig_fd, timer_fd, evt_fd;
+	pthread_mutex_t rlock;        /* guards the fields below */
+	pthread_cond_t rcv;
+	bool rshutdown;               /* reaper: begin shutdown */
+	bool rdone;                   /* reaper: finished shutdown */
+	bool initial_round;           /* first spawn round done */
+	unsigned ready_count;
+	unsigned live_count;          /* READY or STARTING */
+	int first_spawn_err;
+	/* counters [atomic] */
+	_Atomic uint64_t n_submitted, n_ok, n_werr, n_rejected, n_timeout,
+	    n_unknown, n_requeued, n_retried, n_violations, n_restarts;
+};
+
+/* monotonic milliseconds */
+int64_t sipc__now_ms(void);
+
+/* requests (table.c) */
+struct sipc__req *sipc__req_new(const struct sipc_request *r, uint64_t id,
+                                sipc_done_fn done, void *arg);
+void sipc__req_ref(struct sipc__req *q);
+void sipc__req_unref(struct sipc_supervisor *s, struct sipc__req *q);
+
+int sipc__table_init(struct sipc__table *t, unsigned hint);
+void sipc__table_fini(struct sipc__table *t);
+/* [table] held */
+void sipc__table_insert(struct sipc__table *t, struct sipc__req *q);
+struct sipc__req *sipc__table_find(struct sipc__table *t, uint64_t id);
+void sipc__table_remove(struct sipc__table *t, struct sipc__req *q);
+/* Iterate: fn may not remove entries; collect first. */
+void sipc__table_foreach(struct sipc__table *t,
+                         void (*fn)(struct sipc__req *, void *), void *arg);
+
+/*
+ * Outcome delivery.  sipc__outcome_set() is called with the table lock
+ * held: it marks the request delivered, drops it from `pending`, and
+ * fills `res`.  The caller then drops the lock and calls
+ * sipc__outcome_deliver(), which runs the callback with no lock held.
+ * Returns false if the request was already delivered.
+ */
+bool sipc__outcome_set(struct sipc_supervisor *s, struct sipc__req *q,
+                       enum sipc_outcome o, int err, bool may_have_run,
+                       struct sipc_result *res);
+void sipc__outcome_deliver(struct sipc_supervisor *s, struct sipc__req *q,
+                           struct sipc_result *res);
+/* Convenience: lock, set, unlock, deliver.  Takes ownership of `reply`
+ * (malloc'd or NULL) whether or not it wins. */
+void sipc__outcome(struct sipc_supervisor *s, struct sipc__req *q,
+                   enum sipc_outcome o, int err, bool may_have_run,
+                   uint8_t *reply, size_t reply_len, uint32_t wcode);
+
+/* dispatch (supervisor.c) */
+/* Put a never-started request on some slot's ring, avoiding `avoid`
+ * (-1 = none).  Returns 0, or SIPC_E_UNAVAILABLE when no slot can take it. */
+int sipc__dispatch_requeue(struct sipc_supervisor *s, struct sipc__req *q, int avoid);
+
+/* worker threads (worker.c) */
+int sipc__worker_threads_start(struct sipc__slot *sl);
+void sipc__worker_threads_stop(struct sipc__slot *sl);
+void sipc__slot_diag_tail(struct sipc__slot *sl, char **ret);
+void sipc__log(struct sipc_supervisor *s, enum sipc_log_level lvl,
+               const struct sipc__slot *sl, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* journal glue (supervisor.c); no-ops without a state directory */
+void sipc__journal_note_written(struct sipc_supervisor *s, struct sipc__slot *sl,
+                                struct sipc__req *q);
+void sipc__journal_note_done(struct sipc_supervisor *s, struct sipc__req *q,
+                             const struct sipc_result *res);
+struct sipc__chan;
+void sipc__journal_note_worker(struct sipc_supervisor *s, struct sipc__slot *sl,
+                               const struct sipc__chan *ch);
+void sipc__journal_note_worker_gone(struct sipc_supervisor *s,
+                                    struct sipc__slot *sl);
+void sipc__journal_note_tick(struct sipc_supervisor *s, int64_t now);
+void sipc__journal_note_delivered(struct sipc_supervisor *s, struct sipc__req *q);
+void sipc__journal_note_accepted(struct sipc_supervisor *s, struct sipc__req *q);
+void sipc__journal_note_refused(struct sipc_supervisor *s, struct sipc__req *q);
+/* state directory: lock, journal, leftovers of a dead instance */
+int sipc__durable_open(struct sipc_supervisor *s, char *errbuf, size_t errlen);
+void sipc__durable_close(struct sipc_supervisor *s);
+
+/* reaper (reaper.c) */
+int sipc__reaper_start(struct sipc_supervisor *s);
+void sipc__reaper_wake(struct sipc_supervisor *s);
+void sipc__reaper_shutdown(struct sipc_supervisor *s);
+
+#endif

@@ -1,0 +1,680 @@
+/*
+ * supervisor.c - the public API: create, submit, call, stats, destroy,
+ * and dispatch (which worker's ring a request goes to).
+ *
+ * Threads: every public function may be called from any host thread;
+ * sipc_submit also from completion callbacks.  Dispatch takes a slot
+ * lock and, nested inside it, the table lock (the one order).  Blocking
+ * submits wait on the slot's cv_space or the table's cv (memory ceiling)
+ * in short slices, re-choosing the slot each time, so one stalled worker
+ * never holds a request that another worker has room for.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bsd/stdlib.h>
+
+#include "config.h"
+#include "policy.h"
+#include "provider.h"
+#include "sipc_int.h"
+
+#define WAIT_SLICE_MS 20
+
+extern char **environ;
+
+static void
+abstime_in(struct timespec *ts, int64_t ms)
+{
+	clock_gettime(CLOCK_REALTIME, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (ms % 1000) * 1000000;
+	if (ts->tv_nsec >= 1000000000) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000;
+	}
+}
+
+/* ------------------------------------------------------------ dispatch */
+
+/*
+ * Choose a slot for a request of `len` bytes: ready workers first, then
+ * ones that will be ready soon (starting, or waiting out a backoff);
+ * among those, one whose ring has room; then the least loaded (queued +
+ * in flight).  Returns -1 when no slot can ever take it now (all in
+ * cool-down, failed or stopping).
+ */
+static int
+pick_slot(struct sipc_supervisor *s, int avoid, size_t len)
+{
+	unsigned i, best_key = UINT32_MAX;
+	int best = -1;
+
+	for (i = 0; i < s->nslots; i++) {
+		struct sipc__slot *sl = &s->slots[i];
+		unsigned rank, key, load;
+		bool fits;
+
+		if ((int)i == avoid)
+			continue;
+		pthread_mutex_lock(&sl->lock);
+		switch (sl->state) {
+		case SIPC_WS_READY: rank = 0; break;
+		case SIPC_WS_STARTING:
+		case SIPC_WS_IDLE: rank = 1; break;
+		default: rank = 3; break;
+		}
+		fits = sipc__ring_fits(&sl->ring, len);
+		load = sl->ring.count + atomic_load(&sl->inflight);
+		pthread_mutex_unlock(&sl->lock);
+		if (rank == 3)
+			continue;
+		if (load > 0xffffff)
+			load = 0xffffff;
+		key = (rank << 28) | ((unsigned)!fits << 24) | load;
+		if (key < best_key) {
+			best_key = key;
+			best = (int)i;
+		}
+	}
+	return best;
+}
+
+/* Slot lock held: push and hand the ring a reference. */
+static int
+ring_put(struct sipc_supervisor *s, struct sipc__slot *sl, struct sipc__req *q)
+{
+	bool ok;
+
+	if (!sipc__ring_fits(&sl->ring, q->len))
+		return -EAGAIN;
+	pthread_mutex_lock(&s->table.lock);
+	ok = !q->delivered && q->state != SIPC__R_GONE;
+	if (ok) {
+		q->state = SIPC__R_QUEUED;
+		q->slot = (int)sl->idx;
+	}
+	pthread_mutex_unlock(&s->table.lock);
+	if (!ok)
+		return 1;
+	(void)sipc__ring_push(&sl->ring, q, q->len);
+	pthread_cond_signal(&sl->cv_writer);
+	return 0;
+}
+
+int
+sipc__dispatch_requeue(struct sipc_supervisor *s, struct sipc__req *q, int avoid)
+{
+	struct sipc__slot *sl;
+	int idx, rc;
+
+	if ((idx = pick_slot(s, avoid, q->len)) < 0)
+		return SIPC_E_UNAVAILABLE;
+	sl = &s->slots[idx];
+	pthread_mutex_lock(&sl->lock);
+	rc = sl->state == SIPC_WS_READY || sl->state == SIPC_WS_STARTING ||
+	    sl->state == SIPC_WS_IDLE ? ring_put(s, sl, q) : -EAGAIN;
+	pthread_mutex_unlock(&sl->lock);
+	if (rc == 1) {                 /* already answered: nothing to move */
+		sipc__req_unref(s, q);
+		return 0;
+	}
+	return rc == 0 ? 0 : SIPC_E_UNAVAILABLE;
+}
+
+/* Blocking (up to the request's deadline) or non-blocking dispatch of
+ * a new request.  0: queued.  Else SIPC_E_FULL / _UNAVAILABLE /
+ * _SHUTDOWN / SIPC_E_TIMEOUT (deadline passed while waiting for room). */
+static int
+dispatch_new(struct sipc_supervisor *s, struct sipc__req *q)
+{
+	struct sipc__slot *sl;
+	struct timespec ts;
+	int idx, rc;
+
+	sipc__req_ref(q);                      /* the ring's reference */
+	for (;;) {
+		if (atomic_load(&s->closing)) {
+			rc = SIPC_E_SHUTDOWN;
+			break;
+		}
+		if ((idx = pick_slot(s, -1, q->len)) < 0) {
+			rc = SIPC_E_UNAVAILABLE;
+			break;
+		}
+		sl = &s->slots[idx];
+		pthread_mutex_lock(&sl->lock);
+		rc = ring_put(s, sl, q);
+		if (rc == 0) {
+			pthread_mutex_unlock(&sl->lock);
+			return 0;
+		}
+		if (q->flags & SIPC_REQ_NOWAIT) {
+			pthread_mutex_unlock(&sl->lock);
+			rc = SIPC_E_FULL;
+			break;
+		}
+		if (q->deadline_ms != 0 && sipc__now_ms() >= q->deadline_ms) {
+			pthread_mutex_unlock(&sl->lock);
+			rc = SIPC_E_TIMEOUT;
+			break;
+		}
+		abstime_in(&ts, WAIT_SLICE_MS);
+		pthread_cond_timedwait(&sl->cv_space, &sl->lock, &ts);
+		pthread_mutex_unlock(&sl->lock);
+	}
+	sipc__req_unref(s, q);
+	return rc;
+}
+
+/* Reserve payload bytes under the memory ceiling. */
+static int
+reserve_memory(struct sipc_supervisor *s, struct sipc__req *q)
+{
+	struct timespec ts;
+	int rc = 0;
+
+	pthread_mutex_lock(&s->table.lock);
+	while (s->table.mem_held + q->len > s->cfg.mem_ceiling) {
+		if (atomic_load(&s->closing)) {
+			rc = SIPC_E_SHUTDOWN;
+			break;
+		}
+		if ((q->flags & SIPC_REQ_NOWAIT) ||
+		    (q->deadline_ms != 0 && sipc__now_ms() >= q->deadline_ms)) {
+			rc = SIPC_E_FULL;
+			break;
+		}
+		abstime_in(&ts, WAIT_SLICE_MS);
+		pthread_cond_timedwait(&s->table.cv, &s->table.lock, &ts);
+	}
+	if (rc == 0) {
+		s->table.mem_held += q->len;
+		sipc__table_insert(&s->table, q);
+	}
+	pthread_mutex_unlock(&s->table.lock);
+	return rc;
+}
+
+static void
+free_unsubmitted(struct sipc__req *q)
+{
+	free(q->payload);
+	free(q->key);
+	free(q);
+}
+
+int
+sipc_submit(sipc_supervisor *s, const struct sipc_request *req,
+            sipc_done_fn done, void *arg, uint64_t *ret_id)
+{
+	struct sipc__req *q;
+	int rc;
+
+	if (s == NULL || req == NULL || done == NULL ||
+	    (req->payload == NULL && req->len > 0))
+		return -EINVAL;
+	if (req->len > s->cfg.max_payload)
+		return SIPC_E_TOOBIG;
+	if (req->idempotency_key != NULL && strlen(req->idempotency_key) > 255)
+		return -EINVAL;
+	atomic_fetch_add(&s->users, 1);
+	if (atomic_load(&s->closing)) {
+		rc = SIPC_E_SHUTDOWN;
+		goto out;
+	}
+	q = sipc__req_new(req, atomic_fetch_add(&s->next_id, 1), done, arg);
+	if (q == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if ((rc = reserve_memory(s, q)) != 0) {
+		free_unsubmitted(q);
+		goto out;
+	}
+	atomic_fetch_add(&s->n_submitted, 1);
+	sipc__journal_note_accepted(s, q);
+	rc = dispatch_new(s, q);
+	if (rc == SIPC_E_FULL && (q->flags & SIPC_REQ_NOWAIT)) {
+		/* Never accepted: no callback, the caller has the error. */
+		pthread_mutex_lock(&s->table.lock);
+		q->delivered = true;
+		q->state = SIPC__R_GONE;
+		s->table.pending--;
+		sipc__table_remove(&s->table, q);
+		pthread_mutex_unlock(&s->table.lock);
+		atomic_fetch_add(&s->n_rejected, 1);
+		sipc__journal_note_refused(s, q);
+		sipc__req_unref(s, q);
+		goto out;
+	}
+	if (ret_id != NULL)
+		*ret_id = q->id;
+	if (rc != 0) {
+		/* Accepted but never sent: the one outcome is REJECTED. */
+		pthread_mutex_lock(&s->table.lock);
+		q->state = SIPC__R_GONE;
+		sipc__table_remove(&s->table, q);
+		pthread_mutex_unlock(&s->table.lock);
+		sipc__outcome(s, q, SIPC_OUTCOME_REJECTED,
+		    rc == SIPC_E_TIMEOUT ? SIPC_E_FULL : rc, false, NULL, 0, 0);
+		sipc__req_unref(s, q);
+		rc = 0;
+	}
+out:
+	atomic_fetch_sub(&s->users, 1);
+	return rc;
+}
+
+/* ------------------------------------------------------------ call */
+
+struct call_wait {
+	pthread_mutex_t lock;
+	pthread_cond_t cv;
+	bool done;
+	struct sipc_result res;
+};
+
+static void
+call_done(void *arg, struct sipc_result *res)
+{
+	struct call_wait *w = arg;
+
+	pthread_mutex_lock(&w->lock);
+	w->res = *res;                 /* takes over reply and diag_tail */
+	w->done = true;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->lock);
+}
+
+int
+sipc_call(sipc_supervisor *s, const struct sipc_request *req,
+          struct sipc_result *ret)
+{
+	struct call_wait w;
+	int rc;
+
+	if (ret == NULL)
+		return -EINVAL;
+	memset(&w, 0, sizeof(w));
+	pthread_mutex_init(&w.lock, NULL);
+	pthread_cond_init(&w.cv, NULL);
+	rc = sipc_submit(s, req, call_done, &w, NULL);
+	if (rc == SIPC_E_FULL || rc == SIPC_E_SHUTDOWN) {
+		memset(&w.res, 0, sizeof(w.res));
+		w.res.outcome = SIPC_OUTCOME_REJECTED;
+		w.res.error = rc;
+		w.done = true;
+		rc = 0;
+	}
+	if (rc == 0) {
+		pthread_mutex_lock(&w.lock);
+		while (!w.done)
+			pthread_cond_wait(&w.cv, &w.lock);
+		pthread_mutex_unlock(&w.lock);
+		*ret = w.res;
+	}
+	pthread_mutex_destroy(&w.lock);
+	pthread_cond_destroy(&w.cv);
+	return rc;
+}
+
+/* ------------------------------------------------------------ create */
+
+static char *
+xstrdup(const char *p)
+{
+	return p ? strdup(p) : NULL;
+}
+
+/* argv: the configured one, or { path, NULL }.  The environment: the
+ * allow-listed host variables, the explicit entries, and the channel
+ * convention; nothing else of the host's environment. */
+static int
+build_argv_env(struct sipc_supervisor *s, const struct sipc_config *cfg)
+{
+	size_t n = 0, na = 0, ns = 0, i, k = 0;
+	const char *v;
+
+	if (cfg->argv != NULL)
+		while (cfg->argv[n] != NULL)
+			n++;
+	if ((s->argv = calloc(n + 2, sizeof(char *))) == NULL)
+		return -ENOMEM;
+	if (n == 0)
+		s->argv[0] = xstrdup(cfg->path);
+	for (i = 0; i < n; i++)
+		if ((s->argv[i] = strdup(cfg->argv[i])) == NULL)
+			return -ENOMEM;
+	if (cfg->env_allow != NULL)
+		while (cfg->env_allow[na] != NULL)
+			na++;
+	if (cfg->env_set != NULL)
+		while (cfg->env_set[ns] != NULL)
+			ns++;
+	if ((s->envp = calloc(na + ns + 3, sizeof(char *))) == NULL)
+		return -ENOMEM;
+	for (i = 0; i < na; i++) {
+		if ((v = getenv(cfg->env_allow[i])) == NULL)
+			continue;
+		if (asprintf(&s->envp[k++], "%s=%s", cfg->env_allow[i], v) < 0)
+			return -ENOMEM;
+	}
+	for (i = 0; i < ns; i++)
+		if ((s->envp[k++] = strdup(cfg->env_set[i])) == NULL)
+			return -ENOMEM;
+	if ((s->envp[k++] = strdup("SIPC_FD=3")) == NULL ||
+	    asprintf(&s->envp[k++], "SIPC_PARENT_PID=%ld", (long)getpid()) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+static int
+slots_init(struct sipc_supervisor *s)
+{
+	unsigned i;
+	int rc;
+
+	if ((s->slots = calloc(s->nslots, sizeof(*s->slots))) == NULL)
+		return -ENOMEM;
+	for (i = 0; i < s->nslots; i++) {
+		struct sipc__slot *sl = &s->slots[i];
+
+		sl->sup = s;
+		sl->idx = i;
+		sl->proto_fd = sl->diag_fd = sl->wake_fd = -1;
+		pthread_mutex_init(&sl->lock, NULL);
+		pthread_cond_init(&sl->cv_writer, NULL);
+		pthread_cond_init(&sl->cv_space, NULL);
+		sl->state = SIPC_WS_IDLE;
+		if ((rc = sipc__ring_init(&sl->ring, s->cfg.ring_frames,
+		    s->cfg.ring_bytes)) < 0)
+			return rc;
+		sl->cancels_cap = s->cfg.max_inflight * 2;
+		sl->cancels = reallocarray(NULL, sl->cancels_cap, sizeof(uint64_t));
+		sl->diag_tail = s->cfg.diag_tail_bytes ?
+		    malloc(s->cfg.diag_tail_bytes) : NULL;
+		sl->policy = malloc(sizeof(struct sipc__restart));
+		if (sl->cancels == NULL || sl->policy == NULL ||
+		    (s->cfg.diag_tail_bytes && sl->diag_tail == NULL))
+			return -ENOMEM;
+		sipc__restart_init(sl->policy, &s->cfg);
+	}
+	return 0;
+}
+
+static void
+sup_free(struct sipc_supervisor *s)
+{
+	unsigned i;
+
+	if (s == NULL)
+		return;
+	for (i = 0; s->slots != NULL && i < s->nslots; i++) {
+		struct sipc__slot *sl = &s->slots[i];
+
+		sipc__ring_fini(&sl->ring);
+		free(sl->cancels);
+		free(sl->diag_tail);
+		free(sl->policy);
+		pthread_mutex_destroy(&sl->lock);
+		pthread_cond_destroy(&sl->cv_writer);
+		pthread_cond_destroy(&sl->cv_space);
+	}
+	free(s->slots);
+	for (i = 0; s->argv != NULL && s->argv[i] != NULL; i++)
+		free(s->argv[i]);
+	free(s->argv);
+	for (i = 0; s->envp != NULL && s->envp[i] != NULL; i++)
+		free(s->envp[i]);
+	free(s->envp);
+	free((char *)s->cfg.path);
+	free((char *)s->cfg.provider);
+	free((char *)s->cfg.state_dir);
+	free(s->pool_budget);
+	sipc__table_fini(&s->table);
+	if (s->sig_fd >= 0)
+		close(s->sig_fd);
+	if (s->timer_fd >= 0)
+		close(s->timer_fd);
+	if (s->evt_fd >= 0)
+		close(s->evt_fd);
+	pthread_mutex_destroy(&s->rlock);
+	pthread_cond_destroy(&s->rcv);
+	free(s);
+}
+
+/* A host that ignores SIGCHLD (or sets SA_NOCLDWAIT) makes the kernel
+ * reap every child at once: exit statuses would be lost. */
+static int
+check_sigchld(char *errbuf, size_t errlen)
+{
+	struct sigaction sa;
+
+	if (sigaction(SIGCHLD, NULL, &sa) < 0)
+		return -errno;
+	if (sa.sa_handler == SIG_IGN || (sa.sa_flags & SA_NOCLDWAIT)) {
+		snprintf(errbuf, errlen, "SIGCHLD is ignored (or SA_NOCLDWAIT "
+		    "is set): worker exits cannot be observed");
+		return SIPC_E_CONFIG;
+	}
+	return 0;
+}
+
+static int
+sup_alloc(const struct sipc_config *cfg, struct sipc_supervisor **ret)
+{
+	struct sipc_supervisor *s;
+	int rc;
+
+	if ((s = calloc(1, sizeof(*s))) == NULL)
+		return -ENOMEM;
+	s->sig_fd = s->timer_fd = s->evt_fd = -1;
+	pthread_mutex_init(&s->rlock, NULL);
+	pthread_cond_init(&s->rcv, NULL);
+	s->cfg = *cfg;
+	s->cfg.argv = NULL;
+	s->cfg.env_allow = s->cfg.env_set = NULL;
+	s->cfg.path = xstrdup(cfg->path);
+	s->cfg.provider = xstrdup(cfg->provider ? cfg->provider : "local");
+	s->cfg.state_dir = xstrdup(cfg->state_dir);
+	s->nslots = cfg->workers;
+	atomic_init(&s->next_id, 1);
+	*ret = s;
+	if (s->cfg.path == NULL || s->cfg.provider == NULL ||
+	    (cfg->state_dir != NULL && s->cfg.state_dir == NULL))
+		return -ENOMEM;
+	if ((rc = sipc__table_init(&s->table, cfg->workers *
+	    cfg->ring_frames)) < 0)
+		return rc;
+	if ((s->pool_budget = malloc(sizeof(struct sipc__pool_budget))) == NULL)
+		return -ENOMEM;
+	sipc__pool_budget_init(s->pool_budget, cfg);
+	if ((rc = build_argv_env(s, cfg)) < 0)
+		return rc;
+	return slots_init(s);
+}
+
+int
+sipc_create(const struct sipc_config *cfg, char *errbuf, size_t errlen,
+            sipc_supervisor **ret)
+{
+	const struct sipc__provider *prov = NULL;
+	struct sipc_supervisor *s = NULL;
+	char dummy[1];
+	sigset_t chld;
+	int rc;
+
+	if (errbuf == NULL || errlen == 0) {
+		errbuf = dummy;
+		errlen = sizeof(dummy);
+	}
+	errbuf[0] = '\0';
+	if (cfg == NULL || ret == NULL)
+		return -EINVAL;
+	if ((rc = sipc__config_validate(cfg, errbuf, errlen)) < 0)
+		return rc;
+	/* Fail closed before anything is allocated or spawned. */
+	if ((rc = sipc__provider_select(cfg, errbuf, errlen, &prov)) < 0)
+		return rc;
+	if ((rc = check_sigchld(errbuf, errlen)) < 0)
+		return rc;
+	if (access(cfg->path, X_OK) < 0) {
+		rc = errno;
+		snprintf(errbuf, errlen, "cannot execute worker %s: %s",
+		    cfg->path, strerror(rc));
+		return SIPC_E_EXEC;
+	}
+	if ((rc = sup_alloc(cfg, &s)) < 0)
+		goto fail;
+	s->prov = prov;
+	if (cfg->subreaper && prctl(PR_SET_CHILD_SUBREAPER, 1) < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	if (cfg->state_dir != NULL &&
+	    (rc = sipc__durable_open(s, errbuf, errlen)) < 0)
+		goto fail;
+	/* The signalfd sees SIGCHLD only where it is blocked; every library
+	 * thread inherits this mask.  CONTRACT.md says what the host does
+	 * about threads it created earlier. */
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	pthread_sigmask(SIG_BLOCK, &chld, NULL);
+	if ((rc = sipc__reaper_start(s)) < 0)
+		goto fail;
+	pthread_mutex_lock(&s->rlock);
+	while (!s->initial_round)
+		pthread_cond_wait(&s->rcv, &s->rlock);
+	pthread_mutex_unlock(&s->rlock);
+	*ret = s;
+	return 0;
+fail:
+	if (errbuf[0] == '\0')
+		snprintf(errbuf, errlen, "%s", sipc_strerror(rc));
+	if (s != NULL) {
+		sipc__durable_close(s);
+		sup_free(s);
+	}
+	return rc;
+}
+
+int
+sipc_wait_ready(sipc_supervisor *s, unsigned n, unsigned timeout_ms)
+{
+	struct timespec ts;
+	int rc = 0;
+
+	if (s == NULL || n > s->nslots)
+		return -EINVAL;
+	abstime_in(&ts, timeout_ms);
+	pthread_mutex_lock(&s->rlock);
+	while (s->ready_count < n) {
+		if (s->live_count == 0 && s->first_spawn_err != 0 &&
+		    s->initial_round) {
+			rc = SIPC_E_EXEC;
+			break;
+		}
+		if (pthread_cond_timedwait(&s->rcv, &s->rlock, &ts) ==
+		    ETIMEDOUT) {
+			rc = s->ready_count >= n ? 0 : -ETIMEDOUT;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&s->rlock);
+	return rc;
+}
+
+/* ------------------------------------------------------------ stats */
+
+int
+sipc_stats_get(sipc_supervisor *s, struct sipc_stats *ret)
+{
+	struct sipc_worker_stats *w;
+	unsigned i;
+
+	if (s == NULL || ret == NULL)
+		return -EINVAL;
+	if ((w = calloc(s->nslots, sizeof(*w))) == NULL)
+		return -ENOMEM;
+	for (i = 0; i < s->nslots; i++) {
+		struct sipc__slot *sl = &s->slots[i];
+
+		pthread_mutex_lock(&sl->lock);
+		w[i].worker_id = sl->idx;
+		w[i].generation = sl->generation;
+		w[i].pid = sl->pid;
+		w[i].state = sl->state;
+		w[i].queued = sl->ring.count;
+		w[i].last_exit = sl->last_exit;
+		pthread_mutex_unlock(&sl->lock);
+		w[i].inflight = atomic_load(&sl->inflight);
+		w[i].bytes_in = atomic_load(&sl->bytes_in);
+		w[i].bytes_out = atomic_load(&sl->bytes_out);
+		w[i].frames_in = atomic_load(&sl->frames_in);
+		w[i].frames_out = atomic_load(&sl->frames_out);
+		w[i].completed = atomic_load(&sl->completed);
+		w[i].protocol_violations = atomic_load(&sl->violations);
+		w[i].restarts = atomic_load(&sl->restarts);
+	}
+	memset(ret, 0, sizeof(*ret));
+	ret->nworkers = s->nslots;
+	ret->workers = w;
+	ret->submitted = atomic_load(&s->n_submitted);
+	ret->completed_ok = atomic_load(&s->n_ok);
+	ret->worker_errors = atomic_load(&s->n_werr);
+	ret->rejected = atomic_load(&s->n_rejected);
+	ret->timeouts = atomic_load(&s->n_timeout);
+	ret->unknown = atomic_load(&s->n_unknown);
+	ret->requeued = atomic_load(&s->n_requeued);
+	ret->retried = atomic_load(&s->n_retried);
+	ret->protocol_violations = atomic_load(&s->n_violations);
+	ret->restarts = atomic_load(&s->n_restarts);
+	pthread_mutex_lock(&s->table.lock);
+	ret->mem_held = s->table.mem_held;
+	ret->pending = s->table.pending;
+	pthread_mutex_unlock(&s->table.lock);
+	ret->mem_ceiling = s->cfg.mem_ceiling;
+	return 0;
+}
+
+void
+sipc_stats_release(struct sipc_stats *st)
+{
+	if (st == NULL)
+		return;
+	free(st->workers);
+	st->workers = NULL;
+	st->nworkers = 0;
+}
+
+/* ------------------------------------------------------------ destroy */
+
+void
+sipc_destroy(sipc_supervisor *s)
+{
+	struct timespec ts;
+
+	if (s == NULL)
+		return;
+	atomic_store(&s->closing, true);
+	/* Submitters blocked on room wake within a slice and leave. */
+	while (atomic_load(&s->users) > 0)
+		usleep(1000);
+	abstime_in(&ts, s->cfg.drain_ms);
+	pthread_mutex_lock(&s->table.lock);
+	while (s->table.pending > 0)
+		if (pthread_cond_timedwait(&s->table.cv, &s->table.lock,
+		    &ts) == ETIMEDOUT)
+			break;
+	pthread_mutex_unlock(&s->table.lock);
+	sipc__reaper_shutdown(s);
+	sipc__durable_close(s);
+	sup_free(s);
+}

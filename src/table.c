@@ -1,0 +1,271 @@
+/*
+ * table.c - the correlation table (request id -> pending entry) and the
+ * request's terminal step.
+ *
+ * Threads: any.  One mutex (table.lock) guards the buckets, every
+ * request's [table] fields (sipc_int.h), the pending count and the
+ * memory held.  Replies, timeouts and settlements race for a request;
+ * whoever first marks it `delivered` under the lock hands the outcome
+ * to the caller, so every request gets exactly one.
+ *
+ * A request is reference counted: the table holds one reference, a ring
+ * or a writer that is writing it holds one.  Its payload is freed, and
+ * its bytes leave the memory budget, at the last unref.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <bsd/stdlib.h>
+
+#include "sipc_int.h"
+
+int64_t
+sipc__now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+struct sipc__req *
+sipc__req_new(const struct sipc_request *r, uint64_t id, sipc_done_fn done,
+              void *arg)
+{
+	struct sipc__req *q;
+
+	if ((q = calloc(1, sizeof(*q))) == NULL)
+		return NULL;
+	if (r->len > 0) {
+		if ((q->payload = malloc(r->len)) == NULL)
+			goto fail;
+		memcpy(q->payload, r->payload, r->len);
+	}
+	if (r->idempotency_key != NULL &&
+	    (q->key = strdup(r->idempotency_key)) == NULL)
+		goto fail;
+	atomic_init(&q->refs, 1);
+	q->id = id;
+	q->len = (uint32_t)r->len;
+	q->flags = r->flags;
+	q->deadline_ms = r->timeout_ms ? sipc__now_ms() + r->timeout_ms : 0;
+	q->done = done;
+	q->done_arg = arg;
+	q->slot = -1;
+	return q;
+fail:
+	free(q->payload);
+	free(q);
+	return NULL;
+}
+
+void
+sipc__req_ref(struct sipc__req *q)
+{
+	atomic_fetch_add_explicit(&q->refs, 1, memory_order_relaxed);
+}
+
+/* The last reference frees the payload and returns its bytes to the
+ * memory budget, waking submitters blocked on the ceiling. */
+void
+sipc__req_unref(struct sipc_supervisor *s, struct sipc__req *q)
+{
+	if (q == NULL ||
+	    atomic_fetch_sub_explicit(&q->refs, 1, memory_order_acq_rel) != 1)
+		return;
+	pthread_mutex_lock(&s->table.lock);
+	s->table.mem_held -= q->len;
+	pthread_cond_broadcast(&s->table.cv);
+	pthread_mutex_unlock(&s->table.lock);
+	free(q->payload);
+	free(q->key);
+	free(q);
+}
+
+int
+sipc__table_init(struct sipc__table *t, unsigned hint)
+{
+	size_t n = 64;
+
+	while (n < (size_t)hint * 2 && n < (1u << 20))
+		n <<= 1;
+	memset(t, 0, sizeof(*t));
+	t->buckets = calloc(n, sizeof(*t->buckets));
+	if (t->buckets == NULL)
+		return -ENOMEM;
+	t->nbuckets = n;
+	pthread_mutex_init(&t->lock, NULL);
+	pthread_cond_init(&t->cv, NULL);
+	return 0;
+}
+
+void
+sipc__table_fini(struct sipc__table *t)
+{
+	if (t->buckets == NULL)
+		return;
+	free(t->buckets);
+	t->buckets = NULL;
+	pthread_mutex_destroy(&t->lock);
+	pthread_cond_destroy(&t->cv);
+}
+
+static size_t
+bucket(const struct sipc__table *t, uint64_t id)
+{
+	/* ids are sequential: a multiplicative hash spreads them */
+	return (size_t)((id * 0x9E3779B97F4A7C15ull) >> 20) & (t->nbuckets - 1);
+}
+
+/* Grow when the load passes 2; failure to grow only costs speed. */
+static void
+table_grow(struct sipc__table *t)
+{
+	struct sipc__req **nb, **ob = t->buckets, *q, *next;
+	size_t i, on = t->nbuckets;
+
+	if ((nb = calloc(on * 2, sizeof(*nb))) == NULL)
+		return;
+	t->buckets = nb;
+	t->nbuckets = on * 2;
+	for (i = 0; i < on; i++)
+		for (q = ob[i]; q != NULL; q = next) {
+			size_t b = bucket(t, q->id);
+
+			next = q->hnext;
+			q->hnext = nb[b];
+			nb[b] = q;
+		}
+	free(ob);
+}
+
+void
+sipc__table_insert(struct sipc__table *t, struct sipc__req *q)
+{
+	size_t b;
+
+	if (t->count >= t->nbuckets * 2)
+		table_grow(t);
+	b = bucket(t, q->id);
+	q->hnext = t->buckets[b];
+	t->buckets[b] = q;
+	q->in_table = true;
+	t->count++;
+	t->pending++;
+}
+
+struct sipc__req *
+sipc__table_find(struct sipc__table *t, uint64_t id)
+{
+	struct sipc__req *q;
+
+	for (q = t->buckets[bucket(t, id)]; q != NULL; q = q->hnext)
+		if (q->id == id)
+			return q;
+	return NULL;
+}
+
+/* Unlink; the caller drops the table's reference after unlocking. */
+void
+sipc__table_remove(struct sipc__table *t, struct sipc__req *q)
+{
+	struct sipc__req **pp;
+
+	if (!q->in_table)
+		return;
+	for (pp = &t->buckets[bucket(t, q->id)]; *pp != NULL;
+	    pp = &(*pp)->hnext)
+		if (*pp == q) {
+			*pp = q->hnext;
+			q->hnext = NULL;
+			q->in_table = false;
+			t->count--;
+			return;
+		}
+}
+
+void
+sipc__table_foreach(struct sipc__table *t,
+                    void (*fn)(struct sipc__req *, void *), void *arg)
+{
+	struct sipc__req *q, *next;
+	size_t i;
+
+	for (i = 0; i < t->nbuckets; i++)
+		for (q = t->buckets[i]; q != NULL; q = next) {
+			next = q->hnext;
+			fn(q, arg);
+		}
+}
+
+bool
+sipc__outcome_set(struct sipc_supervisor *s, struct sipc__req *q,
+                  enum sipc_outcome o, int err, bool may_have_run,
+                  struct sipc_result *res)
+{
+	struct sipc__slot *sl;
+
+	if (q->delivered)
+		return false;
+	q->delivered = true;
+	s->table.pending--;
+	pthread_cond_broadcast(&s->table.cv);
+	memset(res, 0, sizeof(*res));
+	res->outcome = o;
+	res->error = err;
+	res->may_have_run = may_have_run;
+	res->request_id = q->id;
+	res->attempts = q->attempts;
+	res->exit = q->last_exit;
+	if (q->attempts > 0 && q->slot >= 0) {
+		sl = &s->slots[q->slot];
+		res->worker_id = sl->idx;
+		res->generation = q->gen;
+		res->pid = q->pid;
+	}
+	switch (o) {
+	case SIPC_OUTCOME_OK: atomic_fetch_add(&s->n_ok, 1); break;
+	case SIPC_OUTCOME_WORKER_ERROR: atomic_fetch_add(&s->n_werr, 1); break;
+	case SIPC_OUTCOME_REJECTED: atomic_fetch_add(&s->n_rejected, 1); break;
+	case SIPC_OUTCOME_TIMEOUT: atomic_fetch_add(&s->n_timeout, 1); break;
+	case SIPC_OUTCOME_UNKNOWN: atomic_fetch_add(&s->n_unknown, 1); break;
+	}
+	return true;
+}
+
+void
+sipc__outcome_deliver(struct sipc_supervisor *s, struct sipc__req *q,
+                      struct sipc_result *res)
+{
+	/* `res` is valid during the call; the callback owns what it points
+	 * at (reply, diag_tail) and releases it with sipc_result_release.
+	 * The journal records the outcome before the callback and the
+	 * delivery after it, so a crash in between leaves it unresolved. */
+	sipc__journal_note_done(s, q, res);
+	q->done(q->done_arg, res);
+	sipc__journal_note_delivered(s, q);
+}
+
+/* Takes ownership of `reply` (malloc'd, may be NULL) in every case. */
+void
+sipc__outcome(struct sipc_supervisor *s, struct sipc__req *q, enum sipc_outcome o,
+              int err, bool may_have_run, uint8_t *reply, size_t reply_len,
+              uint32_t wcode)
+{
+	struct sipc_result res;
+	bool won;
+
+	pthread_mutex_lock(&s->table.lock);
+	won = sipc__outcome_set(s, q, o, err, may_have_run, &res);
+	pthread_mutex_unlock(&s->table.lock);
+	if (!won) {
+		free(reply);
+		return;
+	}
+	res.reply = reply;
+	res.reply_len = reply ? reply_len : 0;
+	res.worker_error_code = wcode;
+	sipc__outcome_deliver(s, q, &res);
+}

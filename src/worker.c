@@ -1,0 +1,654 @@
+/*
+ * worker.c - one worker slot's two threads.
+ *
+ * writer: takes requests from the slot's bounded ring (slot lock), marks
+ *   them written (table lock, nested inside the slot lock), and sends
+ *   many frames per sendmsg().  It never holds a lock while writing, so a
+ *   worker that stops reading blocks only its own writer; the reaper's
+ *   stall detection ends it.
+ * reader: poll()s three descriptors - the protocol socket, the
+ *   diagnostics pipe (worker stdout+stderr) and a wake eventfd - decodes
+ *   many frames per read(), completes requests through the table, and
+ *   turns diagnostics into escaped, length-capped lines for the log
+ *   callback and the slot's crash-report tail.  Diagnostics are never
+ *   fed to the decoder; protocol bytes never reach the log raw.
+ *
+ * Both threads are started and joined by the reaper thread, once per
+ * generation.  Lock order: slot -> table.  Callbacks run with no lock.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#define LIBBSD_OPENBSD_VIS 1
+#include <bsd/vis.h>
+
+#include "sipc_int.h"
+
+#define READ_BUF (64 * 1024)
+#define WRITE_BATCH 64            /* frames per sendmsg */
+#define WRITE_BATCH_BYTES (1u << 20)
+#define VIS_FLAGS (VIS_CSTYLE | VIS_OCTAL | VIS_TAB | VIS_NL)
+
+void
+sipc__log(struct sipc_supervisor *s, enum sipc_log_level lvl,
+          const struct sipc__slot *sl, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	if (s->cfg.log == NULL)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	s->cfg.log(s->cfg.log_arg, lvl, sl ? sl->idx : UINT32_MAX,
+	    sl ? sl->generation : 0, sl ? sl->pid : 0, msg);
+}
+
+/* ------------------------------------------------------------ writer */
+
+static void
+put_frame(struct iovec *iov, int *n, uint8_t *hdr, uint8_t type,
+          uint64_t id, const void *payload, uint32_t len)
+{
+	struct sipc_frame_hdr h = { .type = type, .id = id, .len = len };
+
+	sipc__frame_encode_hdr(hdr, &h);
+	iov[*n].iov_base = hdr;
+	iov[(*n)++].iov_len = SIPC_FRAME_HDR_LEN;
+	if (len > 0) {
+		iov[*n].iov_base = (void *)payload;
+		iov[(*n)++].iov_len = len;
+	}
+}
+
+/* Send every byte of iov[0..n); false when the channel is gone. */
+static bool
+send_all(struct sipc__slot *sl, struct iovec *iov, int n)
+{
+	struct msghdr mh;
+	ssize_t w;
+
+	while (n > 0) {
+		memset(&mh, 0, sizeof(mh));
+		mh.msg_iov = iov;
+		mh.msg_iovlen = (size_t)n;
+		w = sendmsg(sl->proto_fd, &mh, MSG_NOSIGNAL);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return false;
+		}
+		atomic_fetch_add(&sl->bytes_out, (uint64_t)w);
+		atomic_store(&sl->last_progress_ms, sipc__now_ms());
+		while (n > 0 && (size_t)w >= iov->iov_len) {
+			w -= (ssize_t)iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (n > 0) {
+			iov->iov_base = (uint8_t *)iov->iov_base + w;
+			iov->iov_len -= (size_t)w;
+		}
+	}
+	return true;
+}
+
+/* Slot lock held.  Can the writer do something now? */
+static bool
+writer_has_work(struct sipc__slot *sl, unsigned *ret_room)
+{
+	struct sipc_supervisor *s = sl->sup;
+	unsigned room;
+
+	if (sl->stop || sl->channel_lost)
+		return true;
+	if (sl->state != SIPC_WS_READY)
+		return false;
+	if (sl->ncancels > 0)
+		return true;
+	pthread_mutex_lock(&s->table.lock);
+	room = sl->inflight < s->cfg.max_inflight ?
+	    s->cfg.max_inflight - sl->inflight : 0;
+	pthread_mutex_unlock(&s->table.lock);
+	*ret_room = room;
+	return room > 0 && sl->ring.count > 0;
+}
+
+/* Slot lock held: take up to `room` requests and mark them written. */
+static int
+writer_take(struct sipc__slot *sl, unsigned room, struct sipc__req **batch)
+{
+	struct sipc_supervisor *s = sl->sup;
+	struct sipc__req *q;
+	size_t bytes = 0;
+	int n = 0;
+
+	struct sipc__req *drop[WRITE_BATCH];
+	int ndrop = 0, i;
+
+	pthread_mutex_lock(&s->table.lock);
+	while (n < WRITE_BATCH && (unsigned)n < room &&
+	    bytes < WRITE_BATCH_BYTES && ndrop < WRITE_BATCH &&
+	    (q = sipc__ring_pop(&sl->ring)) != NULL) {
+		if (q->delivered || q->state == SIPC__R_GONE) {
+			/* timed out while being moved between rings */
+			drop[ndrop++] = q;
+			continue;
+		}
+		q->state = SIPC__R_WRITTEN;
+		q->slot = (int)sl->idx;
+		q->gen = sl->generation;
+		q->pid = sl->pid;
+		q->attempts++;
+		sl->inflight++;
+		bytes += q->len;
+		batch[n++] = q;
+	}
+	pthread_mutex_unlock(&s->table.lock);
+	if (n > 0 || ndrop > 0)
+		pthread_cond_broadcast(&sl->cv_space);
+	for (i = 0; i < ndrop; i++)
+		sipc__req_unref(s, drop[i]);
+	return n;
+}
+
+static void *
+writer_main(void *arg)
+{
+	struct sipc__slot *sl = arg;
+	struct sipc_supervisor *s = sl->sup;
+	struct sipc__req *batch[WRITE_BATCH];
+	uint8_t hdrs[WRITE_BATCH * 2][SIPC_FRAME_HDR_LEN];
+	struct iovec iov[WRITE_BATCH * 3];
+	uint64_t cancels[WRITE_BATCH];
+	unsigned room = 0;
+	int nb, nc, niov, i;
+	bool ok;
+
+	pthread_mutex_lock(&sl->lock);
+	for (;;) {
+		while (!writer_has_work(sl, &room))
+			pthread_cond_wait(&sl->cv_writer, &sl->lock);
+		if (sl->stop || sl->channel_lost)
+			break;
+		nc = 0;
+		while (sl->ncancels > 0 && nc < WRITE_BATCH)
+			cancels[nc++] = sl->cancels[--sl->ncancels];
+		nb = writer_take(sl, room, batch);
+		pthread_mutex_unlock(&sl->lock);
+
+		niov = 0;
+		for (i = 0; i < nc; i++)
+			put_frame(iov, &niov, hdrs[WRITE_BATCH + i],
+			    SIPC_FT_CANCEL, cancels[i], NULL, 0);
+		for (i = 0; i < nb; i++) {
+			if (s->journal != NULL)
+				sipc__journal_note_written(s, sl, batch[i]);
+			put_frame(iov, &niov, hdrs[i], SIPC_FT_REQUEST,
+			    batch[i]->id, batch[i]->payload, batch[i]->len);
+		}
+		ok = send_all(sl, iov, niov);
+		atomic_fetch_add(&sl->frames_out, (uint64_t)(nb + nc));
+		for (i = 0; i < nb; i++)
+			sipc__req_unref(s, batch[i]);   /* the ring's reference */
+		pthread_mutex_lock(&sl->lock);
+		if (!ok) {
+			sl->channel_lost = true;
+			pthread_mutex_unlock(&sl->lock);
+			sipc__reaper_wake(s);
+			pthread_mutex_lock(&sl->lock);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&sl->lock);
+	return NULL;
+}
+
+/* ------------------------------------------------------------ reader */
+
+struct reader {
+	struct sipc__slot *sl;
+	struct sipc_decoder dec;
+	uint8_t *buf;
+	char *line;                   /* diag_line_max bytes */
+	size_t line_len;
+	char *vis;                    /* 4 * diag_line_max + 1 */
+	bool ready;                   /* HELLO seen */
+	bool proto_done;              /* EOF, error or violation */
+	bool diag_done;
+};
+
+/* Append escaped text to the slot's tail ring (slot lock held). */
+static void
+tail_append(struct sipc__slot *sl, const char *txt, size_t n)
+{
+	size_t cap = sl->sup->cfg.diag_tail_bytes;
+
+	if (cap == 0 || sl->diag_tail == NULL)
+		return;
+	while (n-- > 0) {
+		sl->diag_tail[sl->diag_tail_pos] = *txt++;
+		sl->diag_tail_pos = (sl->diag_tail_pos + 1) % cap;
+		if (sl->diag_tail_len < cap)
+			sl->diag_tail_len++;
+	}
+}
+
+void
+sipc__slot_diag_tail(struct sipc__slot *sl, char **ret)
+{
+	size_t cap = sl->sup->cfg.diag_tail_bytes, len, start, i;
+	char *out;
+
+	pthread_mutex_lock(&sl->lock);
+	len = sl->diag_tail_len;
+	if (len == 0 || (out = malloc(len + 1)) == NULL) {
+		pthread_mutex_unlock(&sl->lock);
+		*ret = NULL;
+		return;
+	}
+	start = (sl->diag_tail_pos + cap - len) % cap;
+	for (i = 0; i < len; i++)
+		out[i] = sl->diag_tail[(start + i) % cap];
+	out[len] = '\0';
+	pthread_mutex_unlock(&sl->lock);
+	*ret = out;
+}
+
+static void
+diag_emit(struct reader *r)
+{
+	struct sipc__slot *sl = r->sl;
+	struct sipc_supervisor *s = sl->sup;
+	size_t cap = 4 * s->cfg.diag_line_max + 1;
+	int n;
+
+	/* strnvisx: explicit length, so NUL bytes are escaped too */
+	n = strnvisx(r->vis, cap, r->line, r->line_len, VIS_FLAGS);
+	if (n < 0)
+		n = (int)strlen(r->vis);
+	r->line_len = 0;
+	pthread_mutex_lock(&sl->lock);
+	tail_append(sl, r->vis, (size_t)n);
+	tail_append(sl, "\n", 1);
+	pthread_mutex_unlock(&sl->lock);
+	if (s->cfg.log != NULL)
+		s->cfg.log(s->cfg.log_arg, SIPC_LOG_DIAG, sl->idx,
+		    sl->generation, sl->pid, r->vis);
+}
+
+/* Split diagnostics into lines of at most diag_line_max bytes. */
+static void
+diag_feed(struct reader *r, const uint8_t *p, size_t n)
+{
+	size_t max = r->sl->sup->cfg.diag_line_max;
+
+	for (; n > 0; p++, n--) {
+		if (*p == '\n') {
+			diag_emit(r);
+			continue;
+		}
+		r->line[r->line_len++] = (char)*p;
+		if (r->line_len == max)
+			diag_emit(r);
+	}
+}
+
+static void
+violation(struct reader *r, int err, const char *what, uint64_t id)
+{
+	struct sipc__slot *sl = r->sl;
+	struct sipc_supervisor *s = sl->sup;
+
+	atomic_fetch_add(&sl->violations, 1);
+	atomic_fetch_add(&s->n_violations, 1);
+	sipc__log(s, SIPC_LOG_WARN, sl, "protocol violation: %s (id %llu)",
+	    what, (unsigned long long)id);
+	pthread_mutex_lock(&sl->lock);
+	if (!sl->violation) {
+		sl->violation = true;
+		sl->violation_err = err;
+	}
+	pthread_mutex_unlock(&sl->lock);
+	r->proto_done = true;
+	sipc__reaper_wake(s);
+}
+
+static void
+on_hello(struct reader *r, struct sipc_frame *f)
+{
+	struct sipc__slot *sl = r->sl;
+	struct sipc_supervisor *s = sl->sup;
+	struct sipc_hello h;
+
+	if (f->hdr.type != SIPC_FT_HELLO ||
+	    sipc__hello_decode(f->payload, f->hdr.len, &h) != 0) {
+		violation(r, SIPC_E_HANDSHAKE, "first frame is not HELLO",
+		    f->hdr.id);
+		return;
+	}
+	if (h.proto_version != SIPC_PROTOCOL_VERSION) {
+		sipc__log(s, SIPC_LOG_ERROR, sl, "worker speaks protocol "
+		    "version %u, supervisor %u", h.proto_version,
+		    SIPC_PROTOCOL_VERSION);
+		violation(r, SIPC_E_VERSION, "protocol version mismatch", 0);
+		return;
+	}
+	r->ready = true;
+	pthread_mutex_lock(&sl->lock);
+	sl->accepts = (h.flags & SIPC_HELLO_F_ACCEPTS) != 0;
+	if (sl->state == SIPC_WS_STARTING)
+		sl->state = SIPC_WS_READY;
+	pthread_cond_broadcast(&sl->cv_writer);
+	pthread_mutex_unlock(&sl->lock);
+	sipc__reaper_wake(s);   /* readiness is counted by the reaper */
+}
+
+/* Table lock held.  Is `q` a request this worker generation owes? */
+static bool
+owed_here(const struct sipc__slot *sl, const struct sipc__req *q)
+{
+	return q != NULL && q->slot == (int)sl->idx &&
+	    q->gen == sl->generation &&
+	    (q->state == SIPC__R_WRITTEN || q->state == SIPC__R_ACCEPTED);
+}
+
+static void
+on_accept(struct reader *r, struct sipc_frame *f)
+{
+	struct sipc__slot *sl = r->sl;
+	struct sipc_supervisor *s = sl->sup;
+	struct sipc__req *q;
+	bool ok;
+
+	pthread_mutex_lock(&s->table.lock);
+	q = sipc__table_find(&s->table, f->hdr.id);
+	ok = owed_here(sl, q) && q->state == SIPC__R_WRITTEN;
+	if (ok)
+		q->state = SIPC__R_ACCEPTED;
+	pthread_mutex_unlock(&s->table.lock);
+	if (!ok)
+		violation(r, SIPC_E_PROTOCOL, "ACCEPT for an id not owed",
+		    f->hdr.id);
+}
+
+static void
+on_reply(struct reader *r, struct sipc_frame *f)
+{
+	struct sipc__slot *sl = r->sl;
+	struct sipc_supervisor *s = sl->sup;
+	struct sipc_result res;
+	struct sipc__req *q;
+	uint32_t code = 0;
+	bool won = false, wake_writer;
+	enum sipc_outcome o = SIPC_OUTCOME_OK;
+
+	if (f->hdr.type == SIPC_FT_ERROR) {
+		if (f->hdr.len < 4) {
+			violation(r, SIPC_E_PROTOCOL, "short ERROR frame",
+			    f->hdr.id);
+			return;
+		}
+		code = (uint32_t)f->payload[0] | (uint32_t)f->payload[1] << 8 |
+		    (uint32_t)f->payload[2] << 16 |
+		    (uint32_t)f->payload[3] << 24;
+		memmove(f->payload, f->payload + 4, f->hdr.len - 4);
+		f->hdr.len -= 4;
+		o = SIPC_OUTCOME_WORKER_ERROR;
+	}
+	pthread_mutex_lock(&s->table.lock);
+	q = sipc__table_find(&s->table, f->hdr.id);
+	if (!owed_here(sl, q)) {
+		pthread_mutex_unlock(&s->table.lock);
+		violation(r, SIPC_E_PROTOCOL, q == NULL ?
+		    "reply to an unknown or already answered id" :
+		    "reply to an id this worker does not hold", f->hdr.id);
+		return;
+	}
+	q->state = SIPC__R_GONE;
+	wake_writer = sl->inflight-- == s->cfg.max_inflight;
+	sipc__table_remove(&s->table, q);
+	/* A late answer to a timed-out request is expected and dropped. */
+	won = sipc__outcome_set(s, q, o, 0, true, &res);
+	pthread_mutex_unlock(&s->table.lock);
+	atomic_fetch_add(&sl->completed, 1);
+	if (wake_writer) {
+		pthread_mutex_lock(&sl->lock);
+		pthread_cond_signal(&sl->cv_writer);
+		pthread_mutex_unlock(&sl->lock);
+	}
+	if (won) {
+		res.reply = f->payload;
+		res.reply_len = f->hdr.len;
+		res.worker_error_code = code;
+		f->payload = NULL;
+		sipc__outcome_deliver(s, q, &res);
+	}
+	sipc__req_unref(s, q);   /* the table's reference */
+}
+
+static void
+on_frame(struct reader *r, struct sipc_frame *f)
+{
+	atomic_fetch_add(&r->sl->frames_in, 1);
+	if (!r->ready) {
+		on_hello(r, f);
+		return;
+	}
+	switch (f->hdr.type) {
+	case SIPC_FT_ACCEPT:
+		on_accept(r, f);
+		break;
+	case SIPC_FT_REPLY:
+	case SIPC_FT_ERROR:
+		on_reply(r, f);
+		break;
+	case SIPC_FT_HEARTBEAT:
+		break;
+	default:
+		violation(r, SIPC_E_PROTOCOL, "unexpected frame type",
+		    f->hdr.id);
+		break;
+	}
+}
+
+static void
+proto_bytes(struct reader *r, const uint8_t *p, size_t n)
+{
+	struct sipc_frame f;
+	bool done;
+	long used;
+
+	atomic_fetch_add(&r->sl->bytes_in, n);
+	atomic_store(&r->sl->last_progress_ms, sipc__now_ms());
+	while (n > 0 && !r->proto_done) {
+		used = sipc__decoder_feed(&r->dec, p, n, &f, &done);
+		if (used < 0) {
+			violation(r, (int)used, sipc_strerror((int)used), 0);
+			return;
+		}
+		p += used;
+		n -= (size_t)used;
+		if (done) {
+			on_frame(r, &f);
+			free(f.payload);
+		}
+	}
+}
+
+/* The protocol channel ended (EOF or error) with the process maybe
+ * alive: tell the reaper, which decides. */
+static void
+proto_lost(struct reader *r)
+{
+	struct sipc__slot *sl = r->sl;
+
+	r->proto_done = true;
+	pthread_mutex_lock(&sl->lock);
+	sl->channel_lost = true;
+	pthread_cond_broadcast(&sl->cv_writer);
+	pthread_mutex_unlock(&sl->lock);
+	sipc__reaper_wake(sl->sup);
+}
+
+/* Read what one descriptor has.  Returns false at EOF/error. */
+static bool
+drain_fd(struct reader *r, int fd, bool proto, bool nonblock)
+{
+	ssize_t n;
+
+	for (;;) {
+		n = proto ? recv(fd, r->buf, READ_BUF,
+		    nonblock ? MSG_DONTWAIT : 0) : read(fd, r->buf, READ_BUF);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return true;
+		if (n <= 0)
+			return false;
+		if (proto)
+			proto_bytes(r, r->buf, (size_t)n);
+		else
+			diag_feed(r, r->buf, (size_t)n);
+		if (!nonblock || (proto && r->proto_done))
+			return true;
+	}
+}
+
+static bool
+reader_should_exit(struct reader *r)
+{
+	struct sipc__slot *sl = r->sl;
+	bool gone;
+
+	pthread_mutex_lock(&sl->lock);
+	gone = sl->proc_gone || sl->stop;
+	pthread_mutex_unlock(&sl->lock);
+	return gone;
+}
+
+static void
+reader_loop(struct reader *r)
+{
+	struct sipc__slot *sl = r->sl;
+	struct pollfd pfd[3];
+	uint64_t ev;
+
+	for (;;) {
+		pfd[0].fd = r->proto_done ? -1 : sl->proto_fd;
+		pfd[1].fd = r->diag_done ? -1 : sl->diag_fd;
+		pfd[2].fd = sl->wake_fd;
+		for (int i = 0; i < 3; i++) {
+			pfd[i].events = POLLIN;
+			pfd[i].revents = 0;
+		}
+		if (poll(pfd, 3, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (pfd[0].revents & (POLLIN | POLLHUP | POLLERR))
+			if (!drain_fd(r, sl->proto_fd, true, false) &&
+			    !r->proto_done)
+				proto_lost(r);
+		if (pfd[1].revents & (POLLIN | POLLHUP | POLLERR))
+			if (!drain_fd(r, sl->diag_fd, false, false))
+				r->diag_done = true;
+		if (pfd[2].revents & POLLIN) {
+			(void)read(sl->wake_fd, &ev, sizeof(ev));
+			if (reader_should_exit(r))
+				break;
+		}
+	}
+	/* The process is gone: what it wrote is still buffered in the
+	 * kernel.  Take it all (replies first), then stop. */
+	if (!r->proto_done)
+		(void)drain_fd(r, sl->proto_fd, true, true);
+	if (!r->diag_done)
+		(void)drain_fd(r, sl->diag_fd, false, true);
+	if (r->line_len > 0)
+		diag_emit(r);
+}
+
+static void *
+reader_main(void *arg)
+{
+	struct reader r;
+	struct sipc__slot *sl = arg;
+	size_t lmax = sl->sup->cfg.diag_line_max;
+
+	memset(&r, 0, sizeof(r));
+	r.sl = sl;
+	sipc__decoder_init(&r.dec, sl->sup->cfg.max_payload);
+	r.buf = malloc(READ_BUF);
+	r.line = malloc(lmax);
+	r.vis = malloc(4 * lmax + 1);
+	if (r.buf == NULL || r.line == NULL || r.vis == NULL) {
+		sipc__log(sl->sup, SIPC_LOG_ERROR, sl, "reader: out of memory");
+		proto_lost(&r);
+	} else {
+		reader_loop(&r);
+	}
+	sipc__decoder_free(&r.dec);
+	free(r.buf);
+	free(r.line);
+	free(r.vis);
+	return NULL;
+}
+
+/* ------------------------------------------------------------ control */
+
+int
+sipc__worker_threads_start(struct sipc__slot *sl)
+{
+	int rc;
+
+	sl->stop = sl->proc_gone = sl->channel_lost = sl->violation = false;
+	if ((rc = pthread_create(&sl->reader, NULL, reader_main, sl)) != 0)
+		return -rc;
+	if ((rc = pthread_create(&sl->writer, NULL, writer_main, sl)) != 0) {
+		pthread_mutex_lock(&sl->lock);
+		sl->stop = true;
+		pthread_mutex_unlock(&sl->lock);
+		(void)eventfd_write(sl->wake_fd, 1);
+		pthread_join(sl->reader, NULL);
+		return -rc;
+	}
+	sl->threads = true;
+	return 0;
+}
+
+/*
+ * Reaper thread, after the process ended (or on destroy).  The reader
+ * first drains what the dead worker left in the socket, so replies that
+ * made it out are delivered and ACCEPTs are counted before the reaper
+ * settles what is left.  Then the writer is woken (shutdown() breaks a
+ * blocked sendmsg) and both are joined.
+ */
+void
+sipc__worker_threads_stop(struct sipc__slot *sl)
+{
+	if (!sl->threads)
+		return;
+	pthread_mutex_lock(&sl->lock);
+	sl->proc_gone = true;
+	pthread_mutex_unlock(&sl->lock);
+	(void)eventfd_write(sl->wake_fd, 1);
+	pthread_join(sl->reader, NULL);
+	pthread_mutex_lock(&sl->lock);
+	sl->stop = true;
+	pthread_cond_broadcast(&sl->cv_writer);
+	pthread_mutex_unlock(&sl->lock);
+	(void)shutdown(sl->proto_fd, SHUT_RDWR);
+	pthread_join(sl->writer, NULL);
+	sl->threads = false;
+}
