@@ -289,7 +289,8 @@ enum sipc_req_flags {
  * itself is valid only during the call, but the callback owns what it
  * points at: either call sipc_result_release(res) before returning, or
  * copy the struct and release the copy later (any thread).  It may
- * submit new requests; it must not call sipc_call() or sipc_destroy(). */
+ * submit new requests (such a submit never blocks: full queues give
+ * SIPC_E_FULL at once); it must not call sipc_call() or sipc_destroy(). */
 typedef void (*sipc_done_fn)(void *arg, struct sipc_result *res);
 
 struct sipc_request {

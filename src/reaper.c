@@ -37,6 +37,7 @@
 
 #define RESCAN_MS 250             /* longest sleep while anything lives */
 #define MAX_ORPHAN_GROUPS 64
+#define LOST_GRACE_MS 100         /* channel EOF to "lost while alive" */
 
 void
 sipc__reaper_wake(struct sipc_supervisor *s)
@@ -132,6 +133,7 @@ spawn_slot(struct sipc__slot *sl, int64_t now)
 	sl->started_ms = now;
 	sl->ready_ms = 0;
 	sl->term_at_ms = 0;
+	sl->lost_at_ms = 0;
 	sl->killed = false;
 	sl->term_reason = SIPC_TERM_NONE;
 	sl->exec_failed = false;
@@ -436,11 +438,15 @@ on_end(struct sipc__slot *sl, struct sipc_exit *e, int64_t now)
 	bool before_ready = sl->ready_ms == 0;
 	char buf[160], *tail = NULL;
 
-	if (sl->term_reason != SIPC_TERM_NONE) {
+	/* A worker that never completed the handshake failed to start,
+	 * whoever ended it (handshake timeout, bad version); the reason
+	 * stays attached.  Only shutdown during start-up is not a fault. */
+	if (before_ready && sl->term_reason != SIPC_TERM_SHUTDOWN) {
+		e->kind = SIPC_EXIT_HANDSHAKE;
+		e->reason = sl->term_reason;
+	} else if (sl->term_reason != SIPC_TERM_NONE) {
 		e->kind = SIPC_EXIT_TERMINATED;
 		e->reason = sl->term_reason;
-	} else if (before_ready) {
-		e->kind = SIPC_EXIT_HANDSHAKE;
 	}
 	sipc__worker_threads_stop(sl);
 	close(sl->proto_fd);
@@ -493,10 +499,19 @@ tick_live(struct sipc__slot *sl, int64_t now, int64_t *next)
 	pthread_mutex_unlock(&sl->lock);
 	if (st == SIPC_WS_READY && sl->ready_ms == 0)
 		sl->ready_ms = now;
-	if (bad)
+	if (bad) {
 		terminate(sl, SIPC_TERM_PROTOCOL, now);
-	else if (lost)
-		terminate(sl, SIPC_TERM_CHANNEL_LOST, now);
+	} else if (lost && sl->term_at_ms == 0) {
+		/* An exiting worker closes its channel just before its exit
+		 * becomes observable: wait a moment before calling it a lost
+		 * channel, so a crash is not misreported as our termination. */
+		if (sl->lost_at_ms == 0)
+			sl->lost_at_ms = now;
+		if (now - sl->lost_at_ms >= LOST_GRACE_MS)
+			terminate(sl, SIPC_TERM_CHANNEL_LOST, now);
+		else
+			*next = min64(*next, sl->lost_at_ms + LOST_GRACE_MS);
+	}
 	if (st == SIPC_WS_STARTING && sl->term_at_ms == 0) {
 		if (now - sl->started_ms >= s->cfg.handshake_ms)
 			terminate(sl, SIPC_TERM_PROTOCOL, now);
@@ -530,6 +545,13 @@ tick_slot(struct sipc__slot *sl, int64_t now, int64_t *next)
 	int r;
 
 	if (sl->handle != NULL) {
+		/* Note readiness before looking for the end: a worker that
+		 * handshook, took a request and died between two wakes was
+		 * ready, not a start-up failure. */
+		pthread_mutex_lock(&sl->lock);
+		if (sl->state == SIPC_WS_READY && sl->ready_ms == 0)
+			sl->ready_ms = now;
+		pthread_mutex_unlock(&sl->lock);
 		memset(&e, 0, sizeof(e));
 		r = s->prov->try_end(sl->handle, &e);
 		if (r == 1) {
@@ -802,6 +824,7 @@ reaper_main(void *arg)
 	int64_t now, next;
 	bool stop;
 
+	sipc__lib_thread = true;
 	now = sipc__now_ms();
 	for (i = 0; i < s->nslots; i++)
 		spawn_slot(&s->slots[i], now);

@@ -101,6 +101,7 @@ struct sipc__slot {
 	bool threads;
 	int64_t started_ms, ready_ms;
 	int64_t term_at_ms;           /* TERM sent; KILL at term_at + grace */
+	int64_t lost_at_ms;           /* channel loss first seen; 0 = none */
 	bool killed;
 	enum sipc_term_reason term_reason;
 	int64_t respawn_at_ms;        /* IDLE/COOLDOWN: when to spawn */
@@ -127,6 +128,7 @@ struct sipc_supervisor {
 	struct sipc__slot *slots;     /* [const] array */
 	unsigned nslots;
 	_Atomic uint64_t next_id;
+	atomic_uint rr;               /* dispatch rotation */
 	atomic_bool closing;          /* no new submits */
 	atomic_int users;             /* callers inside the API */
 	void *pool_budget;            /* [reaper] struct sipc__pool_budget * */
@@ -147,6 +149,9 @@ struct sipc_supervisor {
 	_Atomic uint64_t n_submitted, n_ok, n_werr, n_rejected, n_timeout,
 	    n_unknown, n_requeued, n_retried, n_violations, n_restarts;
 };
+
+/* true in library threads (reader, writer, reaper) */
+extern _Thread_local bool sipc__lib_thread;
 
 /* monotonic milliseconds */
 int64_t sipc__now_ms(void);

@@ -27,6 +27,10 @@
 
 #define WAIT_SLICE_MS 20
 
+/* Set in every library thread.  A submit from a completion callback
+ * must never block: the reader running it is what frees the room. */
+_Thread_local bool sipc__lib_thread;
+
 extern char **environ;
 
 static void
@@ -53,14 +57,18 @@ abstime_in(struct timespec *ts, int64_t ms)
 static int
 pick_slot(struct sipc_supervisor *s, int avoid, size_t len)
 {
-	unsigned i, best_key = UINT32_MAX;
+	unsigned i, k, start, best_key = UINT32_MAX;
 	int best = -1;
 
-	for (i = 0; i < s->nslots; i++) {
-		struct sipc__slot *sl = &s->slots[i];
+	/* Rotate the starting point so equal loads spread over workers. */
+	start = atomic_fetch_add_explicit(&s->rr, 1, memory_order_relaxed);
+	for (k = 0; k < s->nslots; k++) {
+		struct sipc__slot *sl;
 		unsigned rank, key, load;
 		bool fits;
 
+		i = (start + k) % s->nslots;
+		sl = &s->slots[i];
 		if ((int)i == avoid)
 			continue;
 		pthread_mutex_lock(&sl->lock);
@@ -155,7 +163,7 @@ dispatch_new(struct sipc_supervisor *s, struct sipc__req *q)
 			pthread_mutex_unlock(&sl->lock);
 			return 0;
 		}
-		if (q->flags & SIPC_REQ_NOWAIT) {
+		if ((q->flags & SIPC_REQ_NOWAIT) || sipc__lib_thread) {
 			pthread_mutex_unlock(&sl->lock);
 			rc = SIPC_E_FULL;
 			break;
@@ -186,7 +194,7 @@ reserve_memory(struct sipc_supervisor *s, struct sipc__req *q)
 			rc = SIPC_E_SHUTDOWN;
 			break;
 		}
-		if ((q->flags & SIPC_REQ_NOWAIT) ||
+		if ((q->flags & SIPC_REQ_NOWAIT) || sipc__lib_thread ||
 		    (q->deadline_ms != 0 && sipc__now_ms() >= q->deadline_ms)) {
 			rc = SIPC_E_FULL;
 			break;
@@ -215,6 +223,7 @@ sipc_submit(sipc_supervisor *s, const struct sipc_request *req,
             sipc_done_fn done, void *arg, uint64_t *ret_id)
 {
 	struct sipc__req *q;
+	uint64_t id;
 	int rc;
 
 	if (s == NULL || req == NULL || done == NULL ||
@@ -240,8 +249,12 @@ sipc_submit(sipc_supervisor *s, const struct sipc_request *req,
 	}
 	atomic_fetch_add(&s->n_submitted, 1);
 	sipc__journal_note_accepted(s, q);
+	/* Once dispatched, q may be answered and freed at any moment. */
+	id = q->id;
+	sipc__req_ref(q);
 	rc = dispatch_new(s, q);
-	if (rc == SIPC_E_FULL && (q->flags & SIPC_REQ_NOWAIT)) {
+	if (rc == SIPC_E_FULL && ((q->flags & SIPC_REQ_NOWAIT) ||
+	    sipc__lib_thread)) {
 		/* Never accepted: no callback, the caller has the error. */
 		pthread_mutex_lock(&s->table.lock);
 		q->delivered = true;
@@ -252,10 +265,11 @@ sipc_submit(sipc_supervisor *s, const struct sipc_request *req,
 		atomic_fetch_add(&s->n_rejected, 1);
 		sipc__journal_note_refused(s, q);
 		sipc__req_unref(s, q);
+		sipc__req_unref(s, q);
 		goto out;
 	}
 	if (ret_id != NULL)
-		*ret_id = q->id;
+		*ret_id = id;
 	if (rc != 0) {
 		/* Accepted but never sent: the one outcome is REJECTED. */
 		pthread_mutex_lock(&s->table.lock);
@@ -267,6 +281,7 @@ sipc_submit(sipc_supervisor *s, const struct sipc_request *req,
 		sipc__req_unref(s, q);
 		rc = 0;
 	}
+	sipc__req_unref(s, q);             /* this function's reference */
 out:
 	atomic_fetch_sub(&s->users, 1);
 	return rc;

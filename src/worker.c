@@ -174,6 +174,7 @@ writer_main(void *arg)
 	int nb, nc, niov, i;
 	bool ok;
 
+	sipc__lib_thread = true;
 	pthread_mutex_lock(&sl->lock);
 	for (;;) {
 		while (!writer_has_work(sl, &room))
@@ -492,6 +493,11 @@ proto_lost(struct reader *r)
 {
 	struct sipc__slot *sl = r->sl;
 
+	/* A frame cut off by the end of the stream is a violation too
+	 * (it is counted; the worker is ending anyway). */
+	if (!r->proto_done && sipc__decoder_partial(&r->dec))
+		violation(r, SIPC_E_PROTOCOL, "truncated frame at end of stream",
+		    0);
 	r->proto_done = true;
 	pthread_mutex_lock(&sl->lock);
 	sl->channel_lost = true;
@@ -571,8 +577,10 @@ reader_loop(struct reader *r)
 	}
 	/* The process is gone: what it wrote is still buffered in the
 	 * kernel.  Take it all (replies first), then stop. */
-	if (!r->proto_done)
-		(void)drain_fd(r, sl->proto_fd, true, true);
+	if (!r->proto_done && !drain_fd(r, sl->proto_fd, true, true) &&
+	    !r->proto_done && sipc__decoder_partial(&r->dec))
+		violation(r, SIPC_E_PROTOCOL, "truncated frame at end of stream",
+		    0);
 	if (!r->diag_done)
 		(void)drain_fd(r, sl->diag_fd, false, true);
 	if (r->line_len > 0)
@@ -586,6 +594,7 @@ reader_main(void *arg)
 	struct sipc__slot *sl = arg;
 	size_t lmax = sl->sup->cfg.diag_line_max;
 
+	sipc__lib_thread = true;
 	memset(&r, 0, sizeof(r));
 	r.sl = sl;
 	sipc__decoder_init(&r.dec, sl->sup->cfg.max_payload);

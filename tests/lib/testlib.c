@@ -111,7 +111,7 @@ count_kids(bool zombies_only)
 	if (d == NULL)
 		return -1;
 	while ((e = readdir(d)) != NULL) {
-		char path[64], buf[512], *p, state;
+		char path[300], buf[512], *p, state;
 		int ppid;
 		FILE *f;
 

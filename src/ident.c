@@ -1,0 +1,397 @@
+/*
+ * ident.c - process identity from /proc, identity proof, and termination
+ * of proven leftover workers (see ident.h for the contract).
+ *
+ * Threads: any; no library state and no locks.  Every descriptor opened
+ * here is closed before return.
+ *
+ * Why the order in terminate matters: a pid names a process only until
+ * that process is reaped; afterwards the number may be handed to a
+ * stranger.  A pidfd opened before the proof pins the exact process it
+ * was opened for, so "open pidfd, then verify via /proc, then check the
+ * pidfd still names a live-or-zombie process" proves the /proc facts were
+ * read from the pinned process, and every later pidfd signal reaches it
+ * or nothing.  The group id needs the same care: it stays reserved while
+ * the leader (whose pid it is) is unreaped, so the group is signalled by
+ * number only right after seeing the leader unreaped.
+ */
+#include "ident.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/pidfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bsd/stdlib.h>
+
+#define STAT_FIELD_PGID 5
+#define STAT_FIELD_STARTTIME 22
+/* Bound on group members pinned during one termination. */
+#define MAX_MEMBERS 1024
+/* Wait after SIGKILL before giving up on seeing the leader exit. */
+#define KILL_WAIT_MS 5000
+
+/* Read a small /proc file into buf (NUL-terminated).  -errno on error. */
+static int
+read_small(const char *path, char *buf, size_t len)
+{
+	size_t off = 0;
+	ssize_t n;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	while (off < len - 1) {
+		n = read(fd, buf + off, len - 1 - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			n = -errno;
+			close(fd);
+			return (int)n;
+		}
+		if (n == 0)
+			break;
+		off += (size_t)n;
+	}
+	close(fd);
+	buf[off] = '\0';
+	return 0;
+}
+
+int
+sipc__proc_stat_parse(const char *text, struct sipc__proc_stat *ret)
+{
+	struct sipc__proc_stat st = { 0 };
+	const char *p = strrchr(text, ')');
+	char *end;
+	int field;
+
+	/* Fields after the command name start at 3 (state). */
+	if (p == NULL || p[1] != ' ' || p[2] == '\0' || p[3] != ' ')
+		return -EINVAL;
+	st.state = p[2];
+	p += 3;
+	for (field = 4; field <= STAT_FIELD_STARTTIME; field++) {
+		long long v;
+
+		if (*p != ' ')
+			return -EINVAL;
+		p++;
+		errno = 0;
+		if (field == STAT_FIELD_STARTTIME) {
+			if (*p < '0' || *p > '9')
+				return -EINVAL;
+			st.starttime = strtoull(p, &end, 10);
+		} else {
+			v = strtoll(p, &end, 10);
+			if (field == 4)
+				st.ppid = (pid_t)v;
+			else if (field == STAT_FIELD_PGID)
+				st.pgid = (pid_t)v;
+		}
+		if (end == p || errno != 0)
+			return -EINVAL;
+		p = end;
+	}
+	*ret = st;
+	return 0;
+}
+
+int
+sipc__proc_stat(pid_t pid, struct sipc__proc_stat *ret)
+{
+	char path[64], buf[2048];
+	int r;
+
+	if (pid <= 0)
+		return -EINVAL;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	r = read_small(path, buf, sizeof(buf));
+	if (r == -ENOENT)
+		return -ESRCH;
+	if (r < 0)
+		return r;
+	return sipc__proc_stat_parse(buf, ret);
+}
+
+int
+sipc__proc_starttime(pid_t pid, uint64_t *ret)
+{
+	struct sipc__proc_stat st;
+	int r;
+
+	if ((r = sipc__proc_stat(pid, &st)) < 0)
+		return r;
+	*ret = st.starttime;
+	return 0;
+}
+
+int
+sipc__boot_id(char ret[SIPC__BOOT_ID_LEN + 1])
+{
+	char buf[64];
+	int r;
+
+	r = read_small("/proc/sys/kernel/random/boot_id", buf, sizeof(buf));
+	if (r < 0)
+		return r;
+	if (strlen(buf) < SIPC__BOOT_ID_LEN || (buf[SIPC__BOOT_ID_LEN] != '\n' &&
+	    buf[SIPC__BOOT_ID_LEN] != '\0'))
+		return -EINVAL;
+	memcpy(ret, buf, SIPC__BOOT_ID_LEN);
+	ret[SIPC__BOOT_ID_LEN] = '\0';
+	return 0;
+}
+
+int
+sipc__ident_of(pid_t pid, struct sipc__ident *ret)
+{
+	struct sipc__ident id;
+	struct sipc__proc_stat st;
+	int r;
+
+	memset(&id, 0, sizeof(id));
+	if ((r = sipc__proc_stat(pid, &st)) < 0)
+		return r;
+	if ((r = sipc__boot_id(id.boot_id)) < 0)
+		return r;
+	id.pid = pid;
+	id.pgid = st.pgid;
+	id.starttime = st.starttime;
+	*ret = id;
+	return 0;
+}
+
+int
+sipc__ident_verify(const struct sipc__ident *rec)
+{
+	char boot[SIPC__BOOT_ID_LEN + 1];
+	struct sipc__proc_stat st;
+	int r;
+
+	if (rec == NULL || rec->pid <= 0)
+		return -EINVAL;
+	if ((r = sipc__boot_id(boot)) < 0)
+		return r;
+	if (strncmp(boot, rec->boot_id, sizeof(boot)) != 0)
+		return 0;
+	r = sipc__proc_stat(rec->pid, &st);
+	if (r == -ESRCH)
+		return 0;
+	if (r < 0)
+		return r;
+	return st.starttime == rec->starttime && st.pgid == rec->pgid;
+}
+
+/* ------------------------------------------------------------ terminate */
+
+struct member {
+	int fd;
+	pid_t pid;
+	uint64_t starttime;
+	bool exited;
+};
+
+struct pinset {
+	struct member *v;
+	size_t n;
+};
+
+static int64_t
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Does the pidfd still name an unreaped (running or zombie) process? */
+static bool
+pinned_alive(int pidfd)
+{
+	return pidfd_send_signal(pidfd, 0, NULL, 0) == 0;
+}
+
+static bool
+pinset_has(const struct pinset *ps, pid_t pid, uint64_t starttime)
+{
+	for (size_t i = 0; i < ps->n; i++)
+		if (ps->v[i].pid == pid && ps->v[i].starttime == starttime)
+			return true;
+	return false;
+}
+
+/*
+ * Pin `pid` if it is provably a member of group `pgid`: pidfd first, then
+ * its stat, then the pidfd still alive (so the stat was the pinned
+ * process's) and the leader still unreaped (so the group id was not
+ * reusable when the stat was read).  Returns 1 pinned, 0 skipped, -1
+ * when the leader is gone (stop scanning), -ENOMEM.
+ */
+static int
+pin_member(struct pinset *ps, int lfd, pid_t pid, pid_t pgid)
+{
+	struct sipc__proc_stat st;
+	struct member *nv;
+	int fd;
+
+	if ((fd = pidfd_open(pid, 0)) < 0)
+		return 0;
+	if (sipc__proc_stat(pid, &st) < 0 || st.pgid != pgid ||
+	    !pinned_alive(fd) || pinset_has(ps, pid, st.starttime)) {
+		close(fd);
+		return 0;
+	}
+	if (!pinned_alive(lfd)) {
+		close(fd);
+		return -1;
+	}
+	if (ps->n >= MAX_MEMBERS ||
+	    (nv = reallocarray(ps->v, ps->n + 1, sizeof(*nv))) == NULL) {
+		close(fd);
+		return -ENOMEM;
+	}
+	ps->v = nv;
+	ps->v[ps->n++] = (struct member){ fd, pid, st.starttime, false };
+	return 1;
+}
+
+/* Scan /proc for processes in group `rec->pgid` and pin them. */
+static void
+pin_group(struct pinset *ps, int lfd, const struct sipc__ident *rec)
+{
+	struct dirent *e;
+	DIR *d;
+
+	if ((d = opendir("/proc")) == NULL)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		struct sipc__proc_stat st;
+		char *end;
+		long v;
+
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		v = strtol(e->d_name, &end, 10);
+		if (*end != '\0' || v == rec->pid)
+			continue;
+		/* Cheap filter before pinning. */
+		if (sipc__proc_stat((pid_t)v, &st) < 0 || st.pgid != rec->pgid)
+			continue;
+		if (pin_member(ps, lfd, (pid_t)v, rec->pgid) < 0)
+			break;
+	}
+	closedir(d);
+}
+
+/* One signalling round: group by number (only while the leader is seen
+ * unreaped), leader by pidfd, pinned members by pidfd. */
+static void
+signal_round(struct pinset *ps, int lfd, const struct sipc__ident *rec,
+    bool group, int sig)
+{
+	if (group) {
+		pin_group(ps, lfd, rec);
+		if (pinned_alive(lfd))
+			(void)kill(-rec->pgid, sig);
+	}
+	(void)pidfd_send_signal(lfd, sig, NULL, 0);
+	for (size_t i = 0; i < ps->n; i++)
+		if (!ps->v[i].exited)
+			(void)pidfd_send_signal(ps->v[i].fd, sig, NULL, 0);
+}
+
+/* Wait until the leader and every pinned member have exited (their pidfds
+ * turn readable) or `ms` pass.  Returns true when the leader exited. */
+static bool
+wait_exits(struct pinset *ps, int lfd, bool *leader_exited, unsigned ms)
+{
+	int64_t end = mono_ms() + ms;
+	struct pollfd *pfd;
+	size_t *map;
+
+	pfd = reallocarray(NULL, ps->n + 1, sizeof(*pfd));
+	map = reallocarray(NULL, ps->n + 1, sizeof(*map));
+	if (pfd == NULL || map == NULL) {
+		/* Degrade to waiting for the leader alone. */
+		free(map);
+		free(pfd);
+		struct pollfd one = { lfd, POLLIN, 0 };
+		if (!*leader_exited && poll(&one, 1, (int)ms) > 0)
+			*leader_exited = true;
+		return *leader_exited;
+	}
+	for (;;) {
+		int64_t left = end - mono_ms();
+		size_t np = 0;
+		int r;
+
+		if (!*leader_exited) {
+			pfd[np] = (struct pollfd){ lfd, POLLIN, 0 };
+			map[np++] = SIZE_MAX;
+		}
+		for (size_t i = 0; i < ps->n; i++)
+			if (!ps->v[i].exited) {
+				pfd[np] = (struct pollfd){ ps->v[i].fd, POLLIN, 0 };
+				map[np++] = i;
+			}
+		if (np == 0 || left <= 0)
+			break;
+		r = poll(pfd, np, (int)left);
+		if (r < 0 && errno != EINTR)
+			break;
+		for (size_t k = 0; r > 0 && k < np; k++) {
+			if (pfd[k].revents == 0)
+				continue;
+			if (map[k] == SIZE_MAX)
+				*leader_exited = true;
+			else
+				ps->v[map[k]].exited = true;
+		}
+	}
+	free(map);
+	free(pfd);
+	return *leader_exited;
+}
+
+int
+sipc__ident_terminate(const struct sipc__ident *rec, unsigned grace_ms)
+{
+	struct pinset ps = { NULL, 0 };
+	bool group, leader_exited = false;
+	int lfd, r;
+
+	if (rec == NULL || rec->pid <= 0)
+		return -EINVAL;
+	if ((lfd = pidfd_open(rec->pid, 0)) < 0)
+		return errno == ESRCH ? 0 : -errno;
+	/* Verify after pinning, then check the pin still holds: the facts
+	 * were read from the pinned process. */
+	r = sipc__ident_verify(rec);
+	if (r == 1 && !pinned_alive(lfd))
+		r = 0;
+	if (r != 1)
+		goto out;
+	group = rec->pgid == rec->pid;
+	signal_round(&ps, lfd, rec, group, SIGTERM);
+	(void)wait_exits(&ps, lfd, &leader_exited, grace_ms);
+	signal_round(&ps, lfd, rec, group, SIGKILL);
+	r = wait_exits(&ps, lfd, &leader_exited, KILL_WAIT_MS) ? 1 : -ETIMEDOUT;
+out:
+	for (size_t i = 0; i < ps.n; i++)
+		close(ps.v[i].fd);
+	free(ps.v);
+	close(lfd);
+	return r;
+}

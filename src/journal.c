@@ -1,0 +1,817 @@
+/*
+ * journal.c - durable intent journal, instance lock, ownership records,
+ * reconciliation data (contract and format in journal.h).
+ *
+ * Threads: any thread may call any function.  j->mu guards everything in
+ * struct sipc__journal; it is a leaf lock (taken after any other library
+ * lock, never held while calling out).  The one slow step, fdatasync, runs
+ * with j->mu released: one thread syncs (j->syncing) up to a record
+ * sequence number while others append or wait on j->cv for their own
+ * sequence number to be covered, so concurrent EACH appenders share syncs.
+ * The descriptor is replaced only by compaction, which first waits until
+ * no sync is running and then holds j->mu throughout.
+ *
+ * In memory: every request and worker the journal must still remember,
+ * i.e. exactly what compaction writes back: previous instances'
+ * unresolved requests and live leftover workers, this instance's
+ * requests not yet completed-and-delivered and its live workers.
+ */
+#include "journal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bsd/libutil.h>
+#include <bsd/stdlib.h>
+
+#include "crc32c.h"
+#include "jrec.h"
+#include "jstate.h"
+
+struct sipc__journal {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;        /* a sync finished */
+	int fd, dirfd;
+	struct pidfh *pfh;
+	char *dir;
+	enum sipc_durability mode;
+	unsigned group_ms;
+
+	uint64_t size;            /* bytes in the journal file */
+	uint64_t wseq, sseq;      /* records written / covered by a sync */
+	bool syncing, compacting;
+	int broken;               /* sticky error after a failed sync */
+	int64_t last_sync_ms;     /* GROUP: tick clock of the last sync */
+	uint64_t compact_min, compact_at;
+
+	struct sipc__jstate s;     /* what is remembered (jstate.h) */
+	struct sipc__journal_stats st;
+};
+
+uint64_t
+sipc__payload_digest(const void *payload, size_t len)
+{
+	const uint8_t *p = payload;
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < len; i++) {
+		h ^= p[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+static int64_t
+epoch_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int
+write_all(int fd, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------- memory index */
+
+/* ------------------------------------------------------------ reading */
+
+/* Are all bytes of buf[off..len) zero?  (A tail a power loss left as
+ * allocated-but-unwritten blocks reads as zeros.) */
+static bool
+all_zero(const uint8_t *buf, size_t off, size_t len)
+{
+	for (; off < len; off++)
+		if (buf[off] != 0)
+			return false;
+	return true;
+}
+
+/*
+ * Parse the journal image, applying good records; returns the length of
+ * the good prefix in *good and whether reading stopped at a corrupt
+ * record (as opposed to a torn tail or the clean end).
+ */
+static int
+read_image(struct sipc__journal *j, const uint8_t *buf, size_t len,
+    size_t *good, bool *corrupt)
+{
+	size_t off = 0;
+	int ctx = -1, r;
+
+	*corrupt = false;
+	while (off < len) {
+		struct sipc__jrec rec;
+		size_t used = 0, extent;
+
+		r = sipc__jrec_decode(buf + off, len - off, &rec, &used, &extent);
+		if (r == -EAGAIN)
+			break;      /* torn: the record runs past the end */
+		if (r < 0) {
+			/* A bad record that is the last thing in the file
+			 * (or followed by zeros) is a torn write; anything
+			 * else is corruption. */
+			if (extent == 0 || off + extent < len)
+				*corrupt = !all_zero(buf, off, len) &&
+				    !(extent > 0 && all_zero(buf, off + extent, len));
+			break;
+		}
+		if ((r = sipc__js_apply(&j->s, &rec, &ctx)) < 0)
+			return r;
+		j->st.records_read++;
+		off += used;
+	}
+	*good = off;
+	return 0;
+}
+
+static int
+save_corrupt(struct sipc__journal *j, const uint8_t *buf, size_t len)
+{
+	int fd, r;
+
+	fd = openat(j->dirfd, "journal.corrupt",
+	    O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	r = write_all(fd, buf, len);
+	if (r == 0 && fsync(fd) < 0)
+		r = -errno;
+	close(fd);
+	return r;
+}
+
+/* Read the previous journal into memory and cut what follows the good
+ * prefix.  Called at open, single-threaded. */
+static int
+load(struct sipc__journal *j, char *errbuf, size_t errlen)
+{
+	uint8_t *buf = NULL;
+	struct stat sb;
+	size_t len = 0, good;
+	bool corrupt;
+	int r;
+
+	if (fstat(j->fd, &sb) < 0)
+		return -errno;
+	if (sb.st_size > (off_t)1 << 30) {
+		snprintf(errbuf, errlen, "journal larger than 1 GiB");
+		return SIPC_E_JOURNAL;
+	}
+	if (sb.st_size > 0 && (buf = malloc((size_t)sb.st_size)) == NULL)
+		return -ENOMEM;
+	while (len < (size_t)sb.st_size) {
+		ssize_t n = pread(j->fd, buf + len, (size_t)sb.st_size - len,
+		    (off_t)len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			r = n < 0 ? -errno : SIPC_E_JOURNAL;
+			snprintf(errbuf, errlen, "cannot read journal");
+			goto out;
+		}
+		len += (size_t)n;
+	}
+	if ((r = read_image(j, buf, len, &good, &corrupt)) < 0)
+		goto out;
+	if (good < len) {
+		if (corrupt) {
+			j->st.corrupt = 1;
+			j->st.corrupt_bytes = len - good;
+			(void)save_corrupt(j, buf, len);
+		} else
+			j->st.torn_bytes = len - good;
+		if (ftruncate(j->fd, (off_t)good) < 0 || fsync(j->fd) < 0) {
+			r = -errno;
+			snprintf(errbuf, errlen, "cannot cut journal tail");
+			goto out;
+		}
+		j->st.syncs++;
+	}
+	j->size = good;
+	r = 0;
+out:
+	free(buf);
+	return r;
+}
+
+/* ---------------------------------------------------- appending, sync */
+
+/* Sync until record sequence `target` is covered.  j->mu held; released
+ * around fdatasync. */
+static int
+sync_to(struct sipc__journal *j, uint64_t target)
+{
+	while (j->sseq < target) {
+		uint64_t upto;
+		int fd, r;
+
+		if (j->broken)
+			return j->broken;
+		if (j->syncing) {
+			pthread_cond_wait(&j->cv, &j->mu);
+			continue;
+		}
+		upto = j->wseq;
+		fd = j->fd;
+		j->syncing = true;
+		pthread_mutex_unlock(&j->mu);
+		r = fdatasync(fd) < 0 ? -errno : 0;
+		pthread_mutex_lock(&j->mu);
+		j->syncing = false;
+		j->st.syncs++;
+		if (r < 0)
+			j->broken = r;
+		else if (upto > j->sseq)
+			j->sseq = upto;
+		pthread_cond_broadcast(&j->cv);
+	}
+	return 0;
+}
+
+/* Write one record (j->mu held).  A failed write is cut back so the file
+ * stays a sequence of whole records. */
+static int
+append_locked(struct sipc__journal *j, const struct sipc__jrec *rec)
+{
+	uint8_t buf[SIPC__JREC_MAX];
+	size_t n;
+	int r;
+
+	if (j->broken)
+		return j->broken;
+	if ((r = sipc__jrec_encode(rec, buf, sizeof(buf), &n)) < 0)
+		return r;
+	if ((r = write_all(j->fd, buf, n)) < 0) {
+		if (ftruncate(j->fd, (off_t)j->size) < 0)
+			j->broken = r;
+		return r;
+	}
+	j->size += n;
+	j->wseq++;
+	j->st.appended++;
+	return 0;
+}
+
+static void compact_locked(struct sipc__journal *j);
+
+/* After a successful append: durability per mode, then compaction. */
+static int
+after_append(struct sipc__journal *j)
+{
+	int r = 0;
+
+	if (j->mode == SIPC_DURABLE_EACH)
+		r = sync_to(j, j->wseq);
+	if (r == 0 && j->size > j->compact_at)
+		compact_locked(j);
+	return r;
+}
+
+/* ----------------------------------------------------------- compaction */
+
+/*
+ * Rewrite the journal as exactly what memory remembers: journal.tmp,
+ * fsync, rename over journal, fsync the directory.  j->mu held.  On
+ * failure the old journal stays in use and the error is kept in stats.
+ */
+static void
+compact_locked(struct sipc__journal *j)
+{
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	int fd = -1, r;
+
+	if (j->compacting || j->broken)
+		return;
+	j->compacting = true;
+	while (j->syncing)
+		pthread_cond_wait(&j->cv, &j->mu);
+	if ((r = sipc__js_image(&j->s, &buf, &len)) < 0)
+		goto fail;
+	fd = openat(j->dirfd, "journal.tmp",
+	    O_RDWR | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+	if (fd < 0 || (r = write_all(fd, buf, len)) < 0 || fsync(fd) < 0 ||
+	    renameat(j->dirfd, "journal.tmp", j->dirfd, "journal") < 0) {
+		r = r < 0 ? r : -errno;
+		goto fail;
+	}
+	if (fsync(j->dirfd) < 0) {
+		/* The rename is done: the new file is the journal now. */
+		j->st.last_error = -errno;
+	}
+	close(j->fd);
+	j->fd = fd;
+	j->size = len;
+	j->sseq = j->wseq;
+	j->st.syncs += 2;
+	j->st.compactions++;
+	j->compact_at = len * 2 > j->compact_min ? len * 2 : j->compact_min;
+	free(buf);
+	j->compacting = false;
+	return;
+fail:
+	j->st.last_error = r;
+	if (fd >= 0) {
+		close(fd);
+		(void)unlinkat(j->dirfd, "journal.tmp", 0);
+	}
+	free(buf);
+	/* Do not retry on every append: wait for the file to double. */
+	j->compact_at = j->size * 2 > j->compact_min ? j->size * 2 : j->compact_min;
+	j->compacting = false;
+}
+
+
+/* ---------------------------------------------------------- open/close */
+
+static void
+journal_free(struct sipc__journal *j)
+{
+	sipc__js_free(&j->s);
+	if (j->fd >= 0)
+		close(j->fd);
+	if (j->pfh != NULL)
+		(void)pidfile_remove(j->pfh);
+	if (j->dirfd >= 0)
+		close(j->dirfd);
+	free(j->dir);
+	pthread_cond_destroy(&j->cv);
+	pthread_mutex_destroy(&j->mu);
+	free(j);
+}
+
+/* New instance id and its INSTANCE record, synced in every mode so the
+ * next instance can always attribute our records.  j->mu held. */
+static int
+start_instance(struct sipc__journal *j)
+{
+	struct sipc__jrec rec;
+	struct sipc__jinst in;
+	int i, r;
+
+	memset(&in, 0, sizeof(in));
+	arc4random_buf(in.id, sizeof(in.id));
+	if ((r = sipc__boot_id(in.boot_id)) < 0)
+		return r;
+	in.pid = getpid();
+	in.time_ms = epoch_ms();
+	if ((i = sipc__js_inst_add(&j->s, &in)) < 0)
+		return i;
+	j->s.cur = (uint32_t)i;
+	sipc__js_rec_instance(&in, &rec);
+	if ((r = append_locked(j, &rec)) < 0)
+		return r;
+	return sync_to(j, j->wseq);
+}
+
+/* Take the instance lock; SIPC_E_LOCKED names the holder. */
+static int
+lock_dir(struct sipc__journal *j, char *errbuf, size_t errlen)
+{
+	char path[4096];
+	pid_t holder = -1;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/sipc.pid", j->dir) >=
+	    sizeof(path))
+		return -ENAMETOOLONG;
+	j->pfh = pidfile_open(path, 0600, &holder);
+	if (j->pfh == NULL) {
+		int e = errno;
+
+		if (e == EEXIST) {
+			if (holder > 0)
+				snprintf(errbuf, errlen, "state directory %s is "
+				    "locked by another instance, pid %d",
+				    j->dir, (int)holder);
+			else
+				snprintf(errbuf, errlen, "state directory %s is "
+				    "locked by another instance (pid unknown)",
+				    j->dir);
+			return SIPC_E_LOCKED;
+		}
+		snprintf(errbuf, errlen, "cannot open %s: %s", path,
+		    strerror(e));
+		return -e;
+	}
+	if (pidfile_write(j->pfh) < 0) {
+		int e = errno;
+
+		snprintf(errbuf, errlen, "cannot write %s: %s", path,
+		    strerror(e));
+		return -e;
+	}
+	return 0;
+}
+
+static int
+open_files(struct sipc__journal *j, char *errbuf, size_t errlen)
+{
+	int r;
+
+	if (mkdir(j->dir, 0700) < 0 && errno != EEXIST) {
+		r = -errno;
+		snprintf(errbuf, errlen, "cannot create state directory %s: %s",
+		    j->dir, strerror(-r));
+		return r;
+	}
+	j->dirfd = open(j->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (j->dirfd < 0) {
+		r = -errno;
+		snprintf(errbuf, errlen, "cannot open state directory %s: %s",
+		    j->dir, strerror(-r));
+		return r;
+	}
+	if ((r = lock_dir(j, errbuf, errlen)) < 0)
+		return r;
+	j->fd = openat(j->dirfd, "journal",
+	    O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (j->fd < 0) {
+		r = -errno;
+		snprintf(errbuf, errlen, "cannot open journal in %s: %s",
+		    j->dir, strerror(-r));
+		return r;
+	}
+	return 0;
+}
+
+int
+sipc__journal_open(const char *dir, enum sipc_durability mode,
+    unsigned group_commit_ms, struct sipc__journal **ret, char *errbuf,
+    size_t errlen)
+{
+	struct sipc__journal *j;
+	int r;
+
+	if (errbuf == NULL)
+		errlen = 0;
+	if (dir == NULL || ret == NULL)
+		return -EINVAL;
+	if ((j = calloc(1, sizeof(*j))) == NULL)
+		return -ENOMEM;
+	j->fd = j->dirfd = -1;
+	pthread_mutex_init(&j->mu, NULL);
+	pthread_cond_init(&j->cv, NULL);
+	j->mode = mode;
+	j->group_ms = group_commit_ms ? group_commit_ms : 10;
+	j->compact_min = j->compact_at = SIPC__JOURNAL_COMPACT_DEFAULT;
+	j->s.nbuckets = 64;
+	j->s.buckets = calloc(j->s.nbuckets, sizeof(*j->s.buckets));
+	j->dir = strdup(dir);
+	if (j->s.buckets == NULL || j->dir == NULL) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	if ((r = open_files(j, errbuf, errlen)) < 0)
+		goto fail;
+	if ((r = load(j, errbuf, errlen)) < 0)
+		goto fail;
+	pthread_mutex_lock(&j->mu);
+	/* The directory entry of a new journal must be durable too. */
+	if (fsync(j->dirfd) < 0)
+		r = -errno;
+	if (r == 0 && (r = start_instance(j)) == 0 && j->size > j->compact_at)
+		compact_locked(j);
+	pthread_mutex_unlock(&j->mu);
+	if (r < 0) {
+		snprintf(errbuf, errlen, "cannot start journal in %s: %s",
+		    dir, strerror(-r));
+		goto fail;
+	}
+	*ret = j;
+	return 0;
+fail:
+	journal_free(j);
+	return r;
+}
+
+void
+sipc__journal_close(struct sipc__journal *j)
+{
+	if (j == NULL)
+		return;
+	pthread_mutex_lock(&j->mu);
+	compact_locked(j);
+	(void)sync_to(j, j->wseq);
+	pthread_mutex_unlock(&j->mu);
+	journal_free(j);
+}
+
+void
+sipc__journal_instance(struct sipc__journal *j, uint8_t ret[16])
+{
+	pthread_mutex_lock(&j->mu);
+	memcpy(ret, j->s.inst[j->s.cur].id, 16);
+	pthread_mutex_unlock(&j->mu);
+}
+
+void
+sipc__journal_set_compact_threshold(struct sipc__journal *j, uint64_t bytes)
+{
+	pthread_mutex_lock(&j->mu);
+	j->compact_min = j->compact_at = bytes;
+	pthread_mutex_unlock(&j->mu);
+}
+
+/* ------------------------------------------------------------ requests */
+
+int
+sipc__journal_accepted(struct sipc__journal *j, uint64_t id, const char *key,
+    const void *payload, size_t len, int64_t deadline_ms)
+{
+	size_t kl = key != NULL ? strlen(key) : 0;
+	struct sipc__jrec rec;
+	struct sipc__jreq *q;
+	int r;
+
+	if (kl > SIPC__JOURNAL_KEY_MAX || (payload == NULL && len > 0) ||
+	    len > UINT32_MAX)
+		return -EINVAL;
+	memset(&rec, 0, sizeof(rec));
+	rec.type = SIPC__JR_ACCEPTED;
+	rec.u.acc.id = id;
+	rec.u.acc.keylen = (uint8_t)kl;
+	memcpy(rec.u.acc.key, key != NULL ? key : "", kl);
+	rec.u.acc.digest = sipc__payload_digest(payload, len);
+	rec.u.acc.len = (uint32_t)len;
+	rec.u.acc.deadline = deadline_ms;
+	if ((q = sipc__js_req_new(0, &rec.u.acc)) == NULL)
+		return -ENOMEM;
+	pthread_mutex_lock(&j->mu);
+	q->inst = j->s.cur;
+	if (sipc__js_req_find(&j->s, j->s.cur, id) != NULL)
+		r = -EEXIST;
+	else if ((r = append_locked(j, &rec)) == 0) {
+		sipc__js_req_insert(&j->s, q);
+		q = NULL;
+		r = after_append(j);
+	}
+	pthread_mutex_unlock(&j->mu);
+	free(q);
+	return r;
+}
+
+int
+sipc__journal_written(struct sipc__journal *j, uint64_t id, uint32_t slot,
+    uint32_t generation, pid_t pid)
+{
+	struct sipc__jrec rec;
+	struct sipc__jreq *q;
+	int r;
+
+	memset(&rec, 0, sizeof(rec));
+	rec.type = SIPC__JR_WRITTEN;
+	rec.u.wr = (struct sipc__jwritten){ id, slot, generation, pid };
+	pthread_mutex_lock(&j->mu);
+	if ((q = sipc__js_req_find(&j->s, j->s.cur, id)) == NULL || q->completed)
+		r = SIPC_E_NOTFOUND;
+	else if ((r = append_locked(j, &rec)) == 0) {
+		q->written = true;
+		q->slot = slot;
+		q->generation = generation;
+		q->pid = pid;
+		r = after_append(j);
+	}
+	pthread_mutex_unlock(&j->mu);
+	return r;
+}
+
+int
+sipc__journal_completed(struct sipc__journal *j, uint64_t id,
+    enum sipc_outcome outcome, int error)
+{
+	struct sipc__jrec rec;
+	struct sipc__jreq *q;
+	int r;
+
+	memset(&rec, 0, sizeof(rec));
+	rec.type = SIPC__JR_COMPLETED;
+	rec.u.done = (struct sipc__jcompleted){ id, (uint8_t)outcome, error };
+	pthread_mutex_lock(&j->mu);
+	if ((q = sipc__js_req_find(&j->s, j->s.cur, id)) == NULL || q->completed)
+		r = SIPC_E_NOTFOUND;
+	else if ((r = append_locked(j, &rec)) == 0) {
+		q->completed = true;
+		q->outcome = (uint8_t)outcome;
+		q->error = error;
+		if (q->delivered)
+			sipc__js_req_remove(&j->s, j->s.cur, id);
+		r = after_append(j);
+	}
+	pthread_mutex_unlock(&j->mu);
+	return r;
+}
+
+void
+sipc__journal_delivered(struct sipc__journal *j, uint64_t id)
+{
+	struct sipc__jreq *q;
+
+	pthread_mutex_lock(&j->mu);
+	if ((q = sipc__js_req_find(&j->s, j->s.cur, id)) != NULL) {
+		if (q->completed)
+			sipc__js_req_remove(&j->s, j->s.cur, id);
+		else
+			q->delivered = true;
+	}
+	pthread_mutex_unlock(&j->mu);
+}
+
+/* ------------------------------------------------------------- workers */
+
+int
+sipc__journal_worker(struct sipc__journal *j, const struct sipc__ident *w)
+{
+	struct sipc__jrec rec;
+	int r;
+
+	memset(&rec, 0, sizeof(rec));
+	rec.type = SIPC__JR_WORKER;
+	rec.u.worker = *w;
+	pthread_mutex_lock(&j->mu);
+	memcpy(rec.u.worker.instance, j->s.inst[j->s.cur].id, 16);
+	/* Remember first, so a record on disk is never missing in memory. */
+	if ((r = sipc__js_worker_add(&j->s, j->s.cur, &rec.u.worker)) == 0) {
+		if ((r = append_locked(j, &rec)) < 0)
+			sipc__js_worker_remove(&j->s, (size_t)sipc__js_worker_find(&j->s, j->s.cur, w->slot,
+			    w->generation));
+		else
+			r = after_append(j);
+	}
+	pthread_mutex_unlock(&j->mu);
+	return r;
+}
+
+static int
+gone_locked(struct sipc__journal *j, uint32_t inst, uint32_t slot,
+    uint32_t gen)
+{
+	struct sipc__jrec rec;
+	ssize_t wi = sipc__js_worker_find(&j->s, inst, slot, gen);
+	int r;
+
+	if (wi < 0)
+		return SIPC_E_NOTFOUND;
+	memset(&rec, 0, sizeof(rec));
+	rec.type = SIPC__JR_WORKER_GONE;
+	memcpy(rec.u.gone.instance, j->s.inst[inst].id, 16);
+	rec.u.gone.slot = slot;
+	rec.u.gone.generation = gen;
+	if ((r = append_locked(j, &rec)) < 0)
+		return r;
+	sipc__js_worker_remove(&j->s, (size_t)wi);
+	return after_append(j);
+}
+
+int
+sipc__journal_worker_gone(struct sipc__journal *j, uint32_t slot,
+    uint32_t generation)
+{
+	int r;
+
+	pthread_mutex_lock(&j->mu);
+	r = gone_locked(j, j->s.cur, slot, generation);
+	pthread_mutex_unlock(&j->mu);
+	return r;
+}
+
+int
+sipc__journal_leftover_gone(struct sipc__journal *j,
+    const struct sipc__ident *w)
+{
+	int i, r = SIPC_E_NOTFOUND;
+
+	pthread_mutex_lock(&j->mu);
+	i = sipc__js_inst_find(&j->s, w->instance);
+	if (i >= 0 && (uint32_t)i != j->s.cur)
+		r = gone_locked(j, (uint32_t)i, w->slot, w->generation);
+	pthread_mutex_unlock(&j->mu);
+	return r;
+}
+
+int
+sipc__journal_leftover_workers(struct sipc__journal *j,
+    struct sipc__ident **ret, size_t *ret_n)
+{
+	struct sipc__ident *v = NULL;
+	size_t n = 0;
+
+	pthread_mutex_lock(&j->mu);
+	for (size_t k = 0; k < j->s.nworkers; k++)
+		n += j->s.workers[k].inst != j->s.cur;
+	if (n > 0 && (v = calloc(n, sizeof(*v))) == NULL) {
+		pthread_mutex_unlock(&j->mu);
+		return -ENOMEM;
+	}
+	n = 0;
+	for (size_t k = 0; k < j->s.nworkers; k++)
+		if (j->s.workers[k].inst != j->s.cur)
+			v[n++] = j->s.workers[k].w;
+	pthread_mutex_unlock(&j->mu);
+	*ret = v;
+	*ret_n = n;
+	return 0;
+}
+
+/* ------------------------------------------------------ reconciliation */
+
+int
+sipc__journal_unresolved(struct sipc__journal *j,
+    struct sipc_unresolved **ret, size_t *ret_n)
+{
+	int r;
+
+	pthread_mutex_lock(&j->mu);
+	r = sipc__js_unresolved(&j->s, ret, ret_n);
+	pthread_mutex_unlock(&j->mu);
+	return r;
+}
+
+int
+sipc__journal_resolve(struct sipc__journal *j, const uint8_t instance[16],
+    uint64_t id)
+{
+	struct sipc__jrec rec;
+	int i, r;
+
+	memset(&rec, 0, sizeof(rec));
+	rec.type = SIPC__JR_RESOLVED;
+	memcpy(rec.u.resolved.instance, instance, 16);
+	rec.u.resolved.id = id;
+	pthread_mutex_lock(&j->mu);
+	i = sipc__js_inst_find(&j->s, instance);
+	if (i < 0 || (uint32_t)i == j->s.cur || sipc__js_req_find(&j->s, (uint32_t)i, id) == NULL)
+		r = SIPC_E_NOTFOUND;
+	else if ((r = append_locked(j, &rec)) == 0) {
+		sipc__js_req_remove(&j->s, (uint32_t)i, id);
+		r = after_append(j);
+	}
+	pthread_mutex_unlock(&j->mu);
+	return r;
+}
+
+/* ---------------------------------------------------------- durability */
+
+int
+sipc__journal_tick(struct sipc__journal *j, int64_t now_ms)
+{
+	int r = 0;
+
+	pthread_mutex_lock(&j->mu);
+	if (j->mode == SIPC_DURABLE_GROUP && j->sseq < j->wseq &&
+	    now_ms - j->last_sync_ms >= (int64_t)j->group_ms) {
+		if ((r = sync_to(j, j->wseq)) == 0) {
+			j->last_sync_ms = now_ms;
+			r = 1;
+		}
+	}
+	pthread_mutex_unlock(&j->mu);
+	return r;
+}
+
+int
+sipc__journal_sync(struct sipc__journal *j)
+{
+	int r;
+
+	pthread_mutex_lock(&j->mu);
+	r = sync_to(j, j->wseq);
+	pthread_mutex_unlock(&j->mu);
+	return r;
+}
+
+void
+sipc__journal_get_stats(struct sipc__journal *j,
+    struct sipc__journal_stats *ret)
+{
+	pthread_mutex_lock(&j->mu);
+	*ret = j->st;
+	ret->orphans = j->s.orphans;
+	ret->file_size = j->size;
+	pthread_mutex_unlock(&j->mu);
+}

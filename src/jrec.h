@@ -1,0 +1,89 @@
+/*
+ * jrec.h - journal record codec: pure encode / decode of one record, no
+ * I/O, no locks, any thread.  The byte layout is described in journal.h.
+ * Decoding never trusts a length before checking it against the maximum
+ * and never reads past `len`.
+ */
+#ifndef SIPC_JREC_H
+#define SIPC_JREC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "ident.h"
+
+#define SIPC__JREC_HDR 9   /* magic u32, length u32, type u8 */
+#define SIPC__JREC_MAX_PAYLOAD 512u
+#define SIPC__JREC_MAX (SIPC__JREC_HDR + SIPC__JREC_MAX_PAYLOAD + 4)
+#define SIPC__JREC_MAGIC 0x4A504953u  /* "SIPJ" little-endian */
+
+struct sipc__jinstance {
+	uint8_t instance[16];
+	char boot_id[SIPC__BOOT_ID_LEN + 1];
+	pid_t pid;
+	int64_t time_ms;           /* wall clock, epoch ms */
+};
+
+struct sipc__jaccepted {
+	uint64_t id;
+	uint8_t keylen;
+	char key[256];             /* keylen bytes (NUL-terminated on decode) */
+	uint64_t digest;
+	uint32_t len;
+	int64_t deadline;          /* wall clock, epoch ms; 0 = none */
+};
+
+struct sipc__jwritten {
+	uint64_t id;
+	uint32_t slot, generation;
+	pid_t pid;
+};
+
+struct sipc__jcompleted {
+	uint64_t id;
+	uint8_t outcome;
+	int32_t error;
+};
+
+struct sipc__jgone {
+	uint8_t instance[16];
+	uint32_t slot, generation;
+};
+
+struct sipc__jresolved {
+	uint8_t instance[16];
+	uint64_t id;
+};
+
+struct sipc__jrec {
+	uint8_t type;              /* enum sipc__jrec_type (journal.h) */
+	union {
+		struct sipc__jinstance inst;
+		struct sipc__jaccepted acc;
+		struct sipc__jwritten wr;
+		struct sipc__jcompleted done;
+		struct sipc__ident worker;
+		struct sipc__jgone gone;
+		struct sipc__jresolved resolved;
+	} u;
+};
+
+/* Encode `rec` into buf (cap >= SIPC__JREC_MAX always suffices).  Returns
+ * 0 and the record length, or -EINVAL for an unknown type. */
+int sipc__jrec_encode(const struct sipc__jrec *rec, uint8_t *buf, size_t cap,
+    size_t *ret_len);
+
+/*
+ * Decode the record at the start of buf[0..len).  Returns 0 with *ret and
+ * *ret_used (its length in bytes); -EAGAIN when the bytes end before the
+ * record does (a torn tail if this is the end of the file); -EBADMSG for
+ * a bad record (magic, length, checksum, type, or payload that does not
+ * parse exactly).  On -EBADMSG *ret_extent is the record's length when
+ * its framing (magic, length) was sound and its bytes are all present,
+ * else 0; on success it equals *ret_used.
+ */
+int sipc__jrec_decode(const uint8_t *buf, size_t len, struct sipc__jrec *ret,
+    size_t *ret_used, size_t *ret_extent);
+
+#endif

@@ -1,0 +1,486 @@
+/*
+ * worker_rt.c - the worker-side runtime behind sipc_worker.h.
+ *
+ * Threads: none.  Everything runs on the single thread that called
+ * sipc_worker_open(); there are no locks.  The handler, cancel and idle
+ * callbacks are called from sipc_worker_run() on that thread.
+ *
+ * Loop shape: read up to 64 KiB, decode every complete frame in it, send
+ * one ACCEPT per REQUEST of that batch in a single write, then dispatch
+ * the batch in arrival order.  Replies are buffered and written when the
+ * buffer passes 64 KiB and before the runtime blocks in read() again, so
+ * a burst of small requests costs few system calls.  Memory is bounded by
+ * one read buffer, the frames decoded from it (at most one of them large)
+ * and the output buffer; a reply larger than the buffer threshold is
+ * written directly instead of being copied.
+ */
+#include "sipc_worker.h"
+
+#include <bsd/stdlib.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "frame.h"
+#include "sipc.h"
+
+#define RT_READ_CHUNK (64u * 1024)
+#define RT_FLUSH_AT (64u * 1024)
+
+struct sipc_worker {
+	int fd;
+	int err;                    /* sticky write error; 0 while healthy */
+	uint32_t max_payload;
+	struct sipc_decoder dec;
+	uint8_t *out;               /* buffered outgoing frames */
+	size_t out_len;
+	size_t out_cap;
+	sipc_worker_cancel cancel_fn;
+	sipc_worker_idle idle_fn;
+};
+
+/* Write all of buf, retrying on EINTR and short writes. */
+static int
+rt_write_all(int fd, const struct iovec *iov_in, int cnt)
+{
+	struct iovec iov[4];
+	int i = 0;
+	ssize_t n;
+
+	memcpy(iov, iov_in, (size_t)cnt * sizeof(iov[0]));
+	while (i < cnt) {
+		if (iov[i].iov_len == 0) {
+			i++;
+			continue;
+		}
+		n = writev(fd, iov + i, cnt - i);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		while (n > 0 && i < cnt) {
+			if ((size_t)n >= iov[i].iov_len) {
+				n -= (ssize_t)iov[i].iov_len;
+				iov[i].iov_len = 0;
+				i++;
+			} else {
+				iov[i].iov_base = (uint8_t *)iov[i].iov_base + n;
+				iov[i].iov_len -= (size_t)n;
+				n = 0;
+			}
+		}
+	}
+	return 0;
+}
+
+int
+sipc_worker_flush(sipc_worker *w)
+{
+	struct iovec iov;
+	int r;
+
+	if (w->err != 0)
+		return w->err;
+	if (w->out_len == 0)
+		return 0;
+	iov.iov_base = w->out;
+	iov.iov_len = w->out_len;
+	r = rt_write_all(w->fd, &iov, 1);
+	w->out_len = 0;
+	if (r < 0)
+		w->err = r;
+	return r;
+}
+
+/* Make room for `need` more bytes in the output buffer. */
+static int
+rt_reserve(sipc_worker *w, size_t need)
+{
+	size_t cap = w->out_cap ? w->out_cap : 4096;
+	uint8_t *p;
+
+	if (w->out_len + need <= w->out_cap)
+		return 0;
+	while (cap < w->out_len + need)
+		cap *= 2;
+	p = realloc(w->out, cap);
+	if (p == NULL)
+		return -ENOMEM;
+	w->out = p;
+	w->out_cap = cap;
+	return 0;
+}
+
+/*
+ * Queue one frame: header plus up to two payload pieces (the error frame
+ * has a code and a message).  Large frames bypass the buffer: whatever is
+ * buffered goes first, then the frame itself, so ordering is kept.
+ */
+static int
+rt_send(sipc_worker *w, uint8_t type, uint64_t id, const void *a,
+    size_t alen, const void *b, size_t blen)
+{
+	struct sipc_frame_hdr h = { .type = type, .id = id };
+	uint8_t hdr[SIPC_FRAME_HDR_LEN];
+	struct iovec iov[3];
+	int r;
+
+	if (w->err != 0)
+		return w->err;
+	/* The supervisor applies the same maximum to what it receives; a
+	 * reply over it would be a protocol violation, so refuse it here. */
+	if (alen + blen > SIPC_FRAME_MAX_PAYLOAD ||
+	    ((type == SIPC_FT_REPLY || type == SIPC_FT_ERROR) &&
+	    alen + blen > w->max_payload))
+		return SIPC_E_TOOBIG;
+	h.len = (uint32_t)(alen + blen);
+	sipc__frame_encode_hdr(hdr, &h);
+	if (SIPC_FRAME_HDR_LEN + alen + blen >= RT_FLUSH_AT) {
+		if ((r = sipc_worker_flush(w)) < 0)
+			return r;
+		iov[0] = (struct iovec){ hdr, sizeof(hdr) };
+		iov[1] = (struct iovec){ (void *)a, alen };
+		iov[2] = (struct iovec){ (void *)b, blen };
+		if ((r = rt_write_all(w->fd, iov, 3)) < 0)
+			w->err = r;
+		return r;
+	}
+	if ((r = rt_reserve(w, sizeof(hdr) + alen + blen)) < 0)
+		return r;
+	memcpy(w->out + w->out_len, hdr, sizeof(hdr));
+	w->out_len += sizeof(hdr);
+	if (alen > 0)
+		memcpy(w->out + w->out_len, a, alen);
+	w->out_len += alen;
+	if (blen > 0)
+		memcpy(w->out + w->out_len, b, blen);
+	w->out_len += blen;
+	if (w->out_len > RT_FLUSH_AT)
+		return sipc_worker_flush(w);
+	return 0;
+}
+
+int
+sipc_worker_reply(sipc_worker *w, uint64_t id, const void *buf, size_t len)
+{
+	return rt_send(w, SIPC_FT_REPLY, id, buf, len, NULL, 0);
+}
+
+int
+sipc_worker_error(sipc_worker *w, uint64_t id, uint32_t code,
+    const void *msg, size_t len)
+{
+	uint8_t c[4] = { (uint8_t)code, (uint8_t)(code >> 8),
+		(uint8_t)(code >> 16), (uint8_t)(code >> 24) };
+
+	return rt_send(w, SIPC_FT_ERROR, id, c, sizeof(c), msg, len);
+}
+
+int
+sipc_worker_heartbeat(sipc_worker *w)
+{
+	int r = rt_send(w, SIPC_FT_HEARTBEAT, 0, NULL, 0, NULL, 0);
+
+	return r < 0 ? r : sipc_worker_flush(w);
+}
+
+void
+sipc_worker_set_cancel(sipc_worker *w, sipc_worker_cancel fn)
+{
+	w->cancel_fn = fn;
+}
+
+void
+sipc_worker_set_idle(sipc_worker *w, sipc_worker_idle fn)
+{
+	w->idle_fn = fn;
+}
+
+int
+sipc_worker_fd(const sipc_worker *w)
+{
+	return w->fd;
+}
+
+/* Parse a decimal environment variable in [lo, hi]; *ret untouched if
+ * unset.  Returns 0, or SIPC_E_CONFIG when set but malformed. */
+static int
+rt_env_num(const char *name, long long lo, long long hi, long long *ret)
+{
+	const char *s = getenv(name), *errstr = NULL;
+	long long v;
+
+	if (s == NULL || *s == '\0')
+		return 0;
+	v = strtonum(s, lo, hi, &errstr);
+	if (errstr != NULL)
+		return SIPC_E_CONFIG;
+	*ret = v;
+	return 0;
+}
+
+/*
+ * Arrange to die with the supervisor.  The parent-death signal is armed
+ * first and the parent checked afterwards: a supervisor that died before
+ * the prctl() would otherwise leave this worker orphaned for good.
+ */
+static int
+rt_bind_parent(void)
+{
+	long long ppid = 0;
+	int r;
+
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+		return -errno;
+	if ((r = rt_env_num("SIPC_PARENT_PID", 1, INT32_MAX, &ppid)) < 0)
+		return r;
+	if (ppid != 0 && getppid() != (pid_t)ppid)
+		return -ESRCH;
+	return 0;
+}
+
+/* Check that fd is open and a socket; mark it close-on-exec so helpers
+ * the worker may exec do not hold the channel open. */
+static int
+rt_check_fd(int fd)
+{
+	struct stat st;
+	int fl;
+
+	if ((fl = fcntl(fd, F_GETFD)) < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISSOCK(st.st_mode))
+		return -ENOTSOCK;
+	if (fcntl(fd, F_SETFD, fl | FD_CLOEXEC) < 0)
+		return -errno;
+	return 0;
+}
+
+int
+sipc_worker_open(sipc_worker **ret)
+{
+	struct sipc_hello hello = {
+		.proto_version = SIPC_PROTOCOL_VERSION,
+		.pid = (uint32_t)getpid(),
+		.flags = SIPC_HELLO_F_ACCEPTS,
+		.max_inflight = 0,
+	};
+	uint8_t hb[SIPC_HELLO_LEN];
+	long long fd = 3, maxp = SIPC_FRAME_MAX_PAYLOAD;
+	sipc_worker *w = NULL;
+	int r;
+
+	/* A closed channel must surface as EPIPE, not kill the worker. */
+	signal(SIGPIPE, SIG_IGN);
+	if ((r = rt_env_num("SIPC_FD", 0, INT32_MAX, &fd)) < 0)
+		goto fail;
+	if ((r = rt_env_num("SIPC_MAX_PAYLOAD", 1, SIPC_FRAME_MAX_PAYLOAD,
+	    &maxp)) < 0)
+		goto fail;
+	if ((r = rt_check_fd((int)fd)) < 0)
+		goto fail;
+	if ((r = rt_bind_parent()) < 0)
+		goto fail;
+	if ((w = calloc(1, sizeof(*w))) == NULL) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	w->fd = (int)fd;
+	w->max_payload = (uint32_t)maxp;
+	sipc__decoder_init(&w->dec, w->max_payload);
+	sipc__hello_encode(hb, &hello);
+	if ((r = rt_send(w, SIPC_FT_HELLO, 0, hb, sizeof(hb), NULL, 0)) < 0)
+		goto fail;
+	if ((r = sipc_worker_flush(w)) < 0)
+		goto fail;
+	*ret = w;
+	return 0;
+fail:
+	if (w != NULL) {
+		sipc__decoder_free(&w->dec);
+		free(w->out);
+		free(w);
+	}
+	return r;
+}
+
+void
+sipc_worker_close(sipc_worker *w)
+{
+	if (w == NULL)
+		return;
+	(void)sipc_worker_flush(w);
+	if (w->fd >= 0)
+		close(w->fd);
+	sipc__decoder_free(&w->dec);
+	free(w->out);
+	free(w);
+}
+
+/* Frames decoded from one read: the unit that ACCEPTs cover. */
+struct rt_batch {
+	struct sipc_frame *f;
+	size_t n;
+	size_t cap;
+};
+
+static void
+rt_batch_clear(struct rt_batch *b)
+{
+	for (size_t i = 0; i < b->n; i++)
+		free(b->f[i].payload);
+	b->n = 0;
+}
+
+static int
+rt_batch_push(struct rt_batch *b, const struct sipc_frame *f)
+{
+	struct sipc_frame *p;
+	size_t cap;
+
+	if (b->n == b->cap) {
+		cap = b->cap ? b->cap * 2 : 64;
+		p = reallocarray(b->f, cap, sizeof(*p));
+		if (p == NULL)
+			return -ENOMEM;
+		b->f = p;
+		b->cap = cap;
+	}
+	b->f[b->n++] = *f;
+	return 0;
+}
+
+/*
+ * Decode every complete frame in buf into the batch.  Stops after a
+ * SHUTDOWN (nothing after it will be served, so nothing after it may be
+ * accepted).  Only frames the supervisor may send are valid here.
+ * Returns 0 or SIPC_E_PROTOCOL / -ENOMEM; frames decoded before an error
+ * stay in the batch.
+ */
+static int
+rt_decode(sipc_worker *w, const uint8_t *buf, size_t len, struct rt_batch *b)
+{
+	struct sipc_frame f;
+	size_t off = 0;
+	bool done;
+	long n;
+	int r;
+
+	while (off < len) {
+		n = sipc__decoder_feed(&w->dec, buf + off, len - off, &f, &done);
+		if (n < 0)
+			return n == -ENOMEM ? -ENOMEM : SIPC_E_PROTOCOL;
+		off += (size_t)n;
+		if (!done)
+			continue;
+		if (f.hdr.type != SIPC_FT_REQUEST && f.hdr.type != SIPC_FT_CANCEL &&
+		    f.hdr.type != SIPC_FT_SHUTDOWN) {
+			free(f.payload);
+			return SIPC_E_PROTOCOL;
+		}
+		if ((r = rt_batch_push(b, &f)) < 0) {
+			free(f.payload);
+			return r;
+		}
+		if (f.hdr.type == SIPC_FT_SHUTDOWN)
+			break;
+	}
+	return 0;
+}
+
+/*
+ * ACCEPT every request of the batch in one write, then dispatch in order.
+ * Returns 1 after SHUTDOWN, 0 to continue, or a negative error.
+ */
+static int
+rt_dispatch(sipc_worker *w, struct rt_batch *b, sipc_worker_handler fn,
+    void *arg)
+{
+	struct sipc_frame *f;
+	int r;
+
+	for (size_t i = 0; i < b->n; i++)
+		if (b->f[i].hdr.type == SIPC_FT_REQUEST &&
+		    (r = rt_send(w, SIPC_FT_ACCEPT, b->f[i].hdr.id, NULL, 0,
+		    NULL, 0)) < 0)
+			return r;
+	if ((r = sipc_worker_flush(w)) < 0)
+		return r;
+	for (size_t i = 0; i < b->n; i++) {
+		f = &b->f[i];
+		switch (f->hdr.type) {
+		case SIPC_FT_REQUEST:
+			fn(w, f->hdr.id, f->payload, f->hdr.len, arg);
+			break;
+		case SIPC_FT_CANCEL:
+			if (w->cancel_fn != NULL)
+				w->cancel_fn(w, f->hdr.id, arg);
+			break;
+		case SIPC_FT_SHUTDOWN:
+			return 1;
+		}
+		if (w->err != 0)
+			return w->err;
+	}
+	return 0;
+}
+
+/* Before blocking: let the worker emit deferred replies, then flush. */
+static int
+rt_before_block(sipc_worker *w, void *arg)
+{
+	if (w->idle_fn != NULL)
+		w->idle_fn(w, arg);
+	return sipc_worker_flush(w);
+}
+
+int
+sipc_worker_run(sipc_worker *w, sipc_worker_handler fn, void *arg)
+{
+	struct rt_batch b = { 0 };
+	uint8_t *buf;
+	ssize_t n;
+	int r, dr;
+
+	if ((buf = malloc(RT_READ_CHUNK)) == NULL)
+		return -ENOMEM;
+	for (;;) {
+		if ((r = rt_before_block(w, arg)) < 0)
+			break;
+		n = read(w->fd, buf, RT_READ_CHUNK);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			r = -errno;
+			break;
+		}
+		if (n == 0) {
+			/* The supervisor closed the channel.  A frame cut in
+			 * half means it broke, not that it finished. */
+			r = sipc__decoder_partial(&w->dec) ? SIPC_E_PROTOCOL : 0;
+			break;
+		}
+		dr = rt_decode(w, buf, (size_t)n, &b);
+		r = rt_dispatch(w, &b, fn, arg);
+		rt_batch_clear(&b);
+		if (r == 0 && dr < 0)
+			r = dr;
+		if (r != 0)
+			break;
+	}
+	if (r >= 0)
+		r = sipc_worker_flush(w);
+	free(b.f);
+	free(buf);
+	return r;
+}

@@ -1,0 +1,720 @@
+/*
+ * worker_rt_test.c - tests for src/worker_rt.c.  The runtime runs in a
+ * real child process (forked, or a fixture from fixtures/ started with
+ * posix_spawn) on one end of a socket pair placed at descriptor 3; the
+ * test plays the supervisor with the frame codec.  Single-threaded.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "crc32c.h"
+#include "frame.h"
+#include "sipc.h"
+#include "sipc_worker.h"
+#include "testlib.h"
+
+#define DEADLINE_MS 20000
+
+/* Child exit statuses chosen by child_main() below. */
+enum { X_OPENFAIL = 10, X_PROTOCOL = 9, X_EPIPE = 32, X_OTHER = 1 };
+
+extern char **environ;
+
+struct peer {
+	int fd;
+	pid_t pid;
+	struct sipc_decoder dec;
+	uint8_t buf[65536];
+	size_t off, len;
+};
+
+/* ------------------------------------------------------- child side */
+
+static uint64_t deferred_id;
+static bool deferred;
+
+static void
+child_handler(sipc_worker *w, uint64_t id, const uint8_t *p, size_t len,
+    void *arg)
+{
+	int64_t end = tl_now_ms() + DEADLINE_MS;
+	char c;
+
+	if (len == 3 && memcmp(p, "err", 3) == 0) {
+		sipc_worker_error(w, id, 7, "bad", 3);
+	} else if (len == 4 && memcmp(p, "hold", 4) == 0) {
+		/* reply only if cancelled */
+	} else if (len == 5 && memcmp(p, "defer", 5) == 0) {
+		deferred = true;
+		deferred_id = id;
+	} else if (len == 9 && memcmp(p, "waitclose", 9) == 0) {
+		/* Wait for the supervisor to hang up, then try to answer. */
+		while (recv(sipc_worker_fd(w), &c, 1, MSG_PEEK | MSG_DONTWAIT) != 0 &&
+		    tl_now_ms() < end)
+			usleep(1000);
+		sipc_worker_reply(w, id, "late", 4);
+		_exit(sipc_worker_flush(w) == -EPIPE ? X_EPIPE : X_OTHER);
+	} else {
+		sipc_worker_reply(w, id, p, len);
+	}
+}
+
+static void
+child_cancel(sipc_worker *w, uint64_t id, void *arg)
+{
+	sipc_worker_reply(w, id, "cancelled", 9);
+}
+
+static void
+child_idle(sipc_worker *w, void *arg)
+{
+	if (deferred) {
+		deferred = false;
+		sipc_worker_reply(w, deferred_id, "deferred", 8);
+	}
+}
+
+static void __attribute__((noreturn))
+child_main(int fd, const char *const *env)
+{
+	sipc_worker *w;
+	int r;
+
+	if (dup2(fd, 3) < 0)
+		_exit(X_OTHER);
+	if (fd != 3)
+		close(fd);
+	setenv("SIPC_FD", "3", 1);
+	for (; env != NULL && *env != NULL; env += 2)
+		setenv(env[0], env[1], 1);
+	if (sipc_worker_open(&w) < 0)
+		_exit(X_OPENFAIL);
+	sipc_worker_set_cancel(w, child_cancel);
+	sipc_worker_set_idle(w, child_idle);
+	r = sipc_worker_run(w, child_handler, NULL);
+	sipc_worker_close(w);
+	_exit(r == 0 ? 0 : r == SIPC_E_PROTOCOL ? X_PROTOCOL :
+	    r == -EPIPE ? X_EPIPE : X_OTHER);
+}
+
+/* ------------------------------------------------------ test side */
+
+static void
+peer_init(struct peer *p, int fd, pid_t pid)
+{
+	p->fd = fd;
+	p->pid = pid;
+	p->off = p->len = 0;
+	sipc__decoder_init(&p->dec, SIPC_FRAME_MAX_PAYLOAD);
+}
+
+/* Socket pair; `pre` (if any) is written before the child runs, so the
+ * child's first read sees all of it at once. */
+static void
+start_fork(struct peer *p, const char *const *env, const void *pre,
+    size_t prelen)
+{
+	int sv[2];
+	pid_t pid;
+
+	CU_ASSERT_FATAL(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0,
+	    sv) == 0);
+	if (prelen > 0)
+		CU_ASSERT_FATAL(write(sv[0], pre, prelen) == (ssize_t)prelen);
+	pid = fork();
+	CU_ASSERT_FATAL(pid >= 0);
+	if (pid == 0) {
+		close(sv[0]);
+		child_main(sv[1], env);
+	}
+	close(sv[1]);
+	peer_init(p, sv[0], pid);
+}
+
+static void
+start_fixture(struct peer *p, char *const argv[], const char *extra_env)
+{
+	posix_spawn_file_actions_t fa;
+	char *envp[256];
+	int sv[2], n = 0;
+	pid_t pid;
+
+	CU_ASSERT_FATAL(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0,
+	    sv) == 0);
+	for (char **e = environ; *e != NULL && n < 250; e++)
+		if (strncmp(*e, "SIPC_", 5) != 0)
+			envp[n++] = *e;
+	envp[n++] = "SIPC_FD=3";
+	if (extra_env != NULL)
+		envp[n++] = (char *)extra_env;
+	envp[n] = NULL;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, sv[1], 3);
+	posix_spawn_file_actions_addclosefrom_np(&fa, 4);
+	CU_ASSERT_FATAL(posix_spawn(&pid, argv[0], &fa, NULL, argv, envp) == 0);
+	posix_spawn_file_actions_destroy(&fa);
+	close(sv[1]);
+	peer_init(p, sv[0], pid);
+}
+
+/* Next frame, waiting up to DEADLINE_MS.  Returns 0, -ETIMEDOUT, 1 at
+ * EOF, or a decode error. */
+static int
+recv_frame(struct peer *p, struct sipc_frame *f)
+{
+	int64_t end = tl_now_ms() + DEADLINE_MS;
+	struct pollfd pfd = { p->fd, POLLIN, 0 };
+	bool done;
+	ssize_t n;
+	long used;
+
+	for (;;) {
+		while (p->off < p->len) {
+			used = sipc__decoder_feed(&p->dec, p->buf + p->off,
+			    p->len - p->off, f, &done);
+			if (used < 0)
+				return (int)used;
+			p->off += (size_t)used;
+			if (done)
+				return 0;
+		}
+		if (poll(&pfd, 1, (int)(end - tl_now_ms())) <= 0)
+			return -ETIMEDOUT;
+		n = read(p->fd, p->buf, sizeof(p->buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return 1;
+		p->off = 0;
+		p->len = (size_t)n;
+	}
+}
+
+static size_t
+put_frame(uint8_t *out, uint8_t type, uint64_t id, const void *pl,
+    uint32_t len)
+{
+	struct sipc_frame_hdr h = { .type = type, .id = id, .len = len };
+
+	sipc__frame_encode_hdr(out, &h);
+	if (len > 0)
+		memcpy(out + SIPC_FRAME_HDR_LEN, pl, len);
+	return SIPC_FRAME_HDR_LEN + len;
+}
+
+static void
+send_frame(struct peer *p, uint8_t type, uint64_t id, const void *pl,
+    uint32_t len)
+{
+	uint8_t *b = malloc(SIPC_FRAME_HDR_LEN + (size_t)len);
+	size_t n = put_frame(b, type, id, pl, len), off = 0;
+	ssize_t w;
+
+	while (off < n) {
+		w = write(p->fd, b + off, n - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		CU_ASSERT_FATAL(w > 0);
+		off += (size_t)w;
+	}
+	free(b);
+}
+
+/* Expect a frame of `type` for `id`; returns its payload (caller frees). */
+static uint8_t *
+expect(struct peer *p, uint8_t type, uint64_t id, uint32_t *ret_len)
+{
+	struct sipc_frame f = { 0 };
+
+	CU_ASSERT_EQUAL_FATAL(recv_frame(p, &f), 0);
+	CU_ASSERT_EQUAL(f.hdr.type, type);
+	CU_ASSERT_EQUAL(f.hdr.id, id);
+	if (ret_len != NULL)
+		*ret_len = f.hdr.len;
+	return f.payload;
+}
+
+static void
+expect_hello(struct peer *p)
+{
+	struct sipc_hello h = { 0 };
+	uint32_t len;
+	uint8_t *pl = expect(p, SIPC_FT_HELLO, 0, &len);
+
+	CU_ASSERT_EQUAL(sipc__hello_decode(pl, len, &h), 0);
+	CU_ASSERT_EQUAL(h.proto_version, SIPC_PROTOCOL_VERSION);
+	CU_ASSERT_EQUAL(h.pid, (uint32_t)p->pid);
+	CU_ASSERT_EQUAL(h.flags, SIPC_HELLO_F_ACCEPTS);
+	CU_ASSERT_EQUAL(h.max_inflight, 0);
+	free(pl);
+}
+
+/* Hang up (the runtime sees EOF), then wait for the child to exit.
+ * Returns its wait status, or -1 if it had to be killed. */
+static int
+finish(struct peer *p)
+{
+	int64_t end = tl_now_ms() + DEADLINE_MS;
+	int st = -1;
+	pid_t r;
+
+	if (p->fd >= 0)
+		close(p->fd);
+	p->fd = -1;
+	while ((r = waitpid(p->pid, &st, WNOHANG)) == 0 && tl_now_ms() < end)
+		usleep(2000);
+	if (r == 0) {
+		kill(p->pid, SIGKILL);
+		waitpid(p->pid, &st, 0);
+		st = -1;
+	}
+	sipc__decoder_free(&p->dec);
+	return st;
+}
+
+static bool
+exited_with(int st, int code)
+{
+	return st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == code;
+}
+
+/* -------------------------------------------------------------- tests */
+
+static void
+test_worker_rt_hello(void)
+{
+	char ppid[16];
+	const char *env[] = { "SIPC_PARENT_PID", ppid, NULL };
+	struct peer p;
+
+	snprintf(ppid, sizeof(ppid), "%d", (int)getpid());
+	start_fork(&p, env, NULL, 0);
+	expect_hello(&p);
+	CU_ASSERT(exited_with(finish(&p), 0)); /* our close is EOF: exit 0 */
+}
+
+/* Requests that arrive in one read: every ACCEPT goes out before the
+ * first handler runs, then the replies follow in order. */
+static void
+test_worker_rt_accepts_whole_batch_first(void)
+{
+	uint8_t pre[5 * 64], *pl;
+	size_t n = 0;
+	uint32_t len;
+	char msg[16];
+	struct peer p;
+
+	for (int i = 1; i <= 5; i++) {
+		snprintf(msg, sizeof(msg), "msg%d", i);
+		n += put_frame(pre + n, SIPC_FT_REQUEST, (uint64_t)i, msg, 4);
+	}
+	start_fork(&p, NULL, pre, n);
+	expect_hello(&p);
+	for (int i = 1; i <= 5; i++)
+		free(expect(&p, SIPC_FT_ACCEPT, (uint64_t)i, NULL));
+	for (int i = 1; i <= 5; i++) {
+		snprintf(msg, sizeof(msg), "msg%d", i);
+		pl = expect(&p, SIPC_FT_REPLY, (uint64_t)i, &len);
+		CU_ASSERT(len == 4 && memcmp(pl, msg, 4) == 0);
+		free(pl);
+	}
+	send_frame(&p, SIPC_FT_SHUTDOWN, 0, NULL, 0);
+	CU_ASSERT(exited_with(finish(&p), 0));
+}
+
+/* Interleaved traffic: for every id, ACCEPT strictly before REPLY. */
+static void
+test_worker_rt_accept_precedes_reply(void)
+{
+	enum { N = 200 };
+	uint8_t state[N + 1] = { 0 }; /* 0 none, 1 accepted, 2 replied */
+	struct sipc_frame f;
+	struct peer p;
+	int replies = 0;
+
+	start_fork(&p, NULL, NULL, 0);
+	expect_hello(&p);
+	for (uint64_t id = 1; id <= N; id++)
+		send_frame(&p, SIPC_FT_REQUEST, id, &id, sizeof(id));
+	while (replies < N) {
+		CU_ASSERT_EQUAL_FATAL(recv_frame(&p, &f), 0);
+		CU_ASSERT_FATAL(f.hdr.id >= 1 && f.hdr.id <= N);
+		if (f.hdr.type == SIPC_FT_ACCEPT) {
+			CU_ASSERT_EQUAL(state[f.hdr.id], 0);
+			state[f.hdr.id] = 1;
+		} else {
+			CU_ASSERT_EQUAL(f.hdr.type, SIPC_FT_REPLY);
+			CU_ASSERT_EQUAL(state[f.hdr.id], 1);
+			CU_ASSERT(f.hdr.len == 8 &&
+			    memcmp(f.payload, &f.hdr.id, 8) == 0);
+			state[f.hdr.id] = 2;
+			replies++;
+		}
+		free(f.payload);
+	}
+	CU_ASSERT(exited_with(finish(&p), 0));
+}
+
+static void
+test_worker_rt_error_frame_encoding(void)
+{
+	struct peer p;
+	uint32_t len;
+	uint8_t *pl;
+
+	start_fork(&p, NULL, NULL, 0);
+	expect_hello(&p);
+	send_frame(&p, SIPC_FT_REQUEST, 77, "err", 3);
+	free(expect(&p, SIPC_FT_ACCEPT, 77, NULL));
+	pl = expect(&p, SIPC_FT_ERROR, 77, &len);
+	CU_ASSERT_FATAL(len == 7);
+	CU_ASSERT(pl[0] == 7 && pl[1] == 0 && pl[2] == 0 && pl[3] == 0);
+	CU_ASSERT(memcmp(pl + 4, "bad", 3) == 0);
+	free(pl);
+	CU_ASSERT(exited_with(finish(&p), 0));
+}
+
+/* SHUTDOWN: what came before it is served and flushed, nothing after it
+ * is accepted, and the worker exits 0. */
+static void
+test_worker_rt_shutdown_exits_0(void)
+{
+	uint8_t pre[3 * 64];
+	size_t n = 0;
+	struct sipc_frame f;
+	struct peer p;
+
+	n += put_frame(pre + n, SIPC_FT_REQUEST, 1, "one", 3);
+	n += put_frame(pre + n, SIPC_FT_SHUTDOWN, 0, NULL, 0);
+	n += put_frame(pre + n, SIPC_FT_REQUEST, 2, "two", 3);
+	start_fork(&p, NULL, pre, n);
+	expect_hello(&p);
+	free(expect(&p, SIPC_FT_ACCEPT, 1, NULL));
+	free(expect(&p, SIPC_FT_REPLY, 1, NULL));
+	CU_ASSERT_EQUAL(recv_frame(&p, &f), 1); /* EOF: no ACCEPT for 2 */
+	CU_ASSERT(exited_with(finish(&p), 0));
+}
+
+static void
+test_worker_rt_eof_exits_0(void)
+{
+	struct sipc_frame f;
+	struct peer p;
+
+	start_fork(&p, NULL, NULL, 0);
+	expect_hello(&p);
+	send_frame(&p, SIPC_FT_REQUEST, 5, "x", 1);
+	CU_ASSERT_EQUAL_FATAL(shutdown(p.fd, SHUT_WR), 0);
+	free(expect(&p, SIPC_FT_ACCEPT, 5, NULL));
+	free(expect(&p, SIPC_FT_REPLY, 5, NULL));
+	CU_ASSERT_EQUAL(recv_frame(&p, &f), 1);
+	CU_ASSERT(exited_with(finish(&p), 0));
+}
+
+static void
+test_worker_rt_garbage_is_protocol_error(void)
+{
+	static const char junk[] = "hello from a stray printf\n";
+	struct peer p;
+
+	start_fork(&p, NULL, NULL, 0);
+	expect_hello(&p);
+	CU_ASSERT(write(p.fd, junk, sizeof(junk)) == (ssize_t)sizeof(junk));
+	CU_ASSERT(exited_with(finish(&p), X_PROTOCOL));
+}
+
+/* A frame type only a worker may send is a protocol error too. */
+static void
+test_worker_rt_wrong_direction_type_is_protocol_error(void)
+{
+	struct peer p;
+
+	start_fork(&p, NULL, NULL, 0);
+	expect_hello(&p);
+	send_frame(&p, SIPC_FT_REPLY, 3, "r", 1);
+	CU_ASSERT(exited_with(finish(&p), X_PROTOCOL));
+}
+
+/* SIPC_MAX_PAYLOAD lowers the limit: exactly the limit is served, one
+ * byte more is a protocol error (and is never allocated). */
+static void
+test_worker_rt_max_payload_from_env(void)
+{
+	const char *env[] = { "SIPC_MAX_PAYLOAD", "1000", NULL };
+	uint8_t *big = calloc(1, 1001), hdr[SIPC_FRAME_HDR_LEN];
+	struct sipc_frame_hdr h = { .type = SIPC_FT_REQUEST, .id = 2,
+		.len = 1001 };
+	struct peer p;
+	uint32_t len;
+
+	start_fork(&p, env, NULL, 0);
+	expect_hello(&p);
+	send_frame(&p, SIPC_FT_REQUEST, 1, big, 1000);
+	free(expect(&p, SIPC_FT_ACCEPT, 1, NULL));
+	free(expect(&p, SIPC_FT_REPLY, 1, &len));
+	CU_ASSERT_EQUAL(len, 1000);
+	sipc__frame_encode_hdr(hdr, &h);
+	CU_ASSERT(write(p.fd, hdr, sizeof(hdr)) == (ssize_t)sizeof(hdr));
+	CU_ASSERT(exited_with(finish(&p), X_PROTOCOL));
+	free(big);
+}
+
+/* Requests and replies far larger than the 64 KiB read and flush sizes. */
+static void
+test_worker_rt_large_payload(void)
+{
+	const uint32_t n = (1u << 20) + 3;
+	uint8_t *big = malloc(n), *pl;
+	struct peer p;
+	uint32_t len;
+
+	for (uint32_t i = 0; i < n; i++)
+		big[i] = (uint8_t)(i * 31 + (i >> 9));
+	start_fork(&p, NULL, NULL, 0);
+	expect_hello(&p);
+	send_frame(&p, SIPC_FT_REQUEST, 9, big, n);
+	free(expect(&p, SIPC_FT_ACCEPT, 9, NULL));
+	pl = expect(&p, SIPC_FT_REPLY, 9, &len);
+	CU_ASSERT(len == n && memcmp(pl, big, n) == 0);
+	free(pl);
+	send_frame(&p, SIPC_FT_REQUEST, 10, "small", 5);
+	free(expect(&p, SIPC_FT_ACCEPT, 10, NULL));
+	free(expect(&p, SIPC_FT_REPLY, 10, NULL));
+	CU_ASSERT(exited_with(finish(&p), 0));
+	free(big);
+}
+
+static void
+test_worker_rt_cancel_calls_callback(void)
+{
+	struct peer p;
+	uint32_t len;
+	uint8_t *pl;
+
+	start_fork(&p, NULL, NULL, 0);
+	expect_hello(&p);
+	send_frame(&p, SIPC_FT_REQUEST, 4, "hold", 4);
+	free(expect(&p, SIPC_FT_ACCEPT, 4, NULL));
+	send_frame(&p, SIPC_FT_CANCEL, 4, NULL, 0);
+	pl = expect(&p, SIPC_FT_REPLY, 4, &len);
+	CU_ASSERT(len == 9 && memcmp(pl, "cancelled", 9) == 0);
+	free(pl);
+	CU_ASSERT(exited_with(finish(&p), 0));
+}
+
+/* A reply deferred to the idle callback still goes out before the
+ * runtime blocks: nothing else is sent to provoke it. */
+static void
+test_worker_rt_idle_flushes_deferred(void)
+{
+	struct peer p;
+	uint32_t len;
+	uint8_t *pl;
+
+	start_fork(&p, NULL, NULL, 0);
+	expect_hello(&p);
+	send_frame(&p, SIPC_FT_REQUEST, 6, "defer", 5);
+	free(expect(&p, SIPC_FT_ACCEPT, 6, NULL));
+	pl = expect(&p, SIPC_FT_REPLY, 6, &len);
+	CU_ASSERT(len == 8 && memcmp(pl, "deferred", 8) == 0);
+	free(pl);
+	CU_ASSERT(exited_with(finish(&p), 0));
+}
+
+/* A closed channel is an EPIPE error for the worker, not a SIGPIPE. */
+static void
+test_worker_rt_closed_channel_is_epipe(void)
+{
+	struct peer p;
+	int st;
+
+	start_fork(&p, NULL, NULL, 0);
+	expect_hello(&p);
+	send_frame(&p, SIPC_FT_REQUEST, 8, "waitclose", 9);
+	free(expect(&p, SIPC_FT_ACCEPT, 8, NULL));
+	close(p.fd);
+	p.fd = -1;
+	st = finish(&p);
+	CU_ASSERT(exited_with(st, X_EPIPE));
+	CU_ASSERT_FALSE(st >= 0 && WIFSIGNALED(st));
+}
+
+static void
+test_worker_rt_open_checks_parent_and_fd(void)
+{
+	const char *wrong_parent[] = { "SIPC_PARENT_PID", "1", NULL };
+	const char *bad_fd[] = { "SIPC_FD", "garbage", NULL };
+	const char *closed_fd[] = { "SIPC_FD", "900", NULL };
+	const char *not_sock[] = { "SIPC_FD", "0", NULL };
+	const char *const *cases[] = { wrong_parent, bad_fd, closed_fd,
+		not_sock };
+	struct sipc_frame f;
+	struct peer p;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		start_fork(&p, cases[i], NULL, 0);
+		CU_ASSERT_EQUAL(recv_frame(&p, &f), 1); /* no HELLO at all */
+		CU_ASSERT(exited_with(finish(&p), X_OPENFAIL));
+	}
+}
+
+/* ------------------------------------------------ fixture programs */
+
+/* Reorder fixture: a batch of 8 comes back permuted, each ACCEPT before
+ * its REPLY, and the same seed gives the same order. */
+static void
+reorder_run(const char *seed, uint64_t order[8])
+{
+	char *argv[] = { (char *)tl_fixture("reorder"), (char *)seed, NULL };
+	uint8_t pre[8 * 64];
+	uint8_t accepted[8] = { 0 };
+	struct sipc_frame f;
+	struct peer p;
+	size_t n = 0;
+	int got = 0;
+
+	for (uint64_t id = 0; id < 8; id++)
+		n += put_frame(pre + n, SIPC_FT_REQUEST, id, &id, 8);
+	start_fixture(&p, argv, NULL);
+	expect_hello(&p);
+	CU_ASSERT(write(p.fd, pre, n) == (ssize_t)n);
+	while (got < 8) {
+		CU_ASSERT_EQUAL_FATAL(recv_frame(&p, &f), 0);
+		CU_ASSERT_FATAL(f.hdr.id < 8);
+		if (f.hdr.type == SIPC_FT_ACCEPT) {
+			accepted[f.hdr.id] = 1;
+		} else {
+			CU_ASSERT_EQUAL(f.hdr.type, SIPC_FT_REPLY);
+			CU_ASSERT_EQUAL(accepted[f.hdr.id], 1);
+			CU_ASSERT(f.hdr.len == 8 &&
+			    memcmp(f.payload, &f.hdr.id, 8) == 0);
+			order[got++] = f.hdr.id;
+		}
+		free(f.payload);
+	}
+	send_frame(&p, SIPC_FT_SHUTDOWN, 0, NULL, 0);
+	CU_ASSERT(exited_with(finish(&p), 0));
+}
+
+static void
+test_worker_rt_reorder_fixture_out_of_order(void)
+{
+	uint64_t a[8], b[8];
+	bool identity = true, seen[8] = { false };
+
+	reorder_run("42", a);
+	reorder_run("42", b);
+	for (int i = 0; i < 8; i++) {
+		identity = identity && a[i] == (uint64_t)i;
+		seen[a[i]] = true;
+	}
+	for (int i = 0; i < 8; i++)
+		CU_ASSERT(seen[i]);
+	CU_ASSERT_FALSE(identity);
+	CU_ASSERT(memcmp(a, b, sizeof(a)) == 0);
+}
+
+static bool
+file_has_lines(void *arg)
+{
+	FILE *fp = fopen(arg, "r");
+	int c, n = 0;
+
+	if (fp == NULL)
+		return false;
+	while ((c = fgetc(fp)) != EOF)
+		n += c == '\n';
+	fclose(fp);
+	return n >= 2;
+}
+
+/* Echo fixture: exec log written before the reply, and commands. */
+static void
+test_worker_rt_echo_fixture_log_and_commands(void)
+{
+	char *argv[] = { (char *)tl_fixture("echo"), NULL };
+	char logpath[] = "/tmp/sipc-rt-test-XXXXXX", env[64], want[96];
+	char line[2][96] = { "", "" };
+	uint8_t *pl;
+	uint32_t len;
+	struct peer p;
+	FILE *fp;
+	int fd = mkstemp(logpath);
+
+	CU_ASSERT_FATAL(fd >= 0);
+	close(fd);
+	snprintf(env, sizeof(env), "SIPC_EXEC_LOG=%s", logpath);
+	start_fixture(&p, argv, env);
+	expect_hello(&p);
+	send_frame(&p, SIPC_FT_REQUEST, 1, "abc", 3);
+	free(expect(&p, SIPC_FT_ACCEPT, 1, NULL));
+	free(expect(&p, SIPC_FT_REPLY, 1, NULL));
+	send_frame(&p, SIPC_FT_REQUEST, 2, "\0CMDerror 9", 11);
+	free(expect(&p, SIPC_FT_ACCEPT, 2, NULL));
+	pl = expect(&p, SIPC_FT_ERROR, 2, &len);
+	CU_ASSERT(len == 4 + 15 && pl[0] == 9 &&
+	    memcmp(pl + 4, "requested error", 15) == 0);
+	free(pl);
+	send_frame(&p, SIPC_FT_REQUEST, 3, "\0CMDpid", 7);
+	free(expect(&p, SIPC_FT_ACCEPT, 3, NULL));
+	pl = expect(&p, SIPC_FT_REPLY, 3, &len);
+	snprintf(want, sizeof(want), "%d", (int)p.pid);
+	CU_ASSERT(len == strlen(want) && memcmp(pl, want, len) == 0);
+	free(pl);
+	CU_ASSERT(tl_wait_until(file_has_lines, logpath, DEADLINE_MS));
+	fp = fopen(logpath, "r");
+	CU_ASSERT_FATAL(fp != NULL);
+	CU_ASSERT(fgets(line[0], sizeof(line[0]), fp) != NULL);
+	fclose(fp);
+	snprintf(want, sizeof(want), "%d 1 3 %08x\n", (int)p.pid,
+	    sipc__crc32c(0, "abc", 3));
+	CU_ASSERT_STRING_EQUAL(line[0], want);
+	CU_ASSERT(exited_with(finish(&p), 0));
+	unlink(logpath);
+}
+
+int
+main(void)
+{
+	tl_suite("worker_rt", (tl_test[]){
+		{ "test_worker_rt_hello", test_worker_rt_hello },
+		{ "test_worker_rt_accepts_whole_batch_first",
+		  test_worker_rt_accepts_whole_batch_first },
+		{ "test_worker_rt_accept_precedes_reply",
+		  test_worker_rt_accept_precedes_reply },
+		{ "test_worker_rt_error_frame_encoding",
+		  test_worker_rt_error_frame_encoding },
+		{ "test_worker_rt_shutdown_exits_0",
+		  test_worker_rt_shutdown_exits_0 },
+		{ "test_worker_rt_eof_exits_0", test_worker_rt_eof_exits_0 },
+		{ "test_worker_rt_garbage_is_protocol_error",
+		  test_worker_rt_garbage_is_protocol_error },
+		{ "test_worker_rt_wrong_direction_type_is_protocol_error",
+		  test_worker_rt_wrong_direction_type_is_protocol_error },
+		{ "test_worker_rt_max_payload_from_env",
+		  test_worker_rt_max_payload_from_env },
+		{ "test_worker_rt_large_payload", test_worker_rt_large_payload },
+		{ "test_worker_rt_cancel_calls_callback",
+		  test_worker_rt_cancel_calls_callback },
+		{ "test_worker_rt_idle_flushes_deferred",
+		  test_worker_rt_idle_flushes_deferred },
+		{ "test_worker_rt_closed_channel_is_epipe",
+		  test_worker_rt_closed_channel_is_epipe },
+		{ "test_worker_rt_open_checks_parent_and_fd",
+		  test_worker_rt_open_checks_parent_and_fd },
+		{ "test_worker_rt_reorder_fixture_out_of_order",
+		  test_worker_rt_reorder_fixture_out_of_order },
+		{ "test_worker_rt_echo_fixture_log_and_commands",
+		  test_worker_rt_echo_fixture_log_and_commands },
+		{ NULL, NULL } });
+	return tl_run();
+}
