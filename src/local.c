@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/pidfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -131,6 +132,15 @@ local_launch(void *prov, const struct sipc__launch *l,
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
 		goto fail;
+	}
+	if (l->nproc_limit > 0) {
+		/* posix_spawn cannot run setrlimit in the child, so the limit
+		 * is applied right after exec: a worker that forks in its
+		 * first instructions may beat it, and the kernel does not
+		 * enforce RLIMIT_NPROC for root (PRODUCTION_BOUNDARY.md). */
+		struct rlimit rl = { l->nproc_limit, l->nproc_limit };
+
+		(void)prlimit(pid, RLIMIT_NPROC, &rl, NULL);
 	}
 	close(sv[1]);
 	close(dp[1]);

@@ -37,6 +37,7 @@
 
 #define RESCAN_MS 250             /* longest sleep while anything lives */
 #define MAX_ORPHAN_GROUPS 64
+#define SHUTDOWN_EOF_MS 500       /* channel closed -> TERM on destroy */
 #define LOST_GRACE_MS 100         /* channel EOF to "lost while alive" */
 
 void
@@ -499,7 +500,9 @@ tick_live(struct sipc__slot *sl, int64_t now, int64_t *next)
 	pthread_mutex_unlock(&sl->lock);
 	if (st == SIPC_WS_READY && sl->ready_ms == 0)
 		sl->ready_ms = now;
-	if (bad) {
+	if (sl->term_reason != SIPC_TERM_NONE) {
+		/* already being stopped (shutdown): the first reason wins */
+	} else if (bad) {
 		terminate(sl, SIPC_TERM_PROTOCOL, now);
 	} else if (lost && sl->term_at_ms == 0) {
 		/* An exiting worker closes its channel just before its exit
@@ -770,22 +773,40 @@ shutdown_all(struct sipc_supervisor *s, pid_t *groups, unsigned *ngroups)
 {
 	struct pollfd pfd[2] = { { .fd = s->sig_fd, .events = POLLIN },
 	    { .fd = s->timer_fd, .events = POLLIN } };
-	int64_t now = sipc__now_ms(), next;
+	int64_t now = sipc__now_ms(), next, term_at;
 	unsigned i;
 
+	/* First the polite step: end of input.  A worker built on the
+	 * runtime finishes its batch and exits 0.  TERM follows after a
+	 * short wait, KILL after the grace period. */
+	term_at = now + (s->cfg.grace_ms < 2 * SHUTDOWN_EOF_MS ?
+	    s->cfg.grace_ms / 2 : SHUTDOWN_EOF_MS);
 	for (i = 0; i < s->nslots; i++) {
 		struct sipc__slot *sl = &s->slots[i];
 
 		if (sl->handle == NULL)
 			continue;
 		(void)shutdown(sl->proto_fd, SHUT_WR);
-		terminate(sl, SIPC_TERM_SHUTDOWN, now);
+		pthread_mutex_lock(&sl->lock);
+		sl->state = SIPC_WS_STOPPING;
+		pthread_mutex_unlock(&sl->lock);
 	}
 	while (any_live(s)) {
 		now = sipc__now_ms();
 		next = now + 50;
-		for (i = 0; i < s->nslots; i++)
-			tick_slot(&s->slots[i], now, &next);
+		for (i = 0; i < s->nslots; i++) {
+			struct sipc__slot *sl = &s->slots[i];
+
+			if (sl->handle != NULL && sl->term_at_ms == 0) {
+				if (now >= term_at)
+					terminate(sl, SIPC_TERM_SHUTDOWN, now);
+				else
+					sl->term_reason = SIPC_TERM_SHUTDOWN;
+			}
+			tick_slot(sl, now, &next);
+		}
+		if (now < term_at && term_at < next)
+			next = term_at;
 		if (!any_live(s))
 			break;
 		arm_timer(s, next);
