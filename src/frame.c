@@ -227,3 +227,22 @@ sipc__decoder_feed(struct sipc_decoder *d, const uint8_t *buf, size_t len,
 	}
 	return (long)used;
 }
+
+size_t
+sipc__decoder_direct(struct sipc_decoder *d, uint8_t **ret_ptr)
+{
+	if (d->error != 0 || !d->in_payload)
+		return 0;
+	*ret_ptr = d->payload + (d->have - SIPC_FRAME_HDR_LEN);
+	return SIPC_FRAME_HDR_LEN + (size_t)d->cur.len - d->have;
+}
+
+void
+sipc__decoder_direct_done(struct sipc_decoder *d, size_t n,
+                          struct sipc_frame *ret_frame, bool *ret_done)
+{
+	d->have += n;
+	*ret_done = d->have == SIPC_FRAME_HDR_LEN + (size_t)d->cur.len;
+	if (*ret_done)
+		decoder_emit(d, ret_frame);
+}

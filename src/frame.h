@@ -109,6 +109,17 @@ long sipc__decoder_feed(struct sipc_decoder *d, const uint8_t *buf,
                         size_t len, struct sipc_frame *ret_frame,
                         bool *ret_done);
 
+/*
+ * Zero-copy path for large payloads: while the decoder is inside a
+ * payload, sipc__decoder_direct() returns how many bytes it still needs
+ * and where they go (0 otherwise); the caller read()s straight into that
+ * memory (at most that many bytes) and reports the count with
+ * sipc__decoder_direct_done(), which completes the frame like feed.
+ */
+size_t sipc__decoder_direct(struct sipc_decoder *d, uint8_t **ret_ptr);
+void sipc__decoder_direct_done(struct sipc_decoder *d, size_t n,
+                               struct sipc_frame *ret_frame, bool *ret_done);
+
 /* True if the decoder holds a partial frame (useful at EOF). */
 bool sipc__decoder_partial(const struct sipc_decoder *d);
 

@@ -419,6 +419,9 @@ lock_dir(struct sipc__journal *j, char *errbuf, size_t errlen)
 		    strerror(e));
 		return -e;
 	}
+	/* pidfile_open() does not set close-on-exec; an exec'd child that
+	 * kept the descriptor would hold the lock after we die. */
+	(void)fcntl(pidfile_fileno(j->pfh), F_SETFD, FD_CLOEXEC);
 	if (pidfile_write(j->pfh) < 0) {
 		int e = errno;
 

@@ -4,7 +4,10 @@
  * the data reconciliation needs after a crash.
  *
  * State directory layout:
- *   sipc.pid         instance lock (flock via pidfile_open) + holder pid
+ *   sipc.pid         instance lock (flock via pidfile_open) + holder pid;
+ *                    the lock lives as long as ANY process holds the
+ *                    descriptor, so workers must never inherit it (the
+ *                    spawner closes everything above the protocol fd)
  *   journal          append-only records (format below)
  *   journal.tmp      compaction in progress (renamed over journal)
  *   journal.corrupt  copy of the whole journal as found, written when a

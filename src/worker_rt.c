@@ -32,6 +32,7 @@
 #include "sipc.h"
 
 #define RT_READ_CHUNK (64u * 1024)
+#define RT_DIRECT_MIN (16 * 1024) /* payload bytes worth a direct read */
 #define RT_FLUSH_AT (64u * 1024)
 
 struct sipc_worker {
@@ -455,8 +456,41 @@ sipc_worker_run(sipc_worker *w, sipc_worker_handler fn, void *arg)
 	if ((buf = malloc(RT_READ_CHUNK)) == NULL)
 		return -ENOMEM;
 	for (;;) {
+		uint8_t *dst;
+		size_t need;
+
 		if ((r = rt_before_block(w, arg)) < 0)
 			break;
+		/* Inside a large payload: read straight into it. */
+		if ((need = sipc__decoder_direct(&w->dec, &dst)) >= RT_DIRECT_MIN) {
+			struct sipc_frame f;
+			bool done;
+
+			n = read(w->fd, dst, need);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0) {
+				r = n < 0 ? -errno : SIPC_E_PROTOCOL;
+				break;
+			}
+			sipc__decoder_direct_done(&w->dec, (size_t)n, &f, &done);
+			if (!done)
+				continue;
+			if (f.hdr.type != SIPC_FT_REQUEST) {
+				free(f.payload);
+				r = SIPC_E_PROTOCOL;
+				break;
+			}
+			if ((r = rt_batch_push(&b, &f)) < 0) {
+				free(f.payload);
+				break;
+			}
+			r = rt_dispatch(w, &b, fn, arg);
+			rt_batch_clear(&b);
+			if (r != 0)
+				break;
+			continue;
+		}
 		n = read(w->fd, buf, RT_READ_CHUNK);
 		if (n < 0 && errno == EINTR)
 			continue;

@@ -1,0 +1,174 @@
+/*
+ * bench.h - helpers shared by the bench programs (header-only, all static
+ * inline so each program stays one translation unit): monotonic time,
+ * percentiles, full reads/writes, the `metric` output line, VmRSS.
+ *
+ * Threads: every helper is reentrant; nothing here holds a lock.
+ */
+#ifndef SIPC_BENCH_H
+#define SIPC_BENCH_H
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static inline uint64_t
+bench_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline double
+bench_secs(uint64_t from_ns, uint64_t to_ns)
+{
+	return (double)(to_ns - from_ns) / 1e9;
+}
+
+static inline void
+bench_sleep_ms(unsigned ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+/* One figure per line: "metric <name> <value> <unit>".  Flushed at once so
+ * a later crash or timeout cannot eat figures already measured. */
+static inline void
+bench_metric(const char *name, double value, const char *unit)
+{
+	printf("metric %s %.6g %s\n", name, value, unit);
+	fflush(stdout);
+}
+
+static inline void
+bench_note(const char *msg)
+{
+	printf("note %s\n", msg);
+	fflush(stdout);
+}
+
+static inline int
+bench_cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Percentile (0..100) of n samples, nearest rank; sorts `v` in place. */
+static inline uint64_t
+bench_pct(uint64_t *v, size_t n, double pct)
+{
+	size_t rank;
+
+	if (n == 0)
+		return 0;
+	qsort(v, n, sizeof(*v), bench_cmp_u64);
+	rank = (size_t)(pct / 100.0 * (double)n + 0.999999);
+	if (rank < 1)
+		rank = 1;
+	if (rank > n)
+		rank = n;
+	return v[rank - 1];
+}
+
+/* Write all of buf; returns 0 or -errno. */
+static inline int
+bench_write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	ssize_t n;
+
+	while (len > 0) {
+		n = write(fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Read exactly len bytes; returns 0, -EPIPE on EOF, or -errno. */
+static inline int
+bench_read_all(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+	ssize_t n;
+
+	while (len > 0) {
+		n = read(fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -EPIPE;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* VmRSS in KiB of a process (0 = self), or 0 if it cannot be read. */
+static inline long
+bench_rss_kb(pid_t pid)
+{
+	char path[64], line[256];
+	long kb = 0;
+	FILE *f;
+
+	if (pid == 0)
+		snprintf(path, sizeof(path), "/proc/self/status");
+	else
+		snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return 0;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}
+
+/* Deterministic payload bytes (every value incl. '\n' and '\0'). */
+static inline void
+bench_fill(uint8_t *buf, size_t len, uint32_t seed)
+{
+	uint32_t x = seed * 2654435761u + 1;
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		x = x * 1103515245u + 12345u;
+		buf[i] = (uint8_t)(x >> 16);
+	}
+}
+
+/* True when argv carries --quick or BENCH_QUICK=1 is set. */
+static inline int
+bench_quick(int argc, char **argv)
+{
+	const char *q = getenv("BENCH_QUICK");
+	int i;
+
+	for (i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--quick") == 0)
+			return 1;
+	return q != NULL && *q != '\0' && strcmp(q, "0") != 0;
+}
+
+#endif /* SIPC_BENCH_H */

@@ -1,0 +1,50 @@
+# bench/bench.mk - `make bench` (included by GNUmakefile; see bench/README.md).
+#
+#   make bench                 build everything, run bench/run.sh (~5 min)
+#   make bench BENCH_QUICK=1   short smoke run (~30 s), e.g. for CI
+#   make bench-build           build the bench programs only
+#
+# The baselines need nothing but libc.  The sipc part needs libsipc.a and
+# the fixtures: they are built by a sub-make that may fail without
+# stopping the baselines; run.sh then says so and exits non-zero after
+# printing the baselines.
+
+BENCH_DIR   := $(BUILD)/bench
+BENCH_OPT   ?= -O2
+BENCH_QUICK ?= 0
+BENCH_BASE  := $(BENCH_DIR)/raw_pingpong $(BENCH_DIR)/raw_pipelined \
+	       $(BENCH_DIR)/newline_proto
+BENCH_SIPC  := $(BENCH_DIR)/sipc_bench
+
+.PHONY: bench bench-build bench-sipc bench-sipc-try
+
+# Baselines: one C file each, libc and pthreads only.
+$(BENCH_BASE): $(BENCH_DIR)/%: bench/%.c bench/bench.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(BENCH_OPT) $(XCFLAGS) -o $@ $< $(XLDFLAGS)
+
+$(BENCH_SIPC): bench/sipc_bench.c bench/sipc_load.h bench/bench.h \
+		include/sipc.h $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(BENCH_OPT) $(XCFLAGS) -o $@ $< $(LIB) \
+		$(XLDFLAGS) $(LDLIBS_BSD)
+
+bench-sipc: $(LIB) $(FIX_BIN) $(BENCH_SIPC)
+
+# Build the sipc part in a sub-make; a failure leaves a marker and a log
+# for run.sh instead of stopping the baselines.
+bench-sipc-try:
+	@mkdir -p $(BENCH_DIR)
+	@rm -f $(BENCH_DIR)/sipc-build.failed
+	@if $(MAKE) --no-print-directory bench-sipc \
+		> $(BENCH_DIR)/sipc-build.log 2>&1; then :; else \
+		touch $(BENCH_DIR)/sipc-build.failed; \
+		echo "bench: libsipc.a / fixtures / sipc_bench failed to build;" \
+		     "see $(BENCH_DIR)/sipc-build.log" >&2; \
+		tail -n 15 $(BENCH_DIR)/sipc-build.log >&2; fi
+
+bench-build: $(BENCH_BASE) bench-sipc-try
+
+bench: bench-build
+	@BENCH_BIN=$(BENCH_DIR) SIPC_FIXTURES=$(BUILD)/fixtures \
+		BENCH_QUICK=$(BENCH_QUICK) sh bench/run.sh

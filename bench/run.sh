@@ -1,0 +1,143 @@
+#!/bin/sh
+# bench/run.sh - run the baselines and the sipc figures in one go, print
+# one line per figure ("metric <name> <value> <unit>"), the ratios against
+# the baselines of the same run ("ratio <name> <value> (target <op> <x>)")
+# and notes, and save the same lines to bench/results/<UTC stamp>.txt and
+# bench/results/latest.txt, plus bench/results/latest.png when gnuplot is
+# installed.  Called by `make bench`; see bench/README.md.
+#
+# Environment:
+#   BENCH_BIN      directory of the bench programs   (build/bench)
+#   SIPC_FIXTURES  directory of the fixture workers  (build/fixtures)
+#   BENCH_RESULTS  where results go                  (bench/results)
+#   BENCH_QUICK=1  short smoke run (about 30 s)
+#   BENCH_STALL_MS stall timeout of the stall test   (1000)
+#   PYTHON         interpreter for the ProcessPoolExecutor baseline (python3)
+#
+# Exit status: 0 when every part ran (targets missed are reported, not
+# fatal), 1 when a part failed, 2 when the sipc part could not run.
+set -u
+BIN=${BENCH_BIN:-build/bench}
+FIX=${SIPC_FIXTURES:-build/fixtures}
+RES=${BENCH_RESULTS:-bench/results}
+QUICK=${BENCH_QUICK:-0}
+STALL_MS=${BENCH_STALL_MS:-1000}
+PY=${PYTHON:-python3}
+HERE=$(dirname "$0")
+
+q=""
+[ "$QUICK" != 0 ] && q=--quick
+mkdir -p "$RES" || exit 1
+stamp=$(date -u +%Y%m%dT%H%M%SZ)
+out="$RES/.run-$stamp.txt"
+: > "$out"
+status=0
+
+emit() {
+	printf '%s\n' "$*" | tee -a "$out"
+}
+
+# run NAME TIMEOUT_S CMD...: stream the program's metric/note lines to the
+# terminal and the results file; its stderr passes through untouched.
+run() {
+	name=$1; to=$2; shift 2
+	( timeout -k 5 "$to" "$@"; echo $? > "$out.rc" ) |
+	    grep --line-buffered -E '^(metric|note) ' | tee -a "$out"
+	rc=$(cat "$out.rc" 2>/dev/null || echo 1)
+	rm -f "$out.rc"
+	if [ "$rc" != 0 ]; then
+		[ "$rc" = 124 ] && emit "note $name timed out after ${to}s"
+		emit "note $name failed (exit $rc)"
+		status=1
+	fi
+}
+
+commit=$(git -C "$HERE/.." rev-parse --short HEAD 2>/dev/null || echo unknown)
+emit "note run $stamp quick=$QUICK cpus=$(nproc) kernel=$(uname -r) commit=$commit"
+
+# ------------------------------------------------------------ baselines
+for p in raw_pingpong raw_pipelined newline_proto; do
+	if [ -x "$BIN/$p" ]; then
+		run "$p" 120 "$BIN/$p" $q
+	else
+		emit "note $p missing: $BIN/$p was not built"
+		status=1
+	fi
+done
+if command -v "$PY" >/dev/null 2>&1; then
+	run ppe 120 "$PY" "$HERE/ppe_bench.py" $q --workers 2
+else
+	emit "note ppe skipped: python3 absent"
+fi
+
+# ----------------------------------------------------------------- sipc
+sipc_ok=1
+if [ -f "$BIN/sipc-build.failed" ] || [ ! -x "$BIN/sipc_bench" ]; then
+	emit "note sipc skipped: libsipc.a, the fixtures or sipc_bench did not build (log: $BIN/sipc-build.log)"
+	sipc_ok=0
+elif [ ! -x "$FIX/echo" ]; then
+	emit "note sipc skipped: fixture $FIX/echo missing"
+	sipc_ok=0
+fi
+if [ $sipc_ok = 1 ]; then
+	state="$BIN/state"
+	rm -rf "$state"
+	for sec in call pipe spawn mem scale stall journal; do
+		run "sipc_$sec" 300 "$BIN/sipc_bench" $q --fixtures "$FIX" \
+		    --state-dir "$state" --stall-ms "$STALL_MS" "$sec"
+	done
+	rm -rf "$state"
+fi
+
+# --------------------------------------------------------------- ratios
+# ratio NAME NUM_METRIC DEN_METRIC OP TARGET [DEN_FACTOR]
+met=0; missed=0; missed_names=""
+ratio() {
+	line=$(awk -v n="$2" -v d="$3" -v op="$4" -v t="$5" -v name="$1" \
+	    -v f="${6:-1}" '
+		$1 == "metric" && $2 == n { nv = $3; hn = 1 }
+		$1 == "metric" && $2 == d { dv = $3; hd = 1 }
+		END {
+			if (!hn || !hd || dv * f == 0) {
+				printf "note ratio %s n/a (missing %s or %s)\n", name, n, d
+				exit
+			}
+			r = nv / (dv * f)
+			ok = (op == "<=") ? (r <= t) : (r >= t)
+			printf "ratio %s %.3f (target %s %s) %d\n", name, r, op, t, ok
+		}' "$out")
+	case "$line" in
+	ratio*)
+		ok=${line##* }
+		emit "${line% *}"
+		if [ "$ok" = 1 ]; then met=$((met + 1)); else
+			missed=$((missed + 1)); missed_names="$missed_names $1"; fi ;;
+	*)
+		emit "$line" ;;
+	esac
+}
+ratio sync_64_p50_vs_raw_pingpong sipc_call_64_p50 raw_pingpong_64_p50 '<=' 1.5
+ratio pipe_64_msgs_vs_raw_pipelined sipc_pipe_w1_64_msgs raw_pipelined_64_msgs '>=' 1.0
+ratio pipe_1m_mbps_vs_raw_pipelined sipc_pipe_w1_1048576_mbps raw_pipelined_1048576_mbps '>=' 0.8
+ratio req_64_vs_ppe sipc_pipe_w2_64_msgs ppe_64_reqs '>=' 20
+ratio req_64_vs_newline_proto sipc_pipe_w1_64_msgs newline_proto_64_reqs '>=' 5
+ratio stall_healthy_vs_3_workers sipc_stall_healthy_msgs sipc_stall_base3_msgs '>=' 0.9
+ratio stall_rss_growth_vs_ceiling sipc_stall_rss_growth sipc_stall_mem_ceiling '<=' 1.0
+ratio stall_detect_vs_timeout sipc_stall_detect_ms sipc_stall_timeout_ms '<=' 1.1
+emit "note targets: $met met, $missed missed${missed_names:+:$missed_names}"
+
+# ---------------------------------------------------------------- save
+cp "$out" "$RES/$stamp.txt" && cp "$out" "$RES/latest.txt"
+rm -f "$out"
+if command -v gnuplot >/dev/null 2>&1; then
+	if sh "$HERE/plot.sh" "$RES/latest.txt" "$RES/latest.png" "$BIN/plot"; then
+		echo "bench: plot written to $RES/latest.png"
+	else
+		echo "bench: plot failed" >&2
+	fi
+else
+	echo "bench: gnuplot absent, no plot"
+fi
+echo "bench: results in $RES/$stamp.txt and $RES/latest.txt"
+[ $sipc_ok = 0 ] && exit 2
+exit $status

@@ -1,0 +1,756 @@
+/*
+ * journal_test.c - the intent journal on real files with real fsync:
+ * record codec, crash (SIGKILL of a child process holding the journal)
+ * and reconcile states, resolutions across a second crash, torn tail,
+ * corrupt record, lock contention, compaction bound, durability modes,
+ * concurrent appenders, leftover workers killed after a crash.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <bsd/unistd.h>
+
+#include "crc32c.h"
+#include "ident.h"
+#include "journal.h"
+#include "jrec.h"
+#include "testlib.h"
+
+static char base[64], dir[96];
+
+static void
+mkstate(void)
+{
+	strcpy(base, "/tmp/sipc-journal-XXXXXX");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(base));
+	snprintf(dir, sizeof(dir), "%s/state", base);
+}
+
+static void
+rmstate(void)
+{
+	static const char *files[] = { "sipc.pid", "journal", "journal.tmp",
+	    "journal.corrupt", NULL };
+	char p[160];
+
+	for (int i = 0; files[i] != NULL; i++) {
+		snprintf(p, sizeof(p), "%s/%s", dir, files[i]);
+		unlink(p);
+	}
+	rmdir(dir);
+	rmdir(base);
+}
+
+static char *
+jpath(const char *name)
+{
+	static char p[160];
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	return p;
+}
+
+static off_t
+fsize(const char *name)
+{
+	struct stat sb;
+
+	return stat(jpath(name), &sb) == 0 ? sb.st_size : -1;
+}
+
+static struct sipc__journal *
+jopen(enum sipc_durability mode)
+{
+	struct sipc__journal *j = NULL;
+	char err[256] = "";
+	int r = sipc__journal_open(dir, mode, 5, &j, err, sizeof(err));
+
+	if (r != 0)
+		fprintf(stderr, "journal_open: %d %s\n", r, err);
+	CU_ASSERT_EQUAL(r, 0);
+	return j;
+}
+
+/* Run fn on a journal in a child process that is then SIGKILLed: a real
+ * crash, nothing closed or flushed by the library. */
+static void
+crash_child(enum sipc_durability mode, void (*fn)(struct sipc__journal *))
+{
+	pid_t pid;
+	int st;
+
+	if ((pid = fork()) == 0) {
+		struct sipc__journal *j = NULL;
+
+		if (sipc__journal_open(dir, mode, 5, &j, NULL, 0) != 0)
+			_exit(1);
+		fn(j);
+		raise(SIGKILL);
+		_exit(2);
+	}
+	CU_ASSERT_FATAL(pid > 0);
+	CU_ASSERT_EQUAL_FATAL(waitpid(pid, &st, 0), pid);
+	CU_ASSERT_FATAL(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+}
+
+static size_t
+list(struct sipc__journal *j, struct sipc_unresolved **u)
+{
+	size_t n = 99;
+
+	CU_ASSERT_EQUAL(sipc__journal_unresolved(j, u, &n), 0);
+	return n;
+}
+
+/* ------------------------------------------------------------- codec */
+
+static void
+test_journal_codec_roundtrip_and_rejects(void)
+{
+	struct sipc__jrec a, b;
+	uint8_t buf[SIPC__JREC_MAX];
+	size_t n, used, ext;
+
+	memset(&a, 0, sizeof(a));
+	a.type = SIPC__JR_ACCEPTED;
+	a.u.acc.id = 0x0102030405060708ull;
+	a.u.acc.keylen = 255;
+	memset(a.u.acc.key, 'k', 255);
+	a.u.acc.digest = 42;
+	a.u.acc.len = 7;
+	a.u.acc.deadline = -1;
+	CU_ASSERT_EQUAL_FATAL(sipc__jrec_encode(&a, buf, sizeof(buf), &n), 0);
+	CU_ASSERT_EQUAL(sipc__jrec_decode(buf, n, &b, &used, &ext), 0);
+	CU_ASSERT_EQUAL(used, n);
+	CU_ASSERT(memcmp(&a.u.acc, &b.u.acc, sizeof(a.u.acc)) == 0);
+	/* Every shorter prefix is "need more", never a misread. */
+	for (size_t k = 0; k < n; k++)
+		CU_ASSERT_EQUAL(sipc__jrec_decode(buf, k, &b, &used, &ext),
+		    -EAGAIN);
+	/* Any single flipped byte is rejected. */
+	for (size_t k = 0; k < n; k++) {
+		int r;
+
+		buf[k] ^= 0x20;
+		r = sipc__jrec_decode(buf, n, &b, &used, &ext);
+		CU_ASSERT(r == -EBADMSG || r == -EAGAIN);
+		buf[k] ^= 0x20;
+	}
+	/* A huge length is rejected before anything else is trusted. */
+	buf[4] = buf[5] = buf[6] = buf[7] = 0xff;
+	CU_ASSERT_EQUAL(sipc__jrec_decode(buf, n, &b, &used, &ext), -EBADMSG);
+	CU_ASSERT_EQUAL(ext, 0);
+	a.type = 99;
+	CU_ASSERT_EQUAL(sipc__jrec_encode(&a, buf, sizeof(buf), &n), -EINVAL);
+}
+
+/* ------------------------------------------------ crash and reconcile */
+
+static void
+four_requests(struct sipc__journal *j)
+{
+	(void)sipc__journal_accepted(j, 1, "k1", "one", 3, 1000);
+	(void)sipc__journal_accepted(j, 2, "k2", "two", 3, 0);
+	(void)sipc__journal_accepted(j, 3, "k3", "three", 5, 0);
+	(void)sipc__journal_accepted(j, 4, NULL, "", 0, 0);
+	(void)sipc__journal_written(j, 2, 0, 1, 100);
+	(void)sipc__journal_written(j, 3, 1, 1, 101);
+	(void)sipc__journal_written(j, 4, 1, 1, 101);
+	(void)sipc__journal_completed(j, 3, SIPC_OUTCOME_WORKER_ERROR, 7);
+	(void)sipc__journal_completed(j, 4, SIPC_OUTCOME_OK, 0);
+	sipc__journal_delivered(j, 4);
+}
+
+static void
+test_journal_reconcile_states_after_crash(void)
+{
+	struct sipc_unresolved *u = NULL;
+	struct sipc__journal *j;
+	uint8_t me[16];
+	size_t n;
+
+	mkstate();
+	crash_child(SIPC_DURABLE_EACH, four_requests);
+	j = jopen(SIPC_DURABLE_EACH);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+	n = list(j, &u);
+	CU_ASSERT_EQUAL_FATAL(n, 4);
+	sipc__journal_instance(j, me);
+	for (size_t i = 0; i < n; i++) {
+		CU_ASSERT_EQUAL(u[i].request_id, i + 1);
+		CU_ASSERT(memcmp(u[i].instance, me, 16) != 0);
+		CU_ASSERT(memcmp(u[i].instance, u[0].instance, 16) == 0);
+	}
+	CU_ASSERT_EQUAL(u[0].state, SIPC_UNRESOLVED_NEVER_SENT);
+	CU_ASSERT_STRING_EQUAL(u[0].key, "k1");
+	CU_ASSERT_EQUAL(u[0].payload_digest, sipc__payload_digest("one", 3));
+	CU_ASSERT_EQUAL(u[0].payload_len, 3);
+	CU_ASSERT_EQUAL(u[1].state, SIPC_UNRESOLVED_MAY_HAVE_RUN);
+	CU_ASSERT_EQUAL(u[2].state, SIPC_UNRESOLVED_COMPLETED);
+	CU_ASSERT_EQUAL(u[2].outcome, SIPC_OUTCOME_WORKER_ERROR);
+	CU_ASSERT_EQUAL(u[2].error, 7);
+	/* Delivered but not compacted away before the crash: still listed,
+	 * the host may not have persisted what its callback got. */
+	CU_ASSERT_EQUAL(u[3].state, SIPC_UNRESOLVED_COMPLETED);
+	CU_ASSERT_STRING_EQUAL(u[3].key, "");
+	free(u);
+	sipc__journal_close(j);
+	rmstate();
+}
+
+static void
+resolve_two(struct sipc__journal *j)
+{
+	struct sipc_unresolved *u = NULL;
+	size_t n = 0;
+
+	if (sipc__journal_unresolved(j, &u, &n) != 0 || n != 4)
+		_exit(3);
+	(void)sipc__journal_resolve(j, u[0].instance, u[0].request_id);
+	(void)sipc__journal_resolve(j, u[1].instance, u[1].request_id);
+	free(u);
+}
+
+static void
+test_journal_resolutions_survive_second_crash(void)
+{
+	struct sipc_unresolved *u = NULL;
+	struct sipc__journal *j;
+	uint8_t inst[16];
+
+	mkstate();
+	crash_child(SIPC_DURABLE_GROUP, four_requests);
+	crash_child(SIPC_DURABLE_EACH, resolve_two);
+	j = jopen(SIPC_DURABLE_EACH);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+	CU_ASSERT_EQUAL_FATAL(list(j, &u), 2);
+	CU_ASSERT_EQUAL(u[0].request_id, 3);
+	CU_ASSERT_EQUAL(u[1].request_id, 4);
+	memcpy(inst, u[0].instance, 16);
+	free(u);
+	CU_ASSERT_EQUAL(sipc__journal_resolve(j, inst, 3), 0);
+	/* Resolving again (a host repeating after a crash) is "not found". */
+	CU_ASSERT_EQUAL(sipc__journal_resolve(j, inst, 3), SIPC_E_NOTFOUND);
+	CU_ASSERT_EQUAL(sipc__journal_resolve(j, inst, 1), SIPC_E_NOTFOUND);
+	sipc__journal_close(j);
+	j = jopen(SIPC_DURABLE_OFF);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+	CU_ASSERT_EQUAL_FATAL(list(j, &u), 1);
+	CU_ASSERT_EQUAL(u[0].request_id, 4);
+	CU_ASSERT_EQUAL(sipc__journal_resolve(j, u[0].instance, 4), 0);
+	free(u);
+	sipc__journal_close(j);
+	j = jopen(SIPC_DURABLE_OFF);
+	CU_ASSERT_EQUAL(list(j, &u), 0);
+	CU_ASSERT_PTR_NULL(u);
+	sipc__journal_close(j);
+	rmstate();
+}
+
+/* ------------------------------------------------ torn and corrupt */
+
+static void
+three_accepted(struct sipc__journal *j)
+{
+	(void)sipc__journal_accepted(j, 1, "k1", "a", 1, 0);
+	(void)sipc__journal_accepted(j, 2, "k2", "b", 1, 0);
+	(void)sipc__journal_accepted(j, 3, "k3", "c", 1, 0);
+}
+
+/* Size of the ACCEPTED records above and of an INSTANCE record. */
+static size_t
+rec_size(uint8_t type)
+{
+	struct sipc__jrec r;
+	uint8_t buf[SIPC__JREC_MAX];
+	size_t n = 0;
+
+	memset(&r, 0, sizeof(r));
+	r.type = type;
+	r.u.acc.keylen = 2;
+	CU_ASSERT_EQUAL(sipc__jrec_encode(&r, buf, sizeof(buf), &n), 0);
+	return n;
+}
+
+static void
+test_journal_torn_tail_cut(void)
+{
+	struct sipc__journal_stats st;
+	struct sipc_unresolved *u = NULL;
+	struct sipc__journal *j;
+	size_t acc = rec_size(SIPC__JR_ACCEPTED), ins = rec_size(SIPC__JR_INSTANCE);
+	off_t full;
+
+	mkstate();
+	crash_child(SIPC_DURABLE_EACH, three_accepted);
+	full = fsize("journal");
+	CU_ASSERT_EQUAL_FATAL(full, (off_t)(ins + 3 * acc));
+	CU_ASSERT_EQUAL_FATAL(truncate(jpath("journal"), full - 5), 0);
+	j = jopen(SIPC_DURABLE_EACH);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+	sipc__journal_get_stats(j, &st);
+	CU_ASSERT_EQUAL(st.torn_bytes, acc - 5);
+	CU_ASSERT_EQUAL(st.corrupt, 0);
+	CU_ASSERT_EQUAL(st.records_read, 3);
+	/* Cut at the last good record, then our INSTANCE appended. */
+	CU_ASSERT_EQUAL(fsize("journal"), (off_t)(2 * ins + 2 * acc));
+	CU_ASSERT_EQUAL_FATAL(list(j, &u), 2);
+	CU_ASSERT_STRING_EQUAL(u[0].key, "k1");
+	CU_ASSERT_STRING_EQUAL(u[1].key, "k2");
+	free(u);
+	CU_ASSERT_EQUAL(fsize("journal.corrupt"), -1);
+	/* Appends after the cut are read back in full. */
+	CU_ASSERT_EQUAL(sipc__journal_accepted(j, 9, "k9", "z", 1, 0), 0);
+	CU_ASSERT_EQUAL(sipc__journal_written(j, 9, 0, 1, 1), 0);
+	sipc__journal_close(j);
+	j = jopen(SIPC_DURABLE_EACH);
+	CU_ASSERT_EQUAL(list(j, &u), 3);
+	free(u);
+	sipc__journal_close(j);
+	rmstate();
+}
+
+static void
+test_journal_zero_filled_tail_is_torn(void)
+{
+	struct sipc__journal_stats st;
+	struct sipc_unresolved *u = NULL;
+	struct sipc__journal *j;
+	off_t full;
+
+	mkstate();
+	crash_child(SIPC_DURABLE_OFF, three_accepted);
+	full = fsize("journal");
+	/* What a power loss leaves when the size reached disk, the data
+	 * did not: zeros. */
+	CU_ASSERT_EQUAL_FATAL(truncate(jpath("journal"), full + 4096), 0);
+	j = jopen(SIPC_DURABLE_OFF);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+	sipc__journal_get_stats(j, &st);
+	CU_ASSERT_EQUAL(st.torn_bytes, 4096);
+	CU_ASSERT_EQUAL(st.corrupt, 0);
+	CU_ASSERT_EQUAL(list(j, &u), 3);
+	free(u);
+	sipc__journal_close(j);
+	rmstate();
+}
+
+static void
+flip_byte(off_t off)
+{
+	int fd = open(jpath("journal"), O_RDWR);
+	uint8_t b;
+
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_EQUAL(pread(fd, &b, 1, off), 1);
+	b ^= 0x01;
+	CU_ASSERT_EQUAL(pwrite(fd, &b, 1, off), 1);
+	close(fd);
+}
+
+static void
+check_corrupt_second(off_t delta)
+{
+	struct sipc__journal_stats st;
+	struct sipc_unresolved *u = NULL;
+	struct sipc__journal *j;
+	size_t acc = rec_size(SIPC__JR_ACCEPTED), ins = rec_size(SIPC__JR_INSTANCE);
+	off_t full;
+
+	mkstate();
+	crash_child(SIPC_DURABLE_EACH, three_accepted);
+	full = fsize("journal");
+	flip_byte((off_t)(ins + acc) + delta);   /* inside record 2 */
+	j = jopen(SIPC_DURABLE_EACH);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+	sipc__journal_get_stats(j, &st);
+	CU_ASSERT_EQUAL(st.corrupt, 1);
+	CU_ASSERT_EQUAL(st.corrupt_bytes, 2 * acc);
+	CU_ASSERT_EQUAL(st.records_read, 2);
+	/* Only what came before is used: record 2 is not misread, record 3
+	 * (after it) is not trusted. */
+	CU_ASSERT_EQUAL_FATAL(list(j, &u), 1);
+	CU_ASSERT_EQUAL(u[0].request_id, 1);
+	free(u);
+	/* The evidence is kept for an operator. */
+	CU_ASSERT_EQUAL(fsize("journal.corrupt"), full);
+	sipc__journal_close(j);
+	rmstate();
+}
+
+static void
+test_journal_corrupt_payload_byte(void)
+{
+	check_corrupt_second(SIPC__JREC_HDR + 9);    /* a key byte */
+}
+
+static void
+test_journal_corrupt_magic_byte(void)
+{
+	check_corrupt_second(1);
+}
+
+/* ------------------------------------------------------------ locking */
+
+static void
+test_journal_lock_contention_names_holder(void)
+{
+	struct sipc__journal *j;
+	char msg[256] = "";
+	int p[2], st;
+	ssize_t n;
+	pid_t pid;
+
+	mkstate();
+	j = jopen(SIPC_DURABLE_OFF);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+	CU_ASSERT_FATAL(pipe(p) == 0);
+	if ((pid = fork()) == 0) {
+		struct sipc__journal *j2 = NULL;
+		char err[256] = "";
+		int r = sipc__journal_open(dir, SIPC_DURABLE_OFF, 0, &j2, err,
+		    sizeof(err));
+
+		(void)!write(p[1], err, strlen(err) + 1);
+		_exit(r == SIPC_E_LOCKED && j2 == NULL ? 0 : 1);
+	}
+	close(p[1]);
+	n = read(p[0], msg, sizeof(msg) - 1);
+	close(p[0]);
+	CU_ASSERT(n > 0);
+	CU_ASSERT_EQUAL(waitpid(pid, &st, 0), pid);
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	{
+		char want[32];
+
+		snprintf(want, sizeof(want), "pid %d", (int)getpid());
+		CU_ASSERT_PTR_NOT_NULL(strstr(msg, want));
+	}
+	sipc__journal_close(j);
+	/* Released on close (and, by the crash tests, on SIGKILL). */
+	j = jopen(SIPC_DURABLE_OFF);
+	CU_ASSERT_PTR_NOT_NULL(j);
+	sipc__journal_close(j);
+	rmstate();
+}
+
+/* No journal descriptor may cross exec: a worker holding the lock file
+ * would keep the instance lock after the supervisor died. */
+static void
+test_journal_descriptors_cloexec(void)
+{
+	struct sipc__journal *j;
+	struct dirent *e;
+	int seen = 0;
+	DIR *d;
+
+	mkstate();
+	j = jopen(SIPC_DURABLE_OFF);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+	d = opendir("/proc/self/fd");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	while ((e = readdir(d)) != NULL) {
+		char link[64], target[256];
+		ssize_t n;
+		int fd = atoi(e->d_name);
+
+		if (e->d_name[0] == '.' || fd == dirfd(d))
+			continue;
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+		if ((n = readlink(link, target, sizeof(target) - 1)) <= 0)
+			continue;
+		target[n] = '\0';
+		if (strncmp(target, dir, strlen(dir)) != 0)
+			continue;
+		seen++;
+		CU_ASSERT(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+	}
+	closedir(d);
+	CU_ASSERT(seen >= 3);   /* directory, lock file, journal */
+	sipc__journal_close(j);
+	rmstate();
+}
+
+/* --------------------------------------------------------- compaction */
+
+static void
+test_journal_compaction_bounds_size(void)
+{
+	struct sipc__journal_stats st;
+	struct sipc_unresolved *u = NULL;
+	struct sipc__journal *j;
+	const uint64_t limit = 64 * 1024;
+	off_t max = 0;
+	size_t n, old = 0, pending = 0;
+
+	mkstate();
+	crash_child(SIPC_DURABLE_EACH, four_requests);
+	j = jopen(SIPC_DURABLE_OFF);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+	sipc__journal_set_compact_threshold(j, limit);
+	for (uint64_t id = 1; id <= 20000; id++) {
+		CU_ASSERT_EQUAL(sipc__journal_accepted(j, id, "some-key", &id,
+		    sizeof(id), 0), 0);
+		CU_ASSERT_EQUAL(sipc__journal_written(j, id, 0, 1, 1), 0);
+		if (id % 2000 == 0) {   /* left unsettled on purpose */
+			pending++;
+			continue;
+		}
+		CU_ASSERT_EQUAL(sipc__journal_completed(j, id, SIPC_OUTCOME_OK,
+		    0), 0);
+		sipc__journal_delivered(j, id);
+		if (fsize("journal") > max)
+			max = fsize("journal");
+	}
+	sipc__journal_get_stats(j, &st);
+	CU_ASSERT(st.compactions >= 10);
+	CU_ASSERT(max <= (off_t)(limit + SIPC__JREC_MAX));
+	n = list(j, &u);
+	CU_ASSERT_EQUAL(n, 4);      /* the previous instance survived them */
+	free(u);
+	sipc__journal_close(j);
+	CU_ASSERT(fsize("journal") < 4096);
+	j = jopen(SIPC_DURABLE_OFF);
+	n = list(j, &u);
+	for (size_t i = 0; i < n; i++)
+		old += u[i].state != SIPC_UNRESOLVED_MAY_HAVE_RUN ||
+		    u[i].request_id <= 4;
+	CU_ASSERT_EQUAL(n, 4 + pending);
+	CU_ASSERT_EQUAL(old, 4);
+	free(u);
+	sipc__journal_close(j);
+	rmstate();
+}
+
+/* --------------------------------------------------------- durability */
+
+static void
+accept_and_write(struct sipc__journal *j)
+{
+	(void)sipc__journal_accepted(j, 7, "seven", "x", 1, 0);
+	(void)sipc__journal_written(j, 7, 0, 1, 1);
+}
+
+static void
+test_journal_durability_modes(void)
+{
+	static const enum sipc_durability modes[] = { SIPC_DURABLE_OFF,
+	    SIPC_DURABLE_GROUP, SIPC_DURABLE_EACH };
+	struct sipc__journal_stats a, b;
+	struct sipc_unresolved *u = NULL;
+	struct sipc__journal *j;
+
+	for (int m = 0; m < 3; m++) {
+		mkstate();
+		/* Every mode survives a process crash. */
+		crash_child(modes[m], accept_and_write);
+		j = jopen(modes[m]);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+		CU_ASSERT_EQUAL_FATAL(list(j, &u), 1);
+		CU_ASSERT_EQUAL(u[0].state, SIPC_UNRESOLVED_MAY_HAVE_RUN);
+		free(u);
+		/* Who syncs when. */
+		sipc__journal_get_stats(j, &a);
+		CU_ASSERT_EQUAL(sipc__journal_accepted(j, 1, "", "", 0, 0), 0);
+		sipc__journal_get_stats(j, &b);
+		if (modes[m] == SIPC_DURABLE_EACH) {
+			CU_ASSERT(b.syncs > a.syncs);
+		} else {
+			CU_ASSERT_EQUAL(b.syncs, a.syncs);
+		}
+		if (modes[m] == SIPC_DURABLE_GROUP) {
+			CU_ASSERT_EQUAL(sipc__journal_tick(j, 1000000), 1);
+			CU_ASSERT_EQUAL(sipc__journal_tick(j, 1000001), 0);
+			CU_ASSERT_EQUAL(sipc__journal_accepted(j, 2, "", "", 0,
+			    0), 0);
+			CU_ASSERT_EQUAL(sipc__journal_tick(j, 1000002), 0);
+			CU_ASSERT_EQUAL(sipc__journal_tick(j, 1000005), 1);
+			CU_ASSERT_EQUAL(sipc__journal_tick(j, 1000100), 0);
+		} else {
+			CU_ASSERT_EQUAL(sipc__journal_tick(j, 1000000), 0);
+		}
+		sipc__journal_get_stats(j, &a);
+		CU_ASSERT_EQUAL(a.syncs, b.syncs +
+		    (modes[m] == SIPC_DURABLE_GROUP ? 2 : 0));
+		sipc__journal_close(j);
+		rmstate();
+	}
+}
+
+static void
+test_journal_argument_errors(void)
+{
+	struct sipc__journal *j;
+	char key[300];
+
+	mkstate();
+	j = jopen(SIPC_DURABLE_OFF);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+	memset(key, 'x', sizeof(key) - 1);
+	key[sizeof(key) - 1] = '\0';
+	CU_ASSERT_EQUAL(sipc__journal_accepted(j, 1, key, "", 0, 0), -EINVAL);
+	key[255] = '\0';
+	CU_ASSERT_EQUAL(sipc__journal_accepted(j, 1, key, "", 0, 0), 0);
+	CU_ASSERT_EQUAL(sipc__journal_accepted(j, 1, "", "", 0, 0), -EEXIST);
+	CU_ASSERT_EQUAL(sipc__journal_written(j, 2, 0, 0, 0), SIPC_E_NOTFOUND);
+	CU_ASSERT_EQUAL(sipc__journal_completed(j, 2, 0, 0), SIPC_E_NOTFOUND);
+	CU_ASSERT_EQUAL(sipc__journal_worker_gone(j, 0, 0), SIPC_E_NOTFOUND);
+	sipc__journal_close(j);
+	rmstate();
+}
+
+/* --------------------------------------------------- concurrent appends */
+
+static void *
+appender(void *arg)
+{
+	struct sipc__journal *j = arg;
+	static uint64_t next;
+	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+
+	for (int i = 0; i < 100; i++) {
+		uint64_t id;
+
+		pthread_mutex_lock(&mu);
+		id = ++next;
+		pthread_mutex_unlock(&mu);
+		if (sipc__journal_accepted(j, id, "c", "p", 1, 0) != 0)
+			return (void *)1;
+	}
+	return NULL;
+}
+
+static void
+test_journal_concurrent_each_appenders(void)
+{
+	struct sipc_unresolved *u = NULL;
+	struct sipc__journal *j;
+	pthread_t t[4];
+	void *res;
+
+	mkstate();
+	j = jopen(SIPC_DURABLE_EACH);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+	for (int i = 0; i < 4; i++)
+		CU_ASSERT_EQUAL(pthread_create(&t[i], NULL, appender, j), 0);
+	for (int i = 0; i < 4; i++) {
+		CU_ASSERT_EQUAL(pthread_join(t[i], &res), 0);
+		CU_ASSERT_PTR_NULL(res);
+	}
+	sipc__journal_close(j);
+	j = jopen(SIPC_DURABLE_EACH);
+	CU_ASSERT_EQUAL(list(j, &u), 400);
+	for (size_t i = 0; u != NULL && i < 400; i++)
+		CU_ASSERT_EQUAL(u[i].request_id, i + 1);
+	free(u);
+	sipc__journal_close(j);
+	rmstate();
+}
+
+/* ------------------------------------------------- leftover workers */
+
+static pid_t leftover_pid;
+
+/* In the crashing instance: spawn a worker that outlives us (own group)
+ * and record it; record a second worker and its end. */
+static void
+record_workers(struct sipc__journal *j)
+{
+	struct sipc__ident w;
+	char c;
+	int p[2];
+	pid_t pid;
+
+	if (pipe(p) < 0)
+		_exit(5);
+	if ((pid = fork()) == 0) {
+		/* Like a spawned worker: nothing inherited (else it would
+		 * keep the instance lock and our stdout alive). */
+		closefrom(0);
+		setpgid(0, 0);
+		for (;;)
+			pause();
+	}
+	setpgid(pid, pid);
+	/* EOF once the worker closed its copy: the lock is ours alone. */
+	close(p[1]);
+	if (read(p[0], &c, 1) != 0)
+		_exit(6);
+	if (sipc__ident_of(pid, &w) != 0)
+		_exit(4);
+	w.slot = 0;
+	w.generation = 3;
+	(void)sipc__journal_worker(j, &w);
+	w.slot = 1;
+	(void)sipc__journal_worker(j, &w);
+	(void)sipc__journal_worker_gone(j, 1, 3);
+}
+
+static bool
+leftover_gone(void *arg)
+{
+	return !tl_pid_alive(leftover_pid);
+}
+
+static void
+test_journal_leftover_worker_killed_after_crash(void)
+{
+	struct sipc__ident *w = NULL;
+	struct sipc__journal *j;
+	size_t n = 0;
+
+	mkstate();
+	crash_child(SIPC_DURABLE_EACH, record_workers);
+	j = jopen(SIPC_DURABLE_EACH);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+	CU_ASSERT_EQUAL(sipc__journal_leftover_workers(j, &w, &n), 0);
+	CU_ASSERT_EQUAL_FATAL(n, 1);
+	leftover_pid = w[0].pid;
+	CU_ASSERT_EQUAL(w[0].slot, 0);
+	CU_ASSERT_EQUAL(w[0].generation, 3);
+	CU_ASSERT(tl_pid_alive(w[0].pid));
+	CU_ASSERT_EQUAL(sipc__ident_terminate(&w[0], 2000), 1);
+	CU_ASSERT(tl_wait_until(leftover_gone, NULL, 10000));
+	CU_ASSERT_EQUAL(sipc__journal_leftover_gone(j, &w[0]), 0);
+	CU_ASSERT_EQUAL(sipc__journal_leftover_gone(j, &w[0]), SIPC_E_NOTFOUND);
+	free(w);
+	sipc__journal_close(j);
+	j = jopen(SIPC_DURABLE_EACH);
+	w = NULL;
+	CU_ASSERT_EQUAL(sipc__journal_leftover_workers(j, &w, &n), 0);
+	CU_ASSERT_EQUAL(n, 0);
+	CU_ASSERT_PTR_NULL(w);
+	sipc__journal_close(j);
+	rmstate();
+}
+
+int
+main(void)
+{
+	tl_suite("journal", (tl_test[]){
+	    { "test_journal_codec_roundtrip_and_rejects", test_journal_codec_roundtrip_and_rejects },
+	    { "test_journal_reconcile_states_after_crash", test_journal_reconcile_states_after_crash },
+	    { "test_journal_resolutions_survive_second_crash", test_journal_resolutions_survive_second_crash },
+	    { "test_journal_torn_tail_cut", test_journal_torn_tail_cut },
+	    { "test_journal_zero_filled_tail_is_torn", test_journal_zero_filled_tail_is_torn },
+	    { "test_journal_corrupt_payload_byte", test_journal_corrupt_payload_byte },
+	    { "test_journal_corrupt_magic_byte", test_journal_corrupt_magic_byte },
+	    { "test_journal_lock_contention_names_holder", test_journal_lock_contention_names_holder },
+	    { "test_journal_descriptors_cloexec", test_journal_descriptors_cloexec },
+	    { "test_journal_compaction_bounds_size", test_journal_compaction_bounds_size },
+	    { "test_journal_durability_modes", test_journal_durability_modes },
+	    { "test_journal_argument_errors", test_journal_argument_errors },
+	    { "test_journal_concurrent_each_appenders", test_journal_concurrent_each_appenders },
+	    { "test_journal_leftover_worker_killed_after_crash", test_journal_leftover_worker_killed_after_crash },
+	    { NULL, NULL } });
+	return tl_run();
+}
