@@ -58,7 +58,10 @@
  * variables are ignored (they may belong to someone else), so a misspelt
  * variable name is NOT detected.  A variable present twice in envp is an
  * error.  Load the file first, then the environment: environment values
- * override file values (SIPC_ENV_SET replaces the whole env_set list).
+ * override file values (SIPC_ENV_SET replaces the whole env_set list),
+ * with one exception: the environment may tighten, never loosen.  It
+ * cannot change an environment already set to production, and
+ * SIPC_REQUIRED_GUARANTEES must keep every guarantee required before.
  *
  * ---- Errors and atomicity -----------------------------------------------
  *
@@ -836,6 +839,29 @@ env_apply(struct pctx *c, const struct key *k, char *v)
 	return 0;
 }
 
+/*
+ * Environment variables may tighten a configuration, never loosen it: no
+ * variable turns a configuration that says production into development
+ * or test, or drops a guarantee an earlier source required.  (Otherwise
+ * one exported variable would let production run on the local adapter.)
+ */
+static int
+env_no_weakening(struct pctx *c, const struct sipc_config *before)
+{
+	if (before->environment == SIPC_ENV_PRODUCTION &&
+	    c->tmp.environment != SIPC_ENV_PRODUCTION) {
+		c->key = "SIPC_ENVIRONMENT";
+		return perr(c, "cannot weaken an environment already set to "
+		    "production");
+	}
+	if ((before->required_guarantees & ~c->tmp.required_guarantees) != 0) {
+		c->key = "SIPC_REQUIRED_GUARANTEES";
+		return perr(c, "cannot drop guarantees required by an earlier "
+		    "source");
+	}
+	return 0;
+}
+
 int
 sipc_config_load_env(char *const *envp, struct sipc_config *cfg,
                      sipc_config_store **store, char *errbuf, size_t errlen)
@@ -867,6 +893,8 @@ sipc_config_load_env(char *const *envp, struct sipc_config *cfg,
 		r = env_apply(&c, &keys[i], copy);
 		free(copy);
 	}
+	if (r == 0)
+		r = env_no_weakening(&c, cfg);
 out:
 	return ctx_end(&c, r, cfg, store);
 }

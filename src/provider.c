@@ -53,6 +53,13 @@ sipc__provider_select(const struct sipc_config *cfg, char *errbuf,
 	    cfg->environment != SIPC_ENV_TEST)
 		required |= SIPC_G_ALL;
 	missing = required & ~p->guarantees;
+	if (missing == 0 && cfg->environment == SIPC_ENV_UNSET) {
+		/* Even a provider that declares everything: a configuration
+		 * that does not say what it is for is refused. */
+		snprintf(errbuf, errlen, "environment: not stated (development, "
+		    "test or production); refused");
+		return SIPC_E_NOENV;
+	}
 	if (missing == 0) {
 		*ret = p;
 		return 0;

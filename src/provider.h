@@ -1,15 +1,15 @@
 /*
  * provider.h - the interface between the supervisor core and whatever
  * runs workers.  The core never assumes workers are local processes:
- * it launches through `launch`, learns of their end through `try_end`,
- * stops them through `signal_tree`, and reads their identity through
- * `identity`.  The local adapter (local.c) is one implementation; an
+ * it launches through `launch` (which also reports the worker's pid,
+ * group and start time), learns of their end through `try_end`, stops
+ * them through `signal_tree`, and reads what isolation they get from the
+ * `guarantees` field.  The local adapter (local.c) is one implementation; an
  * isolated provider (microVM, container runtime) is another, and must
  * declare the guarantees it really enforces.
  *
- * Threads: every op except `name`/`guarantees` is called only from the
- * reaper thread, so an implementation needs no locking of its own for
- * per-worker state.
+ * Threads: every op is called only from the reaper thread, so an
+ * implementation needs no locking of its own for per-worker state.
  */
 #ifndef SIPC_PROVIDER_H
 #define SIPC_PROVIDER_H

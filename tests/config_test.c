@@ -387,7 +387,7 @@ test_config_env_overrides_file(void)
 		"SIPC_SUBREAPER=true", NULL,
 	};
 	const char *p = write_conf("workers = 3\ngrace_ms = 77\n"
-	    "env_set = A=1\nenvironment = production\n");
+	    "env_set = A=1\nenvironment = test\n");
 
 	sipc_config_init(&c);
 	CU_ASSERT_EQUAL_FATAL(sipc_config_load_file(p, &c, &st, err,
@@ -403,6 +403,41 @@ test_config_env_overrides_file(void)
 	CU_ASSERT_STRING_EQUAL(c.env_set[1], "Q=2");
 	CU_ASSERT_PTR_NULL(c.env_set[2]);
 	CU_ASSERT_STRING_EQUAL(c.argv[1], "x y");
+	sipc_config_store_free(st);
+}
+
+/* No environment variable lets production fall back to a weaker mode. */
+static void
+test_config_env_cannot_weaken_production(void)
+{
+	struct sipc_config c, before;
+	sipc_config_store *st = NULL;
+	char err[256];
+	char *dev[] = { "SIPC_ENVIRONMENT=development", NULL };
+	char *drop[] = { "SIPC_REQUIRED_GUARANTEES=pid_namespace", NULL };
+	char *more[] = { "SIPC_REQUIRED_GUARANTEES=pid_namespace,"
+	    "network_isolation", NULL };
+	const char *p = write_conf("environment = production\n"
+	    "required_guarantees = network_isolation\n");
+
+	sipc_config_init(&c);
+	CU_ASSERT_EQUAL_FATAL(sipc_config_load_file(p, &c, &st, err,
+	    sizeof(err)), 0);
+	unlink(p);
+	before = c;
+	CU_ASSERT_EQUAL(sipc_config_load_env(dev, &c, &st, err, sizeof(err)),
+	    SIPC_E_CONFIG);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "SIPC_ENVIRONMENT: cannot weaken"));
+	CU_ASSERT_EQUAL(sipc_config_load_env(drop, &c, &st, err, sizeof(err)),
+	    SIPC_E_CONFIG);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "cannot drop guarantees"));
+	CU_ASSERT(memcmp(&c, &before, sizeof(c)) == 0);
+	/* tightening is fine */
+	CU_ASSERT_EQUAL(sipc_config_load_env(more, &c, &st, err, sizeof(err)),
+	    0);
+	CU_ASSERT_EQUAL(c.environment, SIPC_ENV_PRODUCTION);
+	CU_ASSERT_EQUAL(c.required_guarantees,
+	    SIPC_G_PID_NAMESPACE | SIPC_G_NETWORK_ISOLATION);
 	sipc_config_store_free(st);
 }
 
@@ -636,6 +671,8 @@ main(void)
 	    { "test_config_env_overrides_file",
 	      test_config_env_overrides_file },
 	    { "test_config_env_errors", test_config_env_errors },
+	    { "test_config_env_cannot_weaken_production",
+	      test_config_env_cannot_weaken_production },
 	    { "test_config_env_default_environ",
 	      test_config_env_default_environ },
 	    { "test_config_strtonum_ranges", test_config_strtonum_ranges },

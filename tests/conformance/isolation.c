@@ -1,0 +1,199 @@
+/*
+ * isolation.c - the isolation rules of the conformance suite: one per
+ * enum sipc_guarantee bit.  A rule whose guarantee the provider does not
+ * declare is reported as not provided and counted, never registered as
+ * a passing test.  A declared guarantee must be verified; one this suite
+ * has no check for yet fails (declared-but-unchecked is not a pass).
+ *
+ * The checks are partial by nature (a probe from inside the worker can
+ * show a leak, not prove its absence in general); they catch the plain
+ * failures: the host's pid visible, the host's environment inherited.
+ *
+ * Threads: the CUnit thread only.  No locks.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "conformance.h"
+#include "driver.h"
+#include "testlib.h"
+
+static unsigned iso_provided, iso_not_provided;
+
+static int
+dump_env(struct cw *w, char **ret)
+{
+	struct sipc_hello hello;
+	struct sipc_frame f;
+	int r;
+
+	if ((r = cw_hello(w, &hello)) < 0 ||
+	    (r = cw_roundtrip(w, 1, "env", 3, &f)) < 0)
+		return r;
+	if ((*ret = calloc(1, f.hdr.len + 1)) == NULL)
+		r = -ENOMEM;
+	else if (f.hdr.len > 0)
+		memcpy(*ret, f.payload, f.hdr.len);
+	free(f.payload);
+	return r;
+}
+
+int
+conf_verify_pid_namespace(const struct sipc__provider *p, void *st,
+                          char *why, size_t len)
+{
+	const struct sipc__provider *saved = conf_prov;
+	struct sipc_hello hello;
+	struct sipc_frame f;
+	char cmd[48], text[96];
+	int self = 0, vis = 1, r;
+	void *saved_st = conf_prov_state;
+	struct cw w;
+
+	conf_prov = p;
+	conf_prov_state = st;
+	snprintf(cmd, sizeof(cmd), "pidinfo %d", (int)getpid());
+	if ((r = cw_launch(&w, "envdump", NULL, NULL)) == 0 &&
+	    (r = cw_hello(&w, &hello)) == 0 &&
+	    (r = cw_roundtrip(&w, 1, cmd, (uint32_t)strlen(cmd), &f)) == 0) {
+		snprintf(text, sizeof(text), "%.*s", (int)f.hdr.len,
+		    (char *)f.payload);
+		free(f.payload);
+		if (sscanf(text, "self=%d visible=%d", &self, &vis) != 2)
+			r = SIPC_E_PROTOCOL;
+	}
+	cw_finish(&w);
+	conf_prov = saved;
+	conf_prov_state = saved_st;
+	if (r < 0)
+		return r;
+	/* The host's pid must be neither visible nor signallable. */
+	snprintf(why, len, "worker sees itself as pid %d; host pid %d is %s",
+	    self, (int)getpid(), vis ? "visible" : "not visible");
+	return vis ? 0 : 1;
+}
+
+int
+conf_verify_no_inherited_secrets(const struct sipc__provider *p, void *st,
+                                 char *why, size_t len)
+{
+	static const char canary[] = "SIPC_CONFORMANCE_CANARY";
+	const struct sipc__provider *saved = conf_prov;
+	char *env = NULL, *line, *next, *eq, *hv;
+	void *saved_st = conf_prov_state;
+	struct cw w;
+	int r, ok = 1;
+
+	conf_prov = p;
+	conf_prov_state = st;
+	setenv(canary, "host-secret", 1);
+	if ((r = cw_launch(&w, "envdump", NULL, NULL)) == 0)
+		r = dump_env(&w, &env);
+	cw_finish(&w);
+	conf_prov = saved;
+	conf_prov_state = saved_st;
+	snprintf(why, len, "no host variable reached the worker");
+	for (line = env; r == 0 && line != NULL && *line; line = next) {
+		if ((next = strchr(line, '\n')) != NULL)
+			*next++ = '\0';
+		if ((eq = strchr(line, '=')) == NULL)
+			continue;
+		*eq = '\0';
+		/* The launch environment is given; the host's is not. */
+		if (strncmp(line, "SIPC_", 5) == 0 && strcmp(line, canary) != 0)
+			continue;
+		if ((hv = getenv(line)) != NULL && strcmp(hv, eq + 1) == 0) {
+			snprintf(why, len, "host variable %s reached the "
+			    "worker", line);
+			ok = 0;
+			break;
+		}
+	}
+	unsetenv(canary);
+	free(env);
+	return r < 0 ? r : ok;
+}
+
+typedef int (*verify_fn)(const struct sipc__provider *, void *, char *,
+                         size_t);
+
+static const struct iso_rule {
+	unsigned bit;
+	verify_fn verify;       /* NULL: no check written yet */
+} iso_rules[] = {
+	{ SIPC_G_PID_NAMESPACE, conf_verify_pid_namespace },
+	{ SIPC_G_MOUNT_NAMESPACE, NULL },
+	{ SIPC_G_NETWORK_ISOLATION, NULL },
+	{ SIPC_G_NO_INHERITED_SECRETS, conf_verify_no_inherited_secrets },
+	{ SIPC_G_RESOURCE_LIMITS, NULL },
+	{ SIPC_G_SEPARATE_USER, NULL },
+	{ SIPC_G_TREE_CONTAINMENT, NULL },
+};
+#define NISO (sizeof(iso_rules) / sizeof(iso_rules[0]))
+_Static_assert(SIPC_G_ALL == (1u << 7) - 1, "one isolation rule per bit");
+
+static void
+iso_run(size_t i)
+{
+	char why[256] = "";
+	int r;
+
+	if (iso_rules[i].verify == NULL) {
+		/* Declared but unverifiable is not a pass. */
+		fprintf(stderr, "conformance: %s: declared, but this suite has "
+		    "no check for it yet\n",
+		    sipc_guarantee_name(iso_rules[i].bit));
+		CU_FAIL("declared guarantee without a conformance check");
+		return;
+	}
+	r = iso_rules[i].verify(conf_prov, conf_prov_state, why, sizeof(why));
+	if (r != 1)
+		fprintf(stderr, "conformance: %s: %s (%d)\n",
+		    sipc_guarantee_name(iso_rules[i].bit), why, r);
+	CU_ASSERT_EQUAL(r, 1);
+}
+
+#define ISO_TEST(n) \
+	static void test_conformance_isolation_##n(void) { iso_run(n); }
+ISO_TEST(0) ISO_TEST(1) ISO_TEST(2) ISO_TEST(3) ISO_TEST(4) ISO_TEST(5)
+ISO_TEST(6)
+static void (*const iso_tests[NISO])(void) = {
+	test_conformance_isolation_0, test_conformance_isolation_1,
+	test_conformance_isolation_2, test_conformance_isolation_3,
+	test_conformance_isolation_4, test_conformance_isolation_5,
+	test_conformance_isolation_6,
+};
+
+void
+conf_isolation_register(const struct sipc__provider *p)
+{
+	static char names[NISO][64];
+	tl_test iso[NISO + 1];
+	size_t i, n = 0;
+
+	for (i = 0; i < NISO; i++) {
+		const char *g = sipc_guarantee_name(iso_rules[i].bit);
+
+		if (!(p->guarantees & iso_rules[i].bit)) {
+			printf("conformance: %s: not provided\n", g);
+			iso_not_provided++;
+			continue;
+		}
+		snprintf(names[i], sizeof(names[i]), "test_conformance_%s", g);
+		iso[n++] = (tl_test){ names[i], iso_tests[i] };
+		iso_provided++;
+	}
+	iso[n] = (tl_test){ NULL, NULL };
+	if (n > 0)
+		tl_suite("conformance_isolation", iso);
+}
+
+void
+conf_print_summary(void)
+{
+	printf("isolation rules: %u provided, %u not provided\n",
+	    iso_provided, iso_not_provided);
+}

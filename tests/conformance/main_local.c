@@ -1,0 +1,97 @@
+/*
+ * main_local.c - runs the provider conformance suite against the local
+ * adapter.  The local adapter must pass every functional rule and must
+ * report every isolation rule as not provided.
+ *
+ * Beside the suite, two self-checks prove that the isolation verifiers
+ * can fail (a verifier that always passed would make a future
+ * provider's declaration worthless):
+ *   - the pid-namespace verifier, run against the local adapter, must
+ *     find the host's pid visible;
+ *   - the no-inherited-secrets verifier, run against a deliberately
+ *     leaky wrapper of the local adapter (it adds the host environment
+ *     to every launch), must find the leak.
+ *
+ * Threads: the CUnit thread only.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conformance.h"
+#include "testlib.h"
+
+extern char **environ;
+
+/* Launch with the launch environment followed by the host's. */
+static int
+leaky_launch(void *prov, const struct sipc__launch *l,
+             struct sipc__chan *ret_chan, void **ret_handle, int *ret_errno)
+{
+	struct sipc__launch l2 = *l;
+	size_t n = 0, m = 0, i;
+	char **env;
+	int rc;
+
+	while (l->envp[n] != NULL)
+		n++;
+	while (environ[m] != NULL)
+		m++;
+	if ((env = calloc(n + m + 1, sizeof(*env))) == NULL)
+		return -12;
+	for (i = 0; i < n; i++)
+		env[i] = l->envp[i];
+	for (i = 0; i < m; i++)
+		env[n + i] = environ[i];
+	l2.envp = env;
+	rc = sipc__provider_local.launch(prov, &l2, ret_chan, ret_handle,
+	    ret_errno);
+	free(env);
+	return rc;
+}
+
+static struct sipc__provider leaky;
+
+static void
+test_conformance_selfcheck_pid_namespace_probe_fails_on_local(void)
+{
+	char why[256] = "";
+
+	CU_ASSERT_EQUAL(conf_verify_pid_namespace(&sipc__provider_local,
+	    NULL, why, sizeof(why)), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "is visible"));
+}
+
+static void
+test_conformance_selfcheck_secrets_probe_fails_on_leaky(void)
+{
+	char why[256] = "";
+
+	leaky = sipc__provider_local;
+	leaky.name = "leaky";
+	leaky.launch = leaky_launch;
+	CU_ASSERT_EQUAL(conf_verify_no_inherited_secrets(&leaky, NULL, why,
+	    sizeof(why)), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "reached the worker"));
+	/* And the local adapter itself passes only what it was given. */
+	CU_ASSERT_EQUAL(conf_verify_no_inherited_secrets(
+	    &sipc__provider_local, NULL, why, sizeof(why)), 1);
+}
+
+int
+main(void)
+{
+	int rc;
+
+	setvbuf(stdout, NULL, _IONBF, 0);
+	conf_register(&sipc__provider_local, NULL);
+	tl_suite("conformance_selfcheck", (tl_test[]){
+	    { "test_conformance_selfcheck_pid_namespace_probe_fails_on_local",
+	      test_conformance_selfcheck_pid_namespace_probe_fails_on_local },
+	    { "test_conformance_selfcheck_secrets_probe_fails_on_leaky",
+	      test_conformance_selfcheck_secrets_probe_fails_on_leaky },
+	    { NULL, NULL } });
+	rc = tl_run();
+	conf_print_summary();
+	return rc;
+}
