@@ -630,17 +630,30 @@ sipc__journal_completed(struct sipc__journal *j, uint64_t id,
 	return r;
 }
 
+/*
+ * The callback returned.  Recorded (never synced: losing it only makes a
+ * completed request show up once more in reconciliation, which hosts
+ * resolve by idempotency key) so that a crash lists only what a caller
+ * may not have seen.
+ */
 void
 sipc__journal_delivered(struct sipc__journal *j, uint64_t id)
 {
+	struct sipc__jrec rec;
 	struct sipc__jreq *q;
 
+	memset(&rec, 0, sizeof(rec));
+	rec.type = SIPC__JR_DELIVERED;
+	rec.u.delivered_id = id;
 	pthread_mutex_lock(&j->mu);
 	if ((q = sipc__js_req_find(&j->s, j->s.cur, id)) != NULL) {
+		(void)append_locked(j, &rec);
 		if (q->completed)
 			sipc__js_req_remove(&j->s, j->s.cur, id);
 		else
 			q->delivered = true;
+		if (j->size > j->compact_at)
+			compact_locked(j);
 	}
 	pthread_mutex_unlock(&j->mu);
 }

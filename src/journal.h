@@ -62,6 +62,7 @@ enum sipc__jrec_type {
 	                           * boot_id[36], instance[16], slot, gen u32 */
 	SIPC__JR_WORKER_GONE = 6, /* instance[16], slot u32, generation u32 */
 	SIPC__JR_RESOLVED = 7,    /* instance[16], id u64 */
+	SIPC__JR_DELIVERED = 8,   /* id u64: the callback returned */
 };
 
 struct sipc__journal;

@@ -143,6 +143,9 @@ encode_payload(const struct sipc__jrec *rec, struct wbuf *w)
 		put(w, rec->u.resolved.instance, 16);
 		put_u64(w, rec->u.resolved.id);
 		return 0;
+	case SIPC__JR_DELIVERED:
+		put_u64(w, rec->u.delivered_id);
+		return 0;
 	}
 	return -EINVAL;
 }
@@ -224,6 +227,9 @@ decode_payload(uint8_t type, struct rbuf *r, struct sipc__jrec *rec)
 	case SIPC__JR_RESOLVED:
 		get(r, rec->u.resolved.instance, 16);
 		rec->u.resolved.id = get_u64(r);
+		return;
+	case SIPC__JR_DELIVERED:
+		rec->u.delivered_id = get_u64(r);
 		return;
 	}
 	r->bad = true;

@@ -66,6 +66,7 @@ struct sipc__jrec {
 		struct sipc__ident worker;
 		struct sipc__jgone gone;
 		struct sipc__jresolved resolved;
+		uint64_t delivered_id;
 	} u;
 };
 

@@ -221,6 +221,17 @@ sipc__js_apply(struct sipc__jstate *s, const struct sipc__jrec *rec, int *ctx)
 		r->completed = true;
 		r->outcome = rec->u.done.outcome;
 		r->error = rec->u.done.error;
+		if (r->delivered)
+			sipc__js_req_remove(s, (uint32_t)*ctx, rec->u.done.id);
+		return 0;
+	case SIPC__JR_DELIVERED:
+		if (*ctx < 0 || (r = sipc__js_req_find(s, (uint32_t)*ctx,
+		    rec->u.delivered_id)) == NULL)
+			break;
+		if (r->completed)
+			sipc__js_req_remove(s, (uint32_t)*ctx, rec->u.delivered_id);
+		else
+			r->delivered = true;
 		return 0;
 	}
 	s->orphans++;

@@ -38,6 +38,7 @@
 #define RESCAN_MS 250             /* longest sleep while anything lives */
 #define MAX_ORPHAN_GROUPS 64
 #define SHUTDOWN_EOF_MS 500       /* channel closed -> TERM on destroy */
+#define ORPHAN_WAIT_MS 1000       /* destroy: adopted orphans to die */
 #define LOST_GRACE_MS 100         /* channel EOF to "lost while alive" */
 
 void
@@ -194,6 +195,13 @@ finish(struct sipc_supervisor *s, struct sipc__req *q, enum sipc_outcome o,
 	q->state = SIPC__R_GONE;
 	in = q->in_table;
 	sipc__table_remove(&s->table, q);
+	/* A retry that ends unsent (queued, rejected, expired) does not
+	 * undo the earlier attempt that a dying worker may have run. */
+	if (q->deaths > 0) {
+		may_have_run = true;
+		if (o == SIPC_OUTCOME_REJECTED)
+			o = SIPC_OUTCOME_UNKNOWN;
+	}
 	won = sipc__outcome_set(s, q, o, err, may_have_run, &res);
 	pthread_mutex_unlock(&s->table.lock);
 	if (won) {
@@ -308,9 +316,14 @@ settle(struct sipc__slot *sl, const struct sipc_exit *e, const char *tail,
 {
 	struct sipc_supervisor *s = sl->sup;
 	struct collect c = { .sl = sl };
-	bool closing = atomic_load(&s->closing);
+	bool closing = atomic_load(&s->closing), proof;
 	unsigned i;
 
+	/* A missing ACCEPT proves "never started" only if every byte the
+	 * worker wrote was decoded (worker.c: stream_cut). */
+	pthread_mutex_lock(&sl->lock);
+	proof = sl->accepts && !sl->stream_cut;
+	pthread_mutex_unlock(&sl->lock);
 	pthread_mutex_lock(&s->table.lock);
 	sipc__table_foreach(&s->table, collect_owed, &c);
 	sl->inflight = 0;
@@ -319,7 +332,7 @@ settle(struct sipc__slot *sl, const struct sipc_exit *e, const char *tail,
 
 		/* Written but never ACCEPTed by a worker that promised to
 		 * ACCEPT before starting: provably never started. */
-		q->unstarted = q->state == SIPC__R_WRITTEN && sl->accepts;
+		q->unstarted = q->state == SIPC__R_WRITTEN && proof;
 		if (!q->unstarted)
 			q->deaths++;
 		q->last_exit = *e;
@@ -769,6 +782,17 @@ any_live(struct sipc_supervisor *s)
  * every worker reaped and settled; whatever is still queued REJECTED.
  */
 static void
+note_group(struct sipc_supervisor *s, struct sipc__slot *sl, pid_t *groups,
+           unsigned *ngroups)
+{
+	if (!s->cfg.subreaper || sl->pid <= 0)
+		return;
+	if (*ngroups == MAX_ORPHAN_GROUPS)
+		groups[0] = groups[--(*ngroups)];
+	groups[(*ngroups)++] = sl->pid;
+}
+
+static void
 shutdown_all(struct sipc_supervisor *s, pid_t *groups, unsigned *ngroups)
 {
 	struct pollfd pfd[2] = { { .fd = s->sig_fd, .events = POLLIN },
@@ -797,6 +821,8 @@ shutdown_all(struct sipc_supervisor *s, pid_t *groups, unsigned *ngroups)
 		for (i = 0; i < s->nslots; i++) {
 			struct sipc__slot *sl = &s->slots[i];
 
+			bool had = sl->handle != NULL;
+
 			if (sl->handle != NULL && sl->term_at_ms == 0) {
 				if (now >= term_at)
 					terminate(sl, SIPC_TERM_SHUTDOWN, now);
@@ -804,6 +830,8 @@ shutdown_all(struct sipc_supervisor *s, pid_t *groups, unsigned *ngroups)
 					sl->term_reason = SIPC_TERM_SHUTDOWN;
 			}
 			tick_slot(sl, now, &next);
+			if (had && sl->handle == NULL)
+				note_group(s, sl, groups, ngroups);
 		}
 		if (now < term_at && term_at < next)
 			next = term_at;
@@ -819,18 +847,16 @@ shutdown_all(struct sipc_supervisor *s, pid_t *groups, unsigned *ngroups)
 		pthread_mutex_unlock(&s->slots[i].lock);
 		move_queued(&s->slots[i], false, SIPC_E_SHUTDOWN);
 	}
+	/* The end-of-worker sweep sent SIGKILL to each group; adopted
+	 * members die a moment later.  Wait for them (bounded), so none is
+	 * left behind as a zombie of the host. */
+	term_at = sipc__now_ms() + s->cfg.grace_ms + ORPHAN_WAIT_MS;
 	reap_orphans(s, groups, ngroups);
-}
-
-static void
-note_group(struct sipc_supervisor *s, struct sipc__slot *sl, pid_t *groups,
-           unsigned *ngroups)
-{
-	if (!s->cfg.subreaper || sl->pid <= 0)
-		return;
-	if (*ngroups == MAX_ORPHAN_GROUPS)
-		groups[0] = groups[--(*ngroups)];
-	groups[(*ngroups)++] = sl->pid;
+	while (*ngroups > 0 && sipc__now_ms() < term_at) {
+		(void)poll(pfd, 1, 10);
+		drain_wakeups(s);
+		reap_orphans(s, groups, ngroups);
+	}
 }
 
 static void *

@@ -85,6 +85,9 @@ struct sipc__slot {
 	bool channel_lost;            /* EOF / write error on protocol fd */
 	bool violation;               /* protocol violation seen */
 	int violation_err;
+	bool stream_cut;              /* a violation stopped decoding before
+	                               * the end of the stream: unread bytes
+	                               * may hold ACCEPTs */
 	struct sipc_exit last_exit;
 	char *diag_tail;              /* ring of the last diag bytes */
 	size_t diag_tail_len, diag_tail_pos;

@@ -98,7 +98,7 @@ pick_slot(struct sipc_supervisor *s, int avoid, size_t len)
 static int
 ring_put(struct sipc_supervisor *s, struct sipc__slot *sl, struct sipc__req *q)
 {
-	bool ok;
+	bool ok, idle;
 
 	if (!sipc__ring_fits(&sl->ring, q->len))
 		return -EAGAIN;
@@ -108,9 +108,15 @@ ring_put(struct sipc_supervisor *s, struct sipc__slot *sl, struct sipc__req *q)
 		q->state = SIPC__R_QUEUED;
 		q->slot = (int)sl->idx;
 	}
+	idle = sl->ring.count == 0 && sl->inflight == 0;
 	pthread_mutex_unlock(&s->table.lock);
 	if (!ok)
 		return 1;
+	/* The stall clock runs only while work is pending: an idle worker's
+	 * last progress may be long past, and the reaper must not see the
+	 * new work against that old time before the writer sends it. */
+	if (idle)
+		atomic_store(&sl->last_progress_ms, sipc__now_ms());
 	(void)sipc__ring_push(&sl->ring, q, q->len);
 	pthread_cond_signal(&sl->cv_writer);
 	return 0;
@@ -218,6 +224,26 @@ free_unsubmitted(struct sipc__req *q)
 	free(q);
 }
 
+/*
+ * A blocking submit that waited for the memory ceiling until its deadline
+ * gets REJECTED / SIPC_E_FULL through its callback, as one that waited
+ * for ring room does (sipc.h).  It never entered the table or the
+ * journal: the caller learns the outcome before sipc_submit() returns.
+ */
+static void
+reject_unreserved(struct sipc_supervisor *s, struct sipc__req *q)
+{
+	struct sipc_result res;
+
+	memset(&res, 0, sizeof(res));
+	res.outcome = SIPC_OUTCOME_REJECTED;
+	res.error = SIPC_E_FULL;
+	res.request_id = q->id;
+	atomic_fetch_add(&s->n_submitted, 1);
+	atomic_fetch_add(&s->n_rejected, 1);
+	q->done(q->done_arg, &res);
+}
+
 int
 sipc_submit(sipc_supervisor *s, const struct sipc_request *req,
             sipc_done_fn done, void *arg, uint64_t *ret_id)
@@ -244,6 +270,15 @@ sipc_submit(sipc_supervisor *s, const struct sipc_request *req,
 		goto out;
 	}
 	if ((rc = reserve_memory(s, q)) != 0) {
+		if (rc == SIPC_E_FULL && !(q->flags & SIPC_REQ_NOWAIT) &&
+		    !sipc__lib_thread) {
+			/* A blocking submit's deadline passed under the
+			 * ceiling: the same outcome as under a full ring. */
+			if (ret_id != NULL)
+				*ret_id = q->id;
+			reject_unreserved(s, q);
+			rc = 0;
+		}
 		free_unsubmitted(q);
 		goto out;
 	}

@@ -17,6 +17,7 @@
  * generation.  Lock order: slot -> table.  Callbacks run with no lock.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -226,6 +227,7 @@ struct reader {
 	char *vis;                    /* 4 * diag_line_max + 1 */
 	bool ready;                   /* HELLO seen */
 	bool proto_done;              /* EOF, error or violation */
+	bool at_eof;                  /* the whole stream was decoded */
 	bool diag_done;
 };
 
@@ -320,6 +322,11 @@ violation(struct reader *r, int err, const char *what, uint64_t id)
 		sl->violation = true;
 		sl->violation_err = err;
 	}
+	/* Decoding stops here: an ACCEPT behind the bad bytes (a worker
+	 * that keeps serving) is never seen, so its absence proves
+	 * nothing.  Not so for a frame cut by the end of the stream. */
+	if (!r->at_eof)
+		sl->stream_cut = true;
 	pthread_mutex_unlock(&sl->lock);
 	r->proto_done = true;
 	sipc__reaper_wake(s);
@@ -496,9 +503,11 @@ proto_lost(struct reader *r)
 
 	/* A frame cut off by the end of the stream is a violation too
 	 * (it is counted; the worker is ending anyway). */
-	if (!r->proto_done && sipc__decoder_partial(&r->dec))
+	if (!r->proto_done && sipc__decoder_partial(&r->dec)) {
+		r->at_eof = true;
 		violation(r, SIPC_E_PROTOCOL, "truncated frame at end of stream",
 		    0);
+	}
 	r->proto_done = true;
 	pthread_mutex_lock(&sl->lock);
 	sl->channel_lost = true;
@@ -620,9 +629,11 @@ reader_loop(struct reader *r)
 	/* The process is gone: what it wrote is still buffered in the
 	 * kernel.  Take it all (replies first), then stop. */
 	if (!r->proto_done && !drain_fd(r, sl->proto_fd, true, true) &&
-	    !r->proto_done && sipc__decoder_partial(&r->dec))
+	    !r->proto_done && sipc__decoder_partial(&r->dec)) {
+		r->at_eof = true;
 		violation(r, SIPC_E_PROTOCOL, "truncated frame at end of stream",
 		    0);
+	}
 	if (!r->diag_done)
 		(void)drain_fd(r, sl->diag_fd, false, true);
 	if (r->line_len > 0)
@@ -639,6 +650,10 @@ reader_main(void *arg)
 	sipc__lib_thread = true;
 	memset(&r, 0, sizeof(r));
 	r.sl = sl;
+	/* Non-blocking: a descendant that kept the worker's stdout/stderr
+	 * (a daemon, a setsid escapee) holds the pipe open after the worker
+	 * died, and the final drain must not wait for it. */
+	(void)fcntl(sl->diag_fd, F_SETFL, O_NONBLOCK);
 	sipc__decoder_init(&r.dec, sl->sup->cfg.max_payload);
 	r.buf = malloc(READ_BUF);
 	r.line = malloc(lmax);
@@ -664,6 +679,7 @@ sipc__worker_threads_start(struct sipc__slot *sl)
 	int rc;
 
 	sl->stop = sl->proc_gone = sl->channel_lost = sl->violation = false;
+	sl->stream_cut = false;
 	if ((rc = pthread_create(&sl->reader, NULL, reader_main, sl)) != 0)
 		return -rc;
 	if ((rc = pthread_create(&sl->writer, NULL, writer_main, sl)) != 0) {

@@ -1,0 +1,660 @@
+/*
+ * reconcile_test.c - supervisor restart through the public API: a
+ * supervisor in a forked child is SIGKILLed with requests in every
+ * state, and the next supervisor on the same state directory lists them
+ * (never sent / may have run / completed), resolves them (idempotently,
+ * across a second crash), terminates the dead instance's leftover worker
+ * only after proving its identity (an unrelated decoy survives), and a
+ * concurrent instance is refused with the holder's pid.
+ *
+ * This process is a child subreaper, so a leftover worker of a killed
+ * child is reparented to it and the test can collect its exit status;
+ * the library in this process must leave that status alone (it never
+ * reaps what it did not spawn).  Single-threaded test code; the
+ * library's threads run inside each supervisor.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sipc.h"
+#include "testlib.h"
+
+#define NQUEUED 3
+#define DEADLINE_MS 20000
+
+/* What a crashed child reports before it is killed. */
+struct crash_info {
+	pid_t child;
+	pid_t worker;           /* its survivor worker, a leftover-to-be */
+};
+
+static char *
+mkstate(void)
+{
+	char tmpl[] = "/tmp/sipc-reconcile-XXXXXX";
+	char *dir;
+
+	CU_ASSERT_FATAL(mkdtemp(tmpl) != NULL);
+	CU_ASSERT_FATAL(asprintf(&dir, "%s/state", tmpl) > 0);
+	return dir;
+}
+
+static void
+rmstate(char *dir)
+{
+	char cmd[512];
+
+	/* The parent is a fresh mkdtemp directory holding only our files. */
+	snprintf(cmd, sizeof(cmd), "rm -rf '%.*s'", (int)(strlen(dir) - 6),
+	    dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", dir);
+	free(dir);
+}
+
+static struct sipc_config
+cfg_for(const char *dir, const char *fixture, enum sipc_durability d)
+{
+	struct sipc_config c;
+
+	sipc_config_init(&c);
+	c.environment = SIPC_ENV_TEST;
+	c.path = tl_fixture(fixture);
+	c.workers = 1;
+	c.max_inflight = 1;
+	c.grace_ms = 300;
+	c.handshake_ms = 5000;
+	c.stall_ms = 600000;     /* a hung request is the point here */
+	c.restart_base_ms = 20;
+	c.state_dir = dir;
+	c.durability = d;
+	c.group_commit_ms = 5;
+	return c;
+}
+
+/* FNV-1a 64, as sipc.h documents payload_digest. */
+static uint64_t
+fnv1a(const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	while (n-- > 0)
+		h = (h ^ *b++) * 0x100000001b3ull;
+	return h;
+}
+
+/* ------------------------------------------------------- child side */
+
+static atomic_bool child_done_seen;
+
+/* Completion of the request that must end up COMPLETED-but-undelivered:
+ * the outcome is journalled before this runs; it never returns, so the
+ * delivery is never journalled. */
+static void
+block_cb(void *arg, struct sipc_result *res)
+{
+	sipc_result_release(res);
+	atomic_store(&child_done_seen, true);
+	for (;;)
+		pause();
+}
+
+static void
+noop_cb(void *arg, struct sipc_result *res)
+{
+	sipc_result_release(res);
+}
+
+static void __attribute__((noreturn))
+child_fail(int fd, const char *what, int rc)
+{
+	dprintf(fd, "fail %s: %s\n", what, sipc_strerror(rc));
+	_exit(1);
+}
+
+static bool
+child_wait_stats(sipc_supervisor *s, uint64_t frames_out, unsigned queued)
+{
+	int64_t end = tl_now_ms() + DEADLINE_MS;
+	struct sipc_stats st;
+	bool ok;
+
+	while (tl_now_ms() < end) {
+		if (sipc_stats_get(s, &st) < 0)
+			return false;
+		ok = st.workers[0].frames_out >= frames_out &&
+		    st.workers[0].queued >= queued;
+		sipc_stats_release(&st);
+		if (ok)
+			return true;
+		usleep(2000);
+	}
+	return false;
+}
+
+static pid_t
+child_worker_pid(sipc_supervisor *s)
+{
+	struct sipc_stats st;
+	pid_t pid;
+
+	if (sipc_stats_get(s, &st) < 0)
+		return -1;
+	pid = st.workers[0].pid;
+	sipc_stats_release(&st);
+	return pid;
+}
+
+/*
+ * The doomed instance: one survivor worker, one request in flight at a
+ * time.  "k-done" is answered and its callback never returns; "k-hang"
+ * is written and never answered; "k-q1".."k-q3" wait in the ring behind
+ * it.  Reports "ready <worker pid>" and waits to be killed.
+ */
+static void __attribute__((noreturn))
+child_crash_run(int fd, const char *dir, enum sipc_durability d)
+{
+	struct sipc_config c = cfg_for(dir, "survivor", d);
+	struct sipc_request r = { .payload = "alpha", .len = 5 };
+	sipc_supervisor *s = NULL;
+	char key[16];
+	int rc, i;
+
+	if ((rc = sipc_create(&c, NULL, 0, &s)) < 0)
+		child_fail(fd, "create", rc);
+	if ((rc = sipc_wait_ready(s, 1, DEADLINE_MS)) < 0)
+		child_fail(fd, "ready", rc);
+	r.idempotency_key = "k-done";
+	if ((rc = sipc_submit(s, &r, block_cb, NULL, NULL)) < 0)
+		child_fail(fd, "submit done", rc);
+	while (!atomic_load(&child_done_seen))
+		usleep(1000);
+	r.payload = "\0CMDhang";
+	r.len = 8;
+	r.idempotency_key = "k-hang";
+	if ((rc = sipc_submit(s, &r, noop_cb, NULL, NULL)) < 0)
+		child_fail(fd, "submit hang", rc);
+	if (!child_wait_stats(s, 2, 0))
+		child_fail(fd, "hang written", -ETIMEDOUT);
+	for (i = 1; i <= NQUEUED; i++) {
+		snprintf(key, sizeof(key), "k-q%d", i);
+		r.payload = key;
+		r.len = strlen(key);
+		r.idempotency_key = key;
+		if ((rc = sipc_submit(s, &r, noop_cb, NULL, NULL)) < 0)
+			child_fail(fd, "submit queued", rc);
+	}
+	if (!child_wait_stats(s, 2, NQUEUED))
+		child_fail(fd, "queued", -ETIMEDOUT);
+	dprintf(fd, "ready %d\n", (int)child_worker_pid(s));
+	for (;;)
+		pause();
+}
+
+/*
+ * The instance that crashes during reconciliation: resolves the first
+ * `nresolve` listed entries, reports "ready <worker pid> <n listed>
+ * <resolved keys...>" and waits to be killed.
+ */
+static void __attribute__((noreturn))
+child_half_resolve(int fd, const char *dir, size_t nresolve)
+{
+	struct sipc_config c = cfg_for(dir, "survivor", SIPC_DURABLE_EACH);
+	struct sipc_unresolved *u = NULL;
+	sipc_supervisor *s = NULL;
+	char line[1024];
+	size_t n = 0, i, off;
+	int rc;
+
+	if ((rc = sipc_create(&c, NULL, 0, &s)) < 0)
+		child_fail(fd, "create", rc);
+	if ((rc = sipc_wait_ready(s, 1, DEADLINE_MS)) < 0)
+		child_fail(fd, "ready", rc);
+	if ((rc = sipc_reconcile_list(s, &u, &n)) < 0)
+		child_fail(fd, "list", rc);
+	off = (size_t)snprintf(line, sizeof(line), "ready %d %zu",
+	    (int)child_worker_pid(s), n);
+	for (i = 0; i < nresolve && i < n; i++) {
+		if ((rc = sipc_reconcile_resolve(s, &u[i])) < 0)
+			child_fail(fd, "resolve", rc);
+		off += (size_t)snprintf(line + off, sizeof(line) - off, " %s",
+		    u[i].key);
+	}
+	dprintf(fd, "%s\n", line);
+	for (;;)
+		pause();
+}
+
+/* ------------------------------------------------------ parent side */
+
+/* Read one line from the child (generous deadline). */
+static bool
+read_line(int fd, char *buf, size_t len)
+{
+	int64_t end = tl_now_ms() + DEADLINE_MS;
+	size_t off = 0;
+	ssize_t n;
+
+	while (off + 1 < len) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		int64_t left = end - tl_now_ms();
+
+		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
+			return false;
+		if ((n = read(fd, buf + off, 1)) <= 0)
+			return false;
+		if (buf[off] == '\n') {
+			buf[off] = '\0';
+			return true;
+		}
+		off++;
+	}
+	return false;
+}
+
+/* Fork a child running `fn`; returns its first line in `line`. */
+static pid_t
+spawn_child(int mode, const char *dir, enum sipc_durability d,
+    char *line, size_t len)
+{
+	int p[2];
+	pid_t pid;
+
+	CU_ASSERT_FATAL(pipe2(p, O_CLOEXEC) == 0);
+	pid = fork();
+	CU_ASSERT_FATAL(pid >= 0);
+	if (pid == 0) {
+		close(p[0]);
+		if (mode == 0)
+			child_crash_run(p[1], dir, d);
+		child_half_resolve(p[1], dir, 2);
+	}
+	close(p[1]);
+	if (!read_line(p[0], line, len)) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		close(p[0]);
+		CU_FAIL_FATAL("child did not report");
+	}
+	close(p[0]);
+	if (strncmp(line, "ready ", 6) != 0) {
+		fprintf(stderr, "child: %s\n", line);
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		CU_FAIL_FATAL("child failed");
+	}
+	return pid;
+}
+
+static void
+kill_child(pid_t pid)
+{
+	int st;
+
+	CU_ASSERT(kill(pid, SIGKILL) == 0);
+	CU_ASSERT(waitpid(pid, &st, 0) == pid);
+	CU_ASSERT(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+}
+
+/* Crash an instance with requests in every state; report its worker. */
+static struct crash_info
+crash_instance(const char *dir, enum sipc_durability d)
+{
+	struct crash_info ci;
+	char line[256];
+
+	ci.child = spawn_child(0, dir, d, line, sizeof(line));
+	ci.worker = (pid_t)atoi(line + 6);
+	CU_ASSERT_FATAL(ci.worker > 0);
+	kill_child(ci.child);
+	return ci;
+}
+
+static sipc_supervisor *
+open_next(const char *dir, const char *fixture)
+{
+	struct sipc_config c = cfg_for(dir, fixture, SIPC_DURABLE_EACH);
+	sipc_supervisor *s = NULL;
+	char err[256];
+	int rc;
+
+	rc = sipc_create(&c, err, sizeof(err), &s);
+	if (rc != 0)
+		fprintf(stderr, "sipc_create: %s (%s)\n", sipc_strerror(rc), err);
+	CU_ASSERT_FATAL(rc == 0);
+	return s;
+}
+
+/* Collect a leftover reparented to us; true when it ended by `sig`. */
+static bool
+reap_leftover(pid_t pid, int sig, int timeout_ms)
+{
+	int64_t end = tl_now_ms() + timeout_ms;
+	int st;
+	pid_t r;
+
+	for (;;) {
+		r = waitpid(pid, &st, WNOHANG);
+		if (r == pid)
+			return WIFSIGNALED(st) && WTERMSIG(st) == sig;
+		if (r < 0 || tl_now_ms() >= end)
+			return false;
+		usleep(2000);
+	}
+}
+
+/* A decoy in a process group of its own, unrelated to any supervisor. */
+static pid_t
+start_decoy(void)
+{
+	pid_t pid = fork();
+
+	CU_ASSERT_FATAL(pid >= 0);
+	if (pid == 0) {
+		setpgid(0, 0);
+		alarm(600);
+		for (;;)
+			pause();
+	}
+	setpgid(pid, pid);
+	return pid;
+}
+
+static void
+stop_decoy(pid_t pid)
+{
+	int st;
+
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+}
+
+static const struct sipc_unresolved *
+find_key(const struct sipc_unresolved *u, size_t n, const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (strcmp(u[i].key, key) == 0)
+			return &u[i];
+	return NULL;
+}
+
+/* The five entries a crash_instance() leaves, each in its state. */
+static void
+check_crash_list(const struct sipc_unresolved *u, size_t n)
+{
+	const struct sipc_unresolved *e;
+	char key[16];
+	int i;
+
+	CU_ASSERT_EQUAL_FATAL(n, 2 + NQUEUED);
+	e = find_key(u, n, "k-done");
+	CU_ASSERT_FATAL(e != NULL);
+	CU_ASSERT_EQUAL(e->state, SIPC_UNRESOLVED_COMPLETED);
+	CU_ASSERT_EQUAL(e->outcome, SIPC_OUTCOME_OK);
+	CU_ASSERT_EQUAL(e->error, 0);
+	CU_ASSERT_EQUAL(e->payload_len, 5);
+	CU_ASSERT_EQUAL(e->payload_digest, fnv1a("alpha", 5));
+	e = find_key(u, n, "k-hang");
+	CU_ASSERT_FATAL(e != NULL);
+	CU_ASSERT_EQUAL(e->state, SIPC_UNRESOLVED_MAY_HAVE_RUN);
+	CU_ASSERT_EQUAL(e->payload_digest, fnv1a("\0CMDhang", 8));
+	for (i = 1; i <= NQUEUED; i++) {
+		snprintf(key, sizeof(key), "k-q%d", i);
+		e = find_key(u, n, key);
+		CU_ASSERT_FATAL(e != NULL);
+		CU_ASSERT_EQUAL(e->state, SIPC_UNRESOLVED_NEVER_SENT);
+		CU_ASSERT_EQUAL(e->payload_len, strlen(key));
+	}
+}
+
+/* ------------------------------------------------------------ tests */
+
+static void
+test_reconcile_states_after_crash(void)
+{
+	char *dir = mkstate();
+	struct sipc_unresolved *u = NULL;
+	struct crash_info ci;
+	sipc_supervisor *s;
+	size_t n = 0, i;
+
+	ci = crash_instance(dir, SIPC_DURABLE_EACH);
+	s = open_next(dir, "echo");
+	CU_ASSERT_FATAL(sipc_reconcile_list(s, &u, &n) == 0);
+	check_crash_list(u, n);
+	for (i = 0; i < n; i++)
+		CU_ASSERT(sipc_reconcile_resolve(s, &u[i]) == 0);
+	/* Resolving again is a no-op the host can recognise. */
+	CU_ASSERT_EQUAL(sipc_reconcile_resolve(s, &u[0]), SIPC_E_NOTFOUND);
+	sipc_reconcile_free(u);
+	u = NULL;
+	CU_ASSERT(sipc_reconcile_list(s, &u, &n) == 0);
+	CU_ASSERT_EQUAL(n, 0);
+	sipc_reconcile_free(u);
+	sipc_destroy(s);
+	CU_ASSERT(reap_leftover(ci.worker, SIGTERM, DEADLINE_MS));
+
+	/* A clean restart has nothing left to reconcile. */
+	s = open_next(dir, "echo");
+	u = NULL;
+	CU_ASSERT(sipc_reconcile_list(s, &u, &n) == 0);
+	CU_ASSERT_EQUAL(n, 0);
+	sipc_reconcile_free(u);
+	sipc_destroy(s);
+	rmstate(dir);
+}
+
+static void
+test_reconcile_group_commit_crash_lists_the_same(void)
+{
+	char *dir = mkstate();
+	struct sipc_unresolved *u = NULL;
+	struct crash_info ci;
+	sipc_supervisor *s;
+	size_t n = 0;
+
+	/* A process crash loses nothing in GROUP mode either: every
+	 * record was written before its step, only the sync is grouped. */
+	ci = crash_instance(dir, SIPC_DURABLE_GROUP);
+	s = open_next(dir, "echo");
+	CU_ASSERT_FATAL(sipc_reconcile_list(s, &u, &n) == 0);
+	check_crash_list(u, n);
+	sipc_reconcile_free(u);
+	sipc_destroy(s);
+	CU_ASSERT(reap_leftover(ci.worker, SIGTERM, DEADLINE_MS));
+	rmstate(dir);
+}
+
+static void
+test_reconcile_leftover_worker_terminated_decoy_survives(void)
+{
+	char *dir = mkstate();
+	struct crash_info ci;
+	sipc_supervisor *s;
+	pid_t decoy;
+
+	ci = crash_instance(dir, SIPC_DURABLE_OFF);
+	/* The supervisor is dead; its worker did not notice. */
+	CU_ASSERT_FATAL(tl_pid_alive(ci.worker));
+	decoy = start_decoy();
+	CU_ASSERT_FATAL(tl_pid_alive(decoy));
+
+	/* Opening the state directory proves and terminates it. */
+	s = open_next(dir, "echo");
+	CU_ASSERT(reap_leftover(ci.worker, SIGTERM, DEADLINE_MS));
+	CU_ASSERT(!tl_pid_alive(ci.worker));
+	CU_ASSERT(tl_pid_alive(decoy));
+	CU_ASSERT(sipc_wait_ready(s, 1, DEADLINE_MS) == 0);
+	sipc_destroy(s);
+	CU_ASSERT(tl_pid_alive(decoy));
+	stop_decoy(decoy);
+	rmstate(dir);
+}
+
+static void
+test_reconcile_idempotent_across_second_crash(void)
+{
+	char *dir = mkstate();
+	struct sipc_unresolved *u = NULL;
+	char line[1024], *tok, *save = NULL;
+	const char *resolved[2];
+	struct crash_info ci;
+	sipc_supervisor *s;
+	pid_t b, bworker;
+	size_t n = 0, i;
+	int nres = 0;
+
+	ci = crash_instance(dir, SIPC_DURABLE_OFF);
+	/* Instance B resolves two of the five, then dies as well. */
+	b = spawn_child(1, dir, SIPC_DURABLE_EACH, line, sizeof(line));
+	kill_child(b);
+	CU_ASSERT(reap_leftover(ci.worker, SIGTERM, DEADLINE_MS));
+	tok = strtok_r(line + 6, " ", &save);
+	bworker = (pid_t)atoi(tok);
+	tok = strtok_r(NULL, " ", &save);
+	CU_ASSERT_EQUAL(atoi(tok), 2 + NQUEUED);
+	while ((tok = strtok_r(NULL, " ", &save)) != NULL && nres < 2)
+		resolved[nres++] = tok;
+	CU_ASSERT_EQUAL_FATAL(nres, 2);
+
+	/* Instance C: the resolved ones stay resolved, the rest is listed
+	 * again, and B's own leftover is proven and terminated too. */
+	s = open_next(dir, "echo");
+	CU_ASSERT(reap_leftover(bworker, SIGTERM, DEADLINE_MS));
+	CU_ASSERT_FATAL(sipc_reconcile_list(s, &u, &n) == 0);
+	CU_ASSERT_EQUAL(n, 2 + NQUEUED - 2);
+	for (i = 0; i < (size_t)nres; i++)
+		CU_ASSERT(find_key(u, n, resolved[i]) == NULL);
+	for (i = 0; i < n; i++)
+		CU_ASSERT(sipc_reconcile_resolve(s, &u[i]) == 0);
+	sipc_reconcile_free(u);
+	u = NULL;
+	CU_ASSERT(sipc_reconcile_list(s, &u, &n) == 0);
+	CU_ASSERT_EQUAL(n, 0);
+	sipc_reconcile_free(u);
+	sipc_destroy(s);
+	rmstate(dir);
+}
+
+/* Does `text` contain `pid` as a whole decimal number? */
+static bool
+names_pid(const char *text, pid_t pid)
+{
+	char num[24];
+	const char *p = text;
+	size_t len;
+
+	len = (size_t)snprintf(num, sizeof(num), "%d", (int)pid);
+	while ((p = strstr(p, num)) != NULL) {
+		if ((p == text || p[-1] < '0' || p[-1] > '9') &&
+		    (p[len] < '0' || p[len] > '9'))
+			return true;
+		p++;
+	}
+	return false;
+}
+
+static void
+test_reconcile_lock_names_holder(void)
+{
+	char *dir = mkstate();
+	struct sipc_config c = cfg_for(dir, "echo", SIPC_DURABLE_EACH);
+	sipc_supervisor *s = NULL;
+	char line[256], err[256];
+	pid_t holder, worker;
+	int fds, rc;
+
+	holder = spawn_child(0, dir, SIPC_DURABLE_EACH, line, sizeof(line));
+	worker = (pid_t)atoi(line + 6);
+	fds = tl_count_fds();
+	err[0] = '\0';
+	rc = sipc_create(&c, err, sizeof(err), &s);
+	CU_ASSERT_EQUAL(rc, SIPC_E_LOCKED);
+	CU_ASSERT(s == NULL);
+	CU_ASSERT(names_pid(err, holder));
+	if (!names_pid(err, holder))
+		fprintf(stderr, "holder %d not named in \"%s\"\n", (int)holder,
+		    err);
+	/* A refused create leaves nothing behind and spawns nothing. */
+	CU_ASSERT_EQUAL(tl_count_fds(), fds);
+	CU_ASSERT(tl_pid_alive(worker));
+
+	/* The lock dies with its holder, even though the holder's worker
+	 * is still alive (workers never inherit the lock descriptor). */
+	kill_child(holder);
+	CU_ASSERT(tl_pid_alive(worker));
+	s = open_next(dir, "echo");
+	CU_ASSERT(reap_leftover(worker, SIGTERM, DEADLINE_MS));
+	sipc_destroy(s);
+	rmstate(dir);
+}
+
+static void
+clean_cb(void *arg, struct sipc_result *res)
+{
+	if (res->outcome == SIPC_OUTCOME_OK)
+		atomic_fetch_add((atomic_int *)arg, 1);
+	sipc_result_release(res);
+}
+
+static void
+test_reconcile_clean_shutdown_leaves_nothing(void)
+{
+	char *dir = mkstate();
+	struct sipc_config c = cfg_for(dir, "echo", SIPC_DURABLE_GROUP);
+	struct sipc_unresolved *u = NULL;
+	struct sipc_request r = { .payload = "x", .len = 1 };
+	sipc_supervisor *s = NULL;
+	atomic_int ok = 0;
+	size_t n = 1;
+	int i;
+
+	c.workers = 2;
+	c.max_inflight = 8;
+	CU_ASSERT_FATAL(sipc_create(&c, NULL, 0, &s) == 0);
+	CU_ASSERT_FATAL(sipc_wait_ready(s, 2, DEADLINE_MS) == 0);
+	for (i = 0; i < 200; i++) {
+		r.idempotency_key = i % 2 ? "odd" : NULL;
+		CU_ASSERT(sipc_submit(s, &r, clean_cb, &ok, NULL) == 0);
+	}
+	sipc_destroy(s);    /* drains */
+	CU_ASSERT_EQUAL(atomic_load(&ok), 200);
+	s = open_next(dir, "echo");
+	CU_ASSERT(sipc_reconcile_list(s, &u, &n) == 0);
+	CU_ASSERT_EQUAL(n, 0);
+	sipc_reconcile_free(u);
+	sipc_destroy(s);
+	rmstate(dir);
+}
+
+int
+main(void)
+{
+	/* Leftovers of killed children are reparented here, so the tests
+	 * can collect their exit status. */
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0) {
+		perror("PR_SET_CHILD_SUBREAPER");
+		return 1;
+	}
+	tl_suite("reconcile", (tl_test[]){
+	    { "test_reconcile_states_after_crash", test_reconcile_states_after_crash },
+	    { "test_reconcile_group_commit_crash_lists_the_same", test_reconcile_group_commit_crash_lists_the_same },
+	    { "test_reconcile_leftover_worker_terminated_decoy_survives", test_reconcile_leftover_worker_terminated_decoy_survives },
+	    { "test_reconcile_idempotent_across_second_crash", test_reconcile_idempotent_across_second_crash },
+	    { "test_reconcile_lock_names_holder", test_reconcile_lock_names_holder },
+	    { "test_reconcile_clean_shutdown_leaves_nothing", test_reconcile_clean_shutdown_leaves_nothing },
+	    { NULL, NULL } });
+	return tl_run();
+}
