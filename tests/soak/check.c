@@ -1,0 +1,272 @@
+/*
+ * check.c - the soak's end-of-run checks: process resources against the
+ * baseline taken before sipc_create, and every request record against
+ * its outcome and the workers' execution log.  Runs on the main thread
+ * after every other soak thread was joined and sipc_destroy returned.
+ */
+#include <dirent.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sipc.h"
+#include "soak.h"
+
+/* ------------------------------------------------------------ baseline */
+
+static int
+count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	if (d == NULL)
+		return -1;
+	while ((e = readdir(d)) != NULL)
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n - 1;    /* the directory's own descriptor */
+}
+
+static int
+count_threads(void)
+{
+	char line[128];
+	int n = -1;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	if (f == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "Threads: %d", &n) == 1)
+			break;
+	fclose(f);
+	return n;
+}
+
+/* Children of this process; *ret_zombies of them are zombies. */
+static int
+count_children(int *ret_zombies)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int n = 0, z = 0;
+
+	if (d == NULL)
+		return -1;
+	while ((e = readdir(d)) != NULL) {
+		char path[300], buf[512], *p, st;
+		int ppid;
+		FILE *f;
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+		if ((f = fopen(path, "re")) == NULL)
+			continue;
+		p = fgets(buf, sizeof(buf), f);
+		fclose(f);
+		if (p == NULL || (p = strrchr(buf, ')')) == NULL)
+			continue;
+		if (sscanf(p + 1, " %c %d", &st, &ppid) == 2 &&
+		    ppid == getpid()) {
+			n++;
+			z += st == 'Z';
+		}
+	}
+	closedir(d);
+	*ret_zombies = z;
+	return n;
+}
+
+void
+baseline_get(struct baseline *b)
+{
+	b->fds = count_fds();
+	b->threads = count_threads();
+	b->children = count_children(&b->zombies);
+}
+
+/* After destroy: back to baseline at once (allow 2 s for the kernel to
+ * finish tearing down exited threads). */
+void
+baseline_check(const struct baseline *b0)
+{
+	struct baseline b;
+	int64_t end = now_ms() + 2000;
+
+	for (;;) {
+		baseline_get(&b);
+		if ((b.fds == b0->fds && b.threads == b0->threads &&
+		    b.children == b0->children && b.zombies == 0) ||
+		    now_ms() > end)
+			break;
+		sleep_ms(20);
+	}
+	printf("soak: after destroy fds %d/%d threads %d/%d children %d/%d "
+	    "zombies %d\n", b.fds, b0->fds, b.threads, b0->threads,
+	    b.children, b0->children, b.zombies);
+	if (b.fds != b0->fds)
+		violation("descriptors %d, baseline %d", b.fds, b0->fds);
+	if (b.threads != b0->threads)
+		violation("threads %d, baseline %d", b.threads, b0->threads);
+	if (b.children != b0->children)
+		violation("children %d, baseline %d", b.children, b0->children);
+	if (b.zombies != 0)
+		violation("%d zombies", b.zombies);
+}
+
+/* ------------------------------------------------------------ checks */
+
+struct idx_ent { uint64_t id, rec; };
+
+static int
+idx_cmp(const void *a, const void *b)
+{
+	const struct idx_ent *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Count executions per record from the log; returns the count array
+ * (indexed by record) or NULL when the log cannot be read. */
+static uint16_t *
+read_exec_log(uint64_t nrec, const char *log_path)
+{
+	struct idx_ent *ix = calloc(nrec + 1, sizeof(*ix)), key, *hit;
+	uint16_t *runs = calloc(nrec + 1, sizeof(*runs));
+	unsigned long long id;
+	unsigned len, crc;
+	uint64_t n = 0, lines = 0;
+	char line[128];
+	FILE *f;
+	int pid;
+
+	if (ix == NULL || runs == NULL || (f = fopen(log_path, "re")) ==
+	    NULL) {
+		violation("cannot read execution log %s", log_path);
+		free(ix);
+		free(runs);
+		return NULL;
+	}
+	for (uint64_t i = 0; i < nrec; i++) {
+		struct rec *r = rec_at(i);
+
+		if (!(r->flags & RF_REFUSED) && r->id != 0)
+			ix[n++] = (struct idx_ent){ r->id, i };
+	}
+	qsort(ix, n, sizeof(*ix), idx_cmp);
+	while (fgets(line, sizeof(line), f) != NULL) {
+		lines++;
+		if (sscanf(line, "%d %llu %u %x", &pid, &id, &len, &crc) != 4) {
+			violation("execution log: bad line %" PRIu64, lines);
+			continue;
+		}
+		key.id = id;
+		hit = bsearch(&key, ix, n, sizeof(*ix), idx_cmp);
+		if (hit == NULL) {
+			violation("worker %d ran id %llu, which was never "
+			    "accepted", pid, id);
+			continue;
+		}
+		if (rec_at(hit->rec)->len != len || rec_at(hit->rec)->crc != crc)
+			violation("worker %d ran id %llu with len %u crc %08x, "
+			    "submitted len %u crc %08x", pid, id, len, crc,
+			    rec_at(hit->rec)->len, rec_at(hit->rec)->crc);
+		if (runs[hit->rec] < UINT16_MAX)
+			runs[hit->rec]++;
+	}
+	fclose(f);
+	free(ix);
+	printf("soak: execution log lines %" PRIu64 "\n", lines);
+	return runs;
+}
+
+struct tally {
+	uint64_t requests, by[5], idem, sync, cmd, refused, reruns,
+	    never_ran, may_ran;
+};
+
+/* Check one record against its outcome and its executions. */
+static void
+check_rec(struct rec *r, unsigned runs, struct tally *t)
+{
+	uint32_t ncb = atomic_load(&r->ncb);
+	bool idem = r->flags & RF_IDEM;
+
+	if (r->flags & RF_REFUSED) {
+		t->refused++;
+		if (ncb != 0)
+			violation("refused request got %u outcomes", ncb);
+		return;
+	}
+	t->requests++;
+	t->idem += idem;
+	t->sync += (r->flags & RF_SYNC) != 0;
+	t->cmd += (r->flags & RF_CMD) != 0;
+	if (ncb != 1) {
+		violation("request id %" PRIu64 " got %u outcomes", r->id, ncb);
+		return;
+	}
+	t->by[r->outcome < 5 ? r->outcome : 0]++;
+	if (r->cb_id != r->id)
+		violation("request id %" PRIu64 " completed as id %" PRIu64,
+		    r->id, r->cb_id);
+	if (r->flags & RF_BADREPLY)
+		violation("request id %" PRIu64 ": OK reply is not its payload",
+		    r->id);
+	if (r->outcome == SIPC_OUTCOME_WORKER_ERROR && !(r->flags & RF_CMD))
+		violation("request id %" PRIu64 ": worker error for an echo",
+		    r->id);
+	if (runs > 1)
+		t->reruns++;
+	if (runs > 1 && !idem)
+		violation("non-idempotent request id %" PRIu64 " ran %u times"
+		    " (outcome %s)", r->id, runs,
+		    sipc_outcome_name(r->outcome));
+	if (runs > 1 + RETRIES)
+		violation("idempotent request id %" PRIu64 " ran %u times",
+		    r->id, runs);
+	if (!r->may_run && runs > 0)
+		violation("request id %" PRIu64 " ran %u times but its outcome "
+		    "%s (%s) says it never ran%s", r->id, runs,
+		    sipc_outcome_name(r->outcome), sipc_strerror(r->error),
+		    idem ? " (idempotent)" : "");
+	if (r->outcome == SIPC_OUTCOME_OK && runs == 0)
+		violation("request id %" PRIu64 " is OK but never ran", r->id);
+	t->never_ran += !r->may_run;
+	t->may_ran += r->may_run && r->outcome != SIPC_OUTCOME_OK &&
+	    r->outcome != SIPC_OUTCOME_WORKER_ERROR;
+}
+
+void
+check_all(uint64_t nrec, const char *log_path)
+{
+	uint16_t *runs = read_exec_log(nrec, log_path);
+	struct tally t = { 0 };
+
+	for (uint64_t i = 0; i < nrec; i++) {
+		struct rec *r = rec_at(i);
+
+		check_rec(r, runs ? runs[i] : 0, &t);
+		free(r->payload);
+		r->payload = NULL;
+	}
+	free(runs);
+	printf("soak: requests %" PRIu64 " ok %" PRIu64 " worker_error %"
+	    PRIu64 " rejected %" PRIu64 " timeout %" PRIu64 " unknown %"
+	    PRIu64 "\n", t.requests, t.by[SIPC_OUTCOME_OK],
+	    t.by[SIPC_OUTCOME_WORKER_ERROR], t.by[SIPC_OUTCOME_REJECTED],
+	    t.by[SIPC_OUTCOME_TIMEOUT], t.by[SIPC_OUTCOME_UNKNOWN]);
+	printf("soak: detail idempotent %" PRIu64 " sync %" PRIu64
+	    " fault_commands %" PRIu64 " refused_at_submit %" PRIu64
+	    " ran_more_than_once %" PRIu64 " said_never_ran %" PRIu64
+	    " said_may_have_run %" PRIu64 "\n", t.idem, t.sync, t.cmd,
+	    t.refused, t.reruns, t.never_ran, t.may_ran);
+}
+
