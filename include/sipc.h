@@ -273,8 +273,12 @@ int sipc_create(const struct sipc_config *cfg, char *errbuf, size_t errlen,
 
 /*
  * Wait until at least `n` workers have completed their handshake, or the
- * deadline (ms from now) passes (-ETIMEDOUT), or the pool cannot get
- * there (SIPC_E_UNAVAILABLE, SIPC_E_EXEC).  Any thread.
+ * deadline (ms from now) passes.  Returns 0; or, when no worker is
+ * running and the last start failed, at once (otherwise at the deadline)
+ * why it failed: SIPC_E_EXEC (cannot execute), SIPC_E_VERSION (worker
+ * speaks another protocol version), SIPC_E_HANDSHAKE (ended or stalled
+ * before its HELLO); or -ETIMEDOUT.  The count is a snapshot: a worker
+ * may die right after.  Any thread.
  */
 int sipc_wait_ready(sipc_supervisor *s, unsigned n, unsigned timeout_ms);
 
@@ -323,13 +327,14 @@ int sipc_call(sipc_supervisor *s, const struct sipc_request *req,
               struct sipc_result *ret);
 
 enum sipc_worker_state {
-	SIPC_WS_IDLE = 0,     /* slot empty (before spawn, backoff, cooldown) */
+	SIPC_WS_IDLE = 0,     /* slot empty (before spawn, backoff; exec
+	                       * failures retry here with start-up backoff) */
 	SIPC_WS_STARTING,     /* spawned, waiting for handshake */
 	SIPC_WS_READY,        /* serving */
 	SIPC_WS_DRAINING,     /* out of service; finishing / being stopped */
 	SIPC_WS_STOPPING,     /* TERM sent, waiting for exit / grace */
 	SIPC_WS_COOLDOWN,     /* restart intensity exceeded */
-	SIPC_WS_FAILED,       /* will not be restarted (exec failure, shutdown) */
+	SIPC_WS_FAILED,       /* will not be restarted (destroy in progress) */
 };
 const char *sipc_worker_state_name(enum sipc_worker_state s);
 

@@ -8,7 +8,8 @@
  *    0   4   magic     0x53 0x49 0x50 0x43 ("SIPC")
  *    4   1   version   SIPC_FRAME_VERSION (1)
  *    5   1   type      enum sipc_frame_type
- *    6   2   flags     per type (below); unknown bits must be 0
+ *    6   2   flags     none defined in version 1: must be 0 (the
+ *                      codec carries them; both ends reject non-zero)
  *    8   8   id        request id (0 for HELLO/HEARTBEAT/SHUTDOWN)
  *   16   4   length    payload bytes, <= the receiver's max_payload
  *   20   4   hcrc      CRC-32C of bytes 0..19

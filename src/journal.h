@@ -138,7 +138,8 @@ void sipc__journal_set_compact_threshold(struct sipc__journal *j,
  *              written" in the journal proves "never sent").  May repeat
  *              (a retry on another worker); the last one counts.
  *   completed: when the outcome is known, before the callback runs.
- *   delivered: after the completion callback returned (no I/O).  Only
+ *   delivered: after the completion callback returned; appends a
+ *              DELIVERED record that is never synced on its own.  Only
  *              completed AND delivered requests are dropped by
  *              compaction, so after a crash every request whose callback
  *              had not returned is still listed.

@@ -95,6 +95,17 @@ free_env(struct sipc_supervisor *s, char **env)
 static void schedule_restart(struct sipc__slot *sl, int64_t now,
                              int64_t uptime, bool before_ready);
 
+/* Remember why the last worker start failed, so sipc_wait_ready() can
+ * say so instead of timing out; a worker becoming ready clears it. */
+static void
+note_start_error(struct sipc_supervisor *s, int err)
+{
+	pthread_mutex_lock(&s->rlock);
+	s->start_err = err;
+	pthread_cond_broadcast(&s->rcv);
+	pthread_mutex_unlock(&s->rlock);
+}
+
 static void
 spawn_slot(struct sipc__slot *sl, int64_t now)
 {
@@ -159,23 +170,24 @@ spawn_slot(struct sipc__slot *sl, int64_t now)
 	sipc__log(s, SIPC_LOG_INFO, sl, "worker started");
 	return;
 fail:
-	memset(&sl->last_exit, 0, sizeof(sl->last_exit));
-	if (rc == SIPC_E_EXEC) {
-		sl->last_exit.kind = SIPC_EXIT_EXEC_FAILED;
-		sl->last_exit.code = eno;
-		sl->exec_failed = true;
-		sipc__log(s, SIPC_LOG_ERROR, sl, "cannot execute %s: %s",
-		    s->cfg.path, strerror(eno));
-	} else {
-		sl->last_exit.kind = SIPC_EXIT_HANDSHAKE;
-		sl->last_exit.code = -rc;
-		sipc__log(s, SIPC_LOG_ERROR, sl, "cannot launch worker: %s",
-		    sipc_strerror(rc));
+	{
+		struct sipc_exit e = { .kind = SIPC_EXIT_HANDSHAKE, .code = -rc };
+
+		if (rc == SIPC_E_EXEC) {
+			e = (struct sipc_exit){ .kind = SIPC_EXIT_EXEC_FAILED,
+			    .code = eno };
+			sl->exec_failed = true;
+			sipc__log(s, SIPC_LOG_ERROR, sl, "cannot execute %s: %s",
+			    s->cfg.path, strerror(eno));
+		} else {
+			sipc__log(s, SIPC_LOG_ERROR, sl, "cannot launch worker: %s",
+			    sipc_strerror(rc));
+		}
+		pthread_mutex_lock(&sl->lock);
+		sl->last_exit = e;
+		pthread_mutex_unlock(&sl->lock);
 	}
-	pthread_mutex_lock(&s->rlock);
-	if (s->first_spawn_err == 0)
-		s->first_spawn_err = rc == SIPC_E_EXEC ? -eno : rc;
-	pthread_mutex_unlock(&s->rlock);
+	note_start_error(s, rc == SIPC_E_EXEC ? SIPC_E_EXEC : rc);
 	schedule_restart(sl, now, 0, true);
 }
 
@@ -476,6 +488,15 @@ on_end(struct sipc__slot *sl, struct sipc_exit *e, int64_t now)
 	sipc_exit_format(e, buf, sizeof(buf));
 	sipc__log(s, e->kind == SIPC_EXIT_CLEAN ? SIPC_LOG_INFO : SIPC_LOG_WARN,
 	    sl, "worker ended: %s", buf);
+	if (before_ready) {
+		int err;
+
+		pthread_mutex_lock(&sl->lock);
+		err = sl->violation_err == SIPC_E_VERSION ? SIPC_E_VERSION :
+		    SIPC_E_HANDSHAKE;
+		pthread_mutex_unlock(&sl->lock);
+		note_start_error(s, err);
+	}
 	sipc__slot_diag_tail(sl, &tail);
 	settle(sl, e, tail, now);
 	free(tail);
@@ -764,8 +785,21 @@ count_ready(struct sipc_supervisor *s)
 	pthread_mutex_lock(&s->rlock);
 	s->ready_count = ready;
 	s->live_count = live;
+	if (ready > 0)
+		s->start_err = 0;
 	pthread_cond_broadcast(&s->rcv);
 	pthread_mutex_unlock(&s->rlock);
+}
+
+static bool
+has_pending(struct sipc_supervisor *s)
+{
+	bool p;
+
+	pthread_mutex_lock(&s->table.lock);
+	p = s->table.count > 0;
+	pthread_mutex_unlock(&s->table.lock);
+	return p;
 }
 
 static bool
@@ -899,6 +933,11 @@ reaper_main(void *arg)
 		scan_deadlines(s, now, &next);
 		reap_orphans(s, groups, &ngroups);
 		sipc__journal_note_tick(s, now);
+		/* group commit: while requests are moving, wake in time for
+		 * the next sync (idle, the rescan period is enough) */
+		if (s->journal != NULL &&
+		    s->cfg.durability == SIPC_DURABLE_GROUP && has_pending(s))
+			next = min64(next, now + s->cfg.group_commit_ms);
 		count_ready(s);
 		arm_timer(s, next);
 		while (poll(pfd, 3, -1) < 0 && errno == EINTR)

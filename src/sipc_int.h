@@ -136,6 +136,7 @@ struct sipc_supervisor {
 	atomic_int users;             /* callers inside the API */
 	void *pool_budget;            /* [reaper] struct sipc__pool_budget * */
 	struct sipc__journal *journal;
+	bool subreaper_held;          /* [const] counted in subreaper_users */
 	/* reaper */
 	pthread_t reaper;
 	bool reaper_started;
@@ -147,7 +148,7 @@ struct sipc_supervisor {
 	bool initial_round;           /* first spawn round done */
 	unsigned ready_count;
 	unsigned live_count;          /* READY or STARTING */
-	int first_spawn_err;
+	int start_err;                /* why the last start failed, 0 */
 	/* counters [atomic] */
 	_Atomic uint64_t n_submitted, n_ok, n_werr, n_rejected, n_timeout,
 	    n_unknown, n_requeued, n_retried, n_violations, n_restarts;

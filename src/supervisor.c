@@ -51,8 +51,8 @@ abstime_in(struct timespec *ts, int64_t ms)
  * Choose a slot for a request of `len` bytes: ready workers first, then
  * ones that will be ready soon (starting, or waiting out a backoff);
  * among those, one whose ring has room; then the least loaded (queued +
- * in flight).  Returns -1 when no slot can ever take it now (all in
- * cool-down, failed or stopping).
+ * in flight); a slot whose worker is ending only when nothing else can.
+ * Returns -1 when no slot can take it now (all in cool-down or failed).
  */
 static int
 pick_slot(struct sipc_supervisor *s, int avoid, size_t len)
@@ -76,6 +76,11 @@ pick_slot(struct sipc_supervisor *s, int avoid, size_t len)
 		case SIPC_WS_READY: rank = 0; break;
 		case SIPC_WS_STARTING:
 		case SIPC_WS_IDLE: rank = 1; break;
+		/* Its worker is ending; the slot restarts unless it cools
+		 * down, and then its ring is moved or refused: a last
+		 * resort, not "unavailable". */
+		case SIPC_WS_DRAINING:
+		case SIPC_WS_STOPPING: rank = 2; break;
 		default: rank = 3; break;
 		}
 		fits = sipc__ring_fits(&sl->ring, len);
@@ -408,7 +413,7 @@ build_argv_env(struct sipc_supervisor *s, const struct sipc_config *cfg)
 	if (cfg->env_set != NULL)
 		while (cfg->env_set[ns] != NULL)
 			ns++;
-	if ((s->envp = calloc(na + ns + 3, sizeof(char *))) == NULL)
+	if ((s->envp = calloc(na + ns + 4, sizeof(char *))) == NULL)
 		return -ENOMEM;
 	for (i = 0; i < na; i++) {
 		if ((v = getenv(cfg->env_allow[i])) == NULL)
@@ -419,8 +424,10 @@ build_argv_env(struct sipc_supervisor *s, const struct sipc_config *cfg)
 	for (i = 0; i < ns; i++)
 		if ((s->envp[k++] = strdup(cfg->env_set[i])) == NULL)
 			return -ENOMEM;
+	/* The worker runtime refuses requests over max_payload too. */
 	if ((s->envp[k++] = strdup("SIPC_FD=3")) == NULL ||
-	    asprintf(&s->envp[k++], "SIPC_PARENT_PID=%ld", (long)getpid()) < 0)
+	    asprintf(&s->envp[k++], "SIPC_PARENT_PID=%ld", (long)getpid()) < 0 ||
+	    asprintf(&s->envp[k++], "SIPC_MAX_PAYLOAD=%u", cfg->max_payload) < 0)
 		return -ENOMEM;
 	return 0;
 }
@@ -459,6 +466,45 @@ slots_init(struct sipc_supervisor *s)
 	return 0;
 }
 
+/*
+ * PR_SET_CHILD_SUBREAPER is a property of the whole process.  Supervisors
+ * that ask for it share it: the first turns it on (remembering whether
+ * the host had it on already) and the last one destroyed turns it off
+ * again, unless the host had set it itself.
+ */
+static pthread_mutex_t subreaper_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned subreaper_users;
+static bool subreaper_was_set;
+
+static int
+subreaper_hold(void)
+{
+	int prev = 0, rc = 0;
+
+	pthread_mutex_lock(&subreaper_lock);
+	if (subreaper_users == 0) {
+		if (prctl(PR_GET_CHILD_SUBREAPER, &prev) < 0)
+			prev = 0;
+		subreaper_was_set = prev != 0;
+		if (!subreaper_was_set && prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
+			rc = -errno;
+	}
+	if (rc == 0)
+		subreaper_users++;
+	pthread_mutex_unlock(&subreaper_lock);
+	return rc;
+}
+
+static void
+subreaper_release(void)
+{
+	pthread_mutex_lock(&subreaper_lock);
+	if (subreaper_users > 0 && --subreaper_users == 0 &&
+	    !subreaper_was_set)
+		(void)prctl(PR_SET_CHILD_SUBREAPER, 0);
+	pthread_mutex_unlock(&subreaper_lock);
+}
+
 static void
 sup_free(struct sipc_supervisor *s)
 {
@@ -489,6 +535,8 @@ sup_free(struct sipc_supervisor *s)
 	free((char *)s->cfg.state_dir);
 	free(s->pool_budget);
 	sipc__table_fini(&s->table);
+	if (s->subreaper_held)
+		subreaper_release();
 	if (s->sig_fd >= 0)
 		close(s->sig_fd);
 	if (s->timer_fd >= 0)
@@ -584,10 +632,9 @@ sipc_create(const struct sipc_config *cfg, char *errbuf, size_t errlen,
 	if ((rc = sup_alloc(cfg, &s)) < 0)
 		goto fail;
 	s->prov = prov;
-	if (cfg->subreaper && prctl(PR_SET_CHILD_SUBREAPER, 1) < 0) {
-		rc = -errno;
+	if (cfg->subreaper && (rc = subreaper_hold()) < 0)
 		goto fail;
-	}
+	s->subreaper_held = cfg->subreaper;
 	if (cfg->state_dir != NULL &&
 	    (rc = sipc__durable_open(s, errbuf, errlen)) < 0)
 		goto fail;
@@ -626,14 +673,15 @@ sipc_wait_ready(sipc_supervisor *s, unsigned n, unsigned timeout_ms)
 	abstime_in(&ts, timeout_ms);
 	pthread_mutex_lock(&s->rlock);
 	while (s->ready_count < n) {
-		if (s->live_count == 0 && s->first_spawn_err != 0 &&
-		    s->initial_round) {
-			rc = SIPC_E_EXEC;
+		/* Nothing running and the last start failed: say why now. */
+		if (s->live_count == 0 && s->start_err != 0) {
+			rc = s->start_err;
 			break;
 		}
 		if (pthread_cond_timedwait(&s->rcv, &s->rlock, &ts) ==
 		    ETIMEDOUT) {
-			rc = s->ready_count >= n ? 0 : -ETIMEDOUT;
+			rc = s->ready_count >= n ? 0 :
+			    s->start_err != 0 ? s->start_err : -ETIMEDOUT;
 			break;
 		}
 	}

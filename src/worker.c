@@ -449,6 +449,10 @@ static void
 on_frame(struct reader *r, struct sipc_frame *f)
 {
 	atomic_fetch_add(&r->sl->frames_in, 1);
+	if (f->hdr.flags != 0) {      /* version 1 defines no flag bits */
+		violation(r, SIPC_E_PROTOCOL, "unknown flag bits", f->hdr.id);
+		return;
+	}
 	if (!r->ready) {
 		on_hello(r, f);
 		return;

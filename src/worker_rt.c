@@ -384,8 +384,8 @@ rt_decode(sipc_worker *w, const uint8_t *buf, size_t len, struct rt_batch *b)
 		off += (size_t)n;
 		if (!done)
 			continue;
-		if (f.hdr.type != SIPC_FT_REQUEST && f.hdr.type != SIPC_FT_CANCEL &&
-		    f.hdr.type != SIPC_FT_SHUTDOWN) {
+		if ((f.hdr.type != SIPC_FT_REQUEST && f.hdr.type != SIPC_FT_CANCEL &&
+		    f.hdr.type != SIPC_FT_SHUTDOWN) || f.hdr.flags != 0) {
 			free(f.payload);
 			return SIPC_E_PROTOCOL;
 		}
@@ -476,7 +476,7 @@ sipc_worker_run(sipc_worker *w, sipc_worker_handler fn, void *arg)
 			sipc__decoder_direct_done(&w->dec, (size_t)n, &f, &done);
 			if (!done)
 				continue;
-			if (f.hdr.type != SIPC_FT_REQUEST) {
+			if (f.hdr.type != SIPC_FT_REQUEST || f.hdr.flags != 0) {
 				free(f.payload);
 				r = SIPC_E_PROTOCOL;
 				break;

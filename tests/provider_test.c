@@ -406,13 +406,14 @@ test_provider_worker_environment_is_allow_listed(void)
 	CU_ASSERT_TRUE(has_line(env, ppid));
 	CU_ASSERT_TRUE(has_line(env, "SIPC_WORKER_ID=0"));
 	CU_ASSERT_TRUE(has_name(env, "SIPC_GENERATION"));
+	CU_ASSERT_TRUE(has_name(env, "SIPC_MAX_PAYLOAD"));
 	/* And nothing else at all. */
 	for (const char *p = env; p != NULL && *p; lines++) {
 		p = strchr(p, '\n');
 		p = p ? p + 1 : NULL;
 	}
-	CU_ASSERT_EQUAL(lines, 6);
-	if (lines != 6)
+	CU_ASSERT_EQUAL(lines, 7);
+	if (lines != 7)
 		fprintf(stderr, "provider_test: worker env:\n%s\n", env);
 	free(env);
 
