@@ -816,14 +816,14 @@ any_live(struct sipc_supervisor *s)
  * every worker reaped and settled; whatever is still queued REJECTED.
  */
 static void
-note_group(struct sipc_supervisor *s, struct sipc__slot *sl, pid_t *groups,
+note_group(struct sipc_supervisor *s, pid_t leader, pid_t *groups,
            unsigned *ngroups)
 {
-	if (!s->cfg.subreaper || sl->pid <= 0)
+	if (!s->cfg.subreaper || leader <= 0)
 		return;
 	if (*ngroups == MAX_ORPHAN_GROUPS)
 		groups[0] = groups[--(*ngroups)];
-	groups[(*ngroups)++] = sl->pid;
+	groups[(*ngroups)++] = leader;
 }
 
 static void
@@ -865,7 +865,7 @@ shutdown_all(struct sipc_supervisor *s, pid_t *groups, unsigned *ngroups)
 			}
 			tick_slot(sl, now, &next);
 			if (had && sl->handle == NULL)
-				note_group(s, sl, groups, ngroups);
+				note_group(s, sl->pid, groups, ngroups);
 		}
 		if (now < term_at && term_at < next)
 			next = term_at;
@@ -925,10 +925,15 @@ reaper_main(void *arg)
 		for (i = 0; i < s->nslots; i++) {
 			struct sipc__slot *sl = &s->slots[i];
 			bool had = sl->handle != NULL;
+			uint32_t gen = sl->generation;
+			pid_t leader = sl->pid;
 
 			tick_slot(sl, now, &next);
-			if (had && sl->handle == NULL)
-				note_group(s, sl, groups, &ngroups);
+			/* A zero backoff (full jitter) respawns within the same
+			 * tick: the generation, not the handle, says the old
+			 * worker ended, and its group is the old pid. */
+			if (had && (sl->handle == NULL || sl->generation != gen))
+				note_group(s, leader, groups, &ngroups);
 		}
 		scan_deadlines(s, now, &next);
 		reap_orphans(s, groups, &ngroups);
