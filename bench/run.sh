@@ -126,6 +126,20 @@ ratio stall_rss_growth_vs_ceiling sipc_stall_rss_growth sipc_stall_mem_ceiling '
 ratio stall_detect_vs_timeout sipc_stall_detect_ms sipc_stall_timeout_ms '<=' 1.1
 emit "note targets: $met met, $missed missed${missed_names:+:$missed_names}"
 
+# Context, not targets: the same figures against the baselines with the
+# two processes on different CPUs (sipc itself is never pinned, and its
+# caller, writer, reader and worker cannot all share one CPU).
+info() {
+	awk -v n="$2" -v d="$3" -v name="$1" '
+		$1 == "metric" && $2 == n { nv = $3; hn = 1 }
+		$1 == "metric" && $2 == d { dv = $3; hd = 1 }
+		END { if (hn && hd && dv != 0)
+			printf "info %s %.3f (no target)\n", name, nv / dv }' "$out" |
+	    while read -r l; do emit "$l"; done
+}
+info sync_64_p50_vs_raw_pingpong_crosscpu sipc_call_64_p50 raw_pingpong_64_crosscpu_p50
+info req_64_vs_newline_proto_crosscpu sipc_pipe_w1_64_msgs newline_proto_64_crosscpu_reqs
+
 # ---------------------------------------------------------------- save
 cp "$out" "$RES/$stamp.txt" && cp "$out" "$RES/latest.txt"
 rm -f "$out"
