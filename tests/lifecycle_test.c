@@ -1098,6 +1098,10 @@ racers_inside(void *arg)
 	r = st.submitted == atomic_load(&rc->entered) &&
 	    atomic_load(&rc->entered) > atomic_load(&rc->accepted) +
 	    RACERS - 1;
+	/* ... and the pool is really full: both writers have taken their
+	 * two requests (on a loaded machine they may lag the submitters) */
+	for (unsigned i = 0; r && i < st.nworkers; i++)
+		r = st.workers[i].inflight == 2 && st.workers[i].queued == 3;
 	sipc_stats_release(&st);
 	return r;
 }
