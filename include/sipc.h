@@ -259,14 +259,17 @@ typedef struct sipc_supervisor sipc_supervisor;
 
 /*
  * Create a supervisor: validate `cfg` (copied; the caller may free it
- * afterwards), select the provider (fails closed: SIPC_E_PRODUCTION or
- * SIPC_E_NOENV, no worker spawned), start the reaper and the pool.
- * Workers become ready asynchronously; a missing executable is reported
- * here as SIPC_E_EXEC (or -ENOENT/-EACCES from sipc_last_error detail).
- * `errbuf` (may be NULL) receives a human-readable reason on failure.
- * Blocks SIGCHLD in the calling thread (see CONTRACT.md: the host must
- * block SIGCHLD in threads created before this call, or leave its
- * disposition alone).  Any thread; not async-signal-safe.
+ * afterwards), select the provider (fails closed: SIPC_E_NOENV when the
+ * environment is unset, SIPC_E_PRODUCTION when the provider lacks a
+ * required guarantee; nothing is spawned), check the worker executable
+ * (SIPC_E_EXEC, errbuf names the path and errno text), open the state
+ * directory if any (SIPC_E_LOCKED names the holder), start the reaper
+ * and the pool.  Workers become ready asynchronously: see
+ * sipc_wait_ready().  `errbuf` (may be NULL) receives a human-readable
+ * reason on failure; *ret is untouched then.  Blocks SIGCHLD in the
+ * calling thread (see CONTRACT.md: block it in threads created before
+ * this call, or leave its disposition alone; SIGCHLD set to SIG_IGN is
+ * SIPC_E_CONFIG).  Any thread; not async-signal-safe.
  */
 int sipc_create(const struct sipc_config *cfg, char *errbuf, size_t errlen,
                 sipc_supervisor **ret);
@@ -408,8 +411,10 @@ int sipc_config_load_file(const char *path, struct sipc_config *cfg,
  * The same for the SIPC_* variables in envp (NULL-terminated "NAME=value"
  * list; NULL = environ, which must not change meanwhile).  Only known
  * names are read.  Call it after sipc_config_load_file(): environment
- * values override file values.  Errors read "environment: SIPC_KEY:
- * reason".  Any thread.
+ * values override file values, but may only tighten: a configuration
+ * already set to production stays production, and required guarantees
+ * can be added, never dropped (SIPC_E_CONFIG otherwise).  Errors read
+ * "environment: SIPC_KEY: reason".  Any thread.
  */
 int sipc_config_load_env(char *const *envp, struct sipc_config *cfg,
                          sipc_config_store **store, char *errbuf,
