@@ -20,36 +20,12 @@
 #include <unistd.h>
 
 #include "sipc.h"
+#include "sipctest.h"
 #include "testlib.h"
 
 #define WAIT_MS 20000          /* generous deadline for any event */
 #define STALL_MS 500
 #define SLACK_MS 3000          /* timer slices, rescans, slow CI, sanitizers */
-
-#if defined(__SANITIZE_ADDRESS__)
-#define UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define UNDER_ASAN 1
-#endif
-#endif
-#ifndef UNDER_ASAN
-#define UNDER_ASAN 0
-#endif
-#if defined(__SANITIZE_THREAD__)
-#define UNDER_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define UNDER_TSAN 1
-#endif
-#endif
-#ifndef UNDER_TSAN
-#define UNDER_TSAN 0
-#endif
-/* Sanitizer shadow memory and quarantines inflate resident memory in
- * proportion to what the process touches: RSS is checked in plain builds
- * only (held payload bytes are checked in every build). */
-#define CHECK_RSS (!UNDER_ASAN && !UNDER_TSAN)
 
 /* ------------------------------------------------------------ helpers */
 
@@ -58,48 +34,13 @@ base_cfg(const char *fixture, char *const *argv, unsigned workers)
 {
 	struct sipc_config c;
 
-	sipc_config_init(&c);
-	c.environment = SIPC_ENV_TEST;
-	c.path = tl_fixture(fixture);
-	c.argv = argv;
-	c.workers = workers;
+	st_cfg_init(&c, fixture, argv, workers);
 	c.stall_ms = STALL_MS;
 	c.grace_ms = 300;
 	c.handshake_ms = 2000;
 	c.drain_ms = 200;
 	c.restart_base_ms = 20;
 	return c;
-}
-
-static sipc_supervisor *
-start(const struct sipc_config *c)
-{
-	sipc_supervisor *s = NULL;
-	char err[256];
-	int rc;
-
-	rc = sipc_create(c, err, sizeof(err), &s);
-	if (rc != 0)
-		fprintf(stderr, "sipc_create: %s (%s)\n", sipc_strerror(rc), err);
-	CU_ASSERT_FATAL(rc == 0);
-	CU_ASSERT_FATAL(sipc_wait_ready(s, c->workers, WAIT_MS) == 0);
-	return s;
-}
-
-/* One worker's counters (a copy; no allocation kept). */
-static struct sipc_worker_stats
-wstats(sipc_supervisor *s, unsigned i)
-{
-	struct sipc_worker_stats w;
-	struct sipc_stats st;
-
-	memset(&w, 0, sizeof(w));
-	if (sipc_stats_get(s, &st) == 0) {
-		if (i < st.nworkers)
-			w = st.workers[i];
-		sipc_stats_release(&st);
-	}
-	return w;
 }
 
 static struct sipc_stats
@@ -119,25 +60,6 @@ pending(sipc_supervisor *s)
 
 	sipc_stats_release(&st);
 	return n;
-}
-
-/* A field of /proc/self/status in KiB ("VmRSS:"), or -1. */
-static long
-status_kb(const char *key)
-{
-	char line[256];
-	long v = -1;
-	FILE *f = fopen("/proc/self/status", "re");
-
-	if (f == NULL)
-		return -1;
-	while (fgets(line, sizeof(line), f) != NULL)
-		if (strncmp(line, key, strlen(key)) == 0) {
-			v = strtol(line + strlen(key), NULL, 10);
-			break;
-		}
-	fclose(f);
-	return v;
 }
 
 /* Every accepted request's outcome, recorded once per callback. */
@@ -252,7 +174,7 @@ static bool
 worker_holds(void *arg)
 {
 	struct wpred *p = arg;
-	struct sipc_worker_stats ws = wstats(p->s, p->w);
+	struct sipc_worker_stats ws = st_worker_stats(p->s, p->w);
 
 	return ws.inflight == p->inflight && ws.queued == p->queued;
 }
@@ -261,7 +183,7 @@ static bool
 worker_loaded(void *arg)
 {
 	struct wpred *p = arg;
-	struct sipc_worker_stats ws = wstats(p->s, p->w);
+	struct sipc_worker_stats ws = st_worker_stats(p->s, p->w);
 
 	return ws.inflight + ws.queued >= p->inflight;
 }
@@ -307,7 +229,7 @@ test_backpressure_nowait_full_at_once(void)
 	c.max_inflight = 2;
 	c.ring_frames = 4;
 	c.stall_ms = 60000;            /* the hang is the point, not a stall */
-	s = start(&c);
+	s = st_start(&c, c.workers, WAIT_MS);
 	atomic_store(&never_calls, 0);
 	for (i = 0; i < 2; i++)
 		CU_ASSERT(submit_rec(s, &t, &recs[i], "held", 4, 0,
@@ -316,7 +238,7 @@ test_backpressure_nowait_full_at_once(void)
 	for (i = 2; i < 6; i++)
 		CU_ASSERT(submit_rec(s, &t, &recs[i], "held", 4, 0,
 		    SIPC_REQ_NOWAIT) == 0);
-	CU_ASSERT(wstats(s, 0).queued == 4);
+	CU_ASSERT(st_worker_stats(s, 0).queued == 4);
 	t0 = tl_now_ms();
 	for (i = 0; i < 100; i++)
 		if (sipc_submit(s, &q, never_done, NULL, NULL) == SIPC_E_FULL)
@@ -359,18 +281,18 @@ test_backpressure_blocking_submit_completes_when_room(void)
 	c.max_inflight = 1;
 	c.ring_frames = 1;
 	c.stall_ms = 60000;
-	s = start(&c);
+	s = st_start(&c, c.workers, WAIT_MS);
 	CU_ASSERT(submit_rec(s, &t, &recs[0], "first", 5, WAIT_MS, 0) == 0);
 	CU_ASSERT_FATAL(wait_holds(s, 0, 1, 0));
 	CU_ASSERT(submit_rec(s, &t, &recs[1], "second", 6, WAIT_MS, 0) == 0);
-	CU_ASSERT(wstats(s, 0).queued == 1);          /* ring full now */
+	CU_ASSERT(st_worker_stats(s, 0).queued == 1);          /* ring full now */
 	t0 = tl_now_ms();
 	CU_ASSERT(submit_rec(s, &t, &recs[2], "third", 5, 10000, 0) == 0);
 	dt = tl_now_ms() - t0;
 	/* It returned only once the first had been answered (frames in:
 	 * HELLO, the first's ACCEPT and its REPLY; the second is written
 	 * only after that reply freed the in-flight slot). */
-	CU_ASSERT(wstats(s, 0).frames_in >= 3);
+	CU_ASSERT(st_worker_stats(s, 0).frames_in >= 3);
 	CU_ASSERT(dt < 10000);
 	CU_ASSERT(tracker_wait(&t, 3, WAIT_MS));
 	for (i = 0; i < 3; i++)
@@ -398,11 +320,11 @@ test_backpressure_blocking_submit_deadline_rejects(void)
 	c.max_inflight = 1;
 	c.ring_frames = 1;
 	c.stall_ms = 60000;
-	s = start(&c);
+	s = st_start(&c, c.workers, WAIT_MS);
 	CU_ASSERT(submit_rec(s, &t, &recs[0], "held", 4, 0, 0) == 0);
 	CU_ASSERT_FATAL(wait_holds(s, 0, 1, 0));
 	CU_ASSERT(submit_rec(s, &t, &recs[1], "held", 4, 0, 0) == 0);
-	CU_ASSERT_FATAL(wstats(s, 0).queued == 1);
+	CU_ASSERT_FATAL(st_worker_stats(s, 0).queued == 1);
 	t0 = tl_now_ms();
 	CU_ASSERT(submit_rec(s, &t, &recs[2], "waits", 5, 700, 0) == 0);
 	dt = tl_now_ms() - t0;
@@ -454,7 +376,7 @@ test_backpressure_blocking_submit_memory_deadline_rejects(void)
 	c.ring_bytes = 256 * 1024;
 	c.mem_ceiling = 256 * 1024;
 	c.stall_ms = 60000;
-	s = start(&c);
+	s = st_start(&c, c.workers, WAIT_MS);
 	while (held < 64 && sipc_submit(s, &q, count_done, &held_calls,
 	    NULL) == 0)
 		held++;
@@ -543,7 +465,7 @@ static void
 mem_sample(sipc_supervisor *s, struct mem_peak *p)
 {
 	struct sipc_stats st;
-	long rss = status_kb("VmRSS:");
+	long rss = st_status_kb("VmRSS:");
 
 	if (sipc_stats_get(s, &st) == 0) {
 		if (st.mem_held > p->mem_held)
@@ -581,8 +503,8 @@ test_backpressure_memory_ceiling_bounded(void)
 	c.ring_frames = 256;
 	c.max_inflight = 16;
 	c.stall_ms = 60000;            /* keep the stopped workers stopped */
-	rss0 = status_kb("VmRSS:");
-	s = start(&c);
+	rss0 = st_status_kb("VmRSS:");
+	s = st_start(&c, c.workers, WAIT_MS);
 	for (i = 0; i < MEM_THREADS; i++) {
 		m[i] = (struct mem_load){ .s = s, .t = &t, .nowait = i == 0,
 		    .n = i == 0 ? 400 : 15, .buf = buf };
@@ -610,7 +532,7 @@ test_backpressure_memory_ceiling_bounded(void)
 	    "rss %ld -> %ld KiB (allowed +%u)\n", accepted, full,
 	    peak.mem_held, MEM_CEILING, rss0, peak.rss_kb,
 	    (unsigned)(MEM_CEILING / 1024 + RSS_OVERHEAD_KB));
-	if (CHECK_RSS)
+	if (ST_CHECK_RSS)
 		CU_ASSERT(peak.rss_kb <= rss0 + (long)(MEM_CEILING / 1024) +
 		    RSS_OVERHEAD_KB);
 	sipc_destroy(s);
@@ -661,7 +583,7 @@ static bool
 replaced_ready(void *arg)
 {
 	struct regen *r = arg;
-	struct sipc_worker_stats ws = wstats(r->s, r->w);
+	struct sipc_worker_stats ws = st_worker_stats(r->s, r->w);
 
 	return ws.generation > r->gen && ws.state == SIPC_WS_READY;
 }
@@ -674,7 +596,7 @@ wait_out_of_service(sipc_supervisor *s, unsigned w, uint32_t gen)
 	struct sipc_worker_stats ws;
 
 	while (tl_now_ms() < end) {
-		ws = wstats(s, w);
+		ws = st_worker_stats(s, w);
 		if (ws.generation != gen || ws.state != SIPC_WS_READY)
 			return tl_now_ms();
 		usleep(1000);
@@ -696,7 +618,7 @@ burst(sipc_supervisor *s, struct tracker *t, struct rec *recs, unsigned w)
 		n = snprintf(buf, sizeof(buf), "burst %u", i);
 		CU_ASSERT(submit_rec(s, t, &recs[i], buf, (size_t)n, WAIT_MS,
 		    0) == 0);
-		if (i % 4 == 0 && (q = wstats(s, w).queued) > maxq)
+		if (i % 4 == 0 && (q = st_worker_stats(s, w).queued) > maxq)
 			maxq = q;
 	}
 	return maxq;
@@ -723,7 +645,7 @@ occupy_others(sipc_supervisor *s, struct tracker *t, struct rec *sleeps,
 			CU_ASSERT(wait_load(s, i, 1));
 	/* one each: the stalled worker got none of them */
 	for (i = 0; i < 4; i++) {
-		struct sipc_worker_stats ws = wstats(s, i);
+		struct sipc_worker_stats ws = st_worker_stats(s, i);
 
 		CU_ASSERT(ws.inflight + ws.queued == 1);
 	}
@@ -804,7 +726,7 @@ test_backpressure_stalled_worker_avoided_and_replaced(void)
 	c.max_inflight = 2;
 	c.ring_frames = 8;
 	c.stall_ms = 1000;             /* room to call while it is stalled */
-	s = start(&c);
+	s = st_start(&c, c.workers, WAIT_MS);
 	t_stop = tl_now_ms();
 	CU_ASSERT_FATAL(submit_rec(s, &t, &stop, "\0CMDstopread", 12, 0,
 	    0) == 0);
@@ -821,7 +743,7 @@ test_backpressure_stalled_worker_avoided_and_replaced(void)
 	CU_ASSERT(t_out - t_burst <= c.stall_ms + SLACK_MS);
 	rg = (struct regen){ s, (unsigned)b.w, 1 };
 	CU_ASSERT(tl_wait_until(replaced_ready, &rg, WAIT_MS));
-	ws = wstats(s, (unsigned)b.w);
+	ws = st_worker_stats(s, (unsigned)b.w);
 	CU_ASSERT(ws.generation == 2 && ws.state == SIPC_WS_READY);
 	CU_ASSERT(ws.last_exit.kind == SIPC_EXIT_TERMINATED);
 	CU_ASSERT(ws.last_exit.reason == SIPC_TERM_STALL);
@@ -842,7 +764,7 @@ generation_changed(void *arg)
 {
 	struct regen *r = arg;
 
-	return wstats(r->s, r->w).generation != r->gen;
+	return st_worker_stats(r->s, r->w).generation != r->gen;
 }
 
 /*
@@ -864,11 +786,11 @@ test_backpressure_hang_with_work_is_stalled(void)
 
 	c.restart_base_ms = 5000;      /* keep the ended worker's record */
 	c.restart_cap_ms = 5000;
-	s = start(&c);
+	s = st_start(&c, c.workers, WAIT_MS);
 	rg = (struct regen){ s, 0, 1 };
 	/* idle for three stall periods: not a stall (nothing pending) */
 	CU_ASSERT(!tl_wait_until(generation_changed, &rg, 3 * STALL_MS));
-	CU_ASSERT(wstats(s, 0).state == SIPC_WS_READY);
+	CU_ASSERT(st_worker_stats(s, 0).state == SIPC_WS_READY);
 	t0 = tl_now_ms();
 	CU_ASSERT_FATAL(sipc_call(s, &q, &res) == 0);
 	dt = tl_now_ms() - t0;
@@ -884,7 +806,7 @@ test_backpressure_hang_with_work_is_stalled(void)
 	    res.exit.reason == SIPC_TERM_STALL);
 	CU_ASSERT(dt >= STALL_MS - 5 && dt <= STALL_MS + c.grace_ms + SLACK_MS);
 	sipc_result_release(&res);
-	ws = wstats(s, 0);
+	ws = st_worker_stats(s, 0);
 	CU_ASSERT(ws.last_exit.kind == SIPC_EXIT_TERMINATED);
 	CU_ASSERT(ws.last_exit.reason == SIPC_TERM_STALL);
 	sipc_destroy(s);
@@ -943,7 +865,7 @@ test_backpressure_pipelined_all_complete(void)
 	unsigned i;
 
 	c.max_inflight = 64;
-	s = start(&c);
+	s = st_start(&c, c.workers, WAIT_MS);
 	q.payload = buf;
 	for (i = 0; i < PIPELINED; i++) {
 		snprintf(buf, sizeof(buf), "pipelined-%06u", i);

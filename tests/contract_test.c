@@ -35,6 +35,7 @@
 
 #include "frame.h"
 #include "sipc.h"
+#include "sipctest.h"
 #include "testlib.h"
 
 #define WAIT_MS 10000           /* generous deadline for any event */
@@ -104,42 +105,25 @@ log_has_cb(void *arg)
 
 /* ------------------------------------------------------------ helpers */
 
-/* Fixture paths are resolved once: tl_fixture() reuses one buffer. */
-static char fxpath[PATH_MAX];
-
+/* The shared short-timing base, with the library's own cancel grace
+ * and this file's structured log capture. */
 static void
 cfg_base(struct sipc_config *c, const char *fixture, char *const *argv,
          unsigned workers)
 {
-	snprintf(fxpath, sizeof(fxpath), "%s", tl_fixture(fixture));
-	sipc_config_init(c);
-	c->environment = SIPC_ENV_TEST;
-	c->path = fxpath;
-	c->argv = argv;
-	c->workers = workers;
-	c->grace_ms = 300;
-	c->drain_ms = 300;
-	c->handshake_ms = 3000;
-	c->restart_base_ms = 20;
-	c->restart_cap_ms = 200;
+	struct sipc_config d;
+
+	sipc_config_init(&d);
+	st_cfg_base(c, fixture, argv, workers);
+	c->cancel_grace_ms = d.cancel_grace_ms;
 	c->log = log_fn;
 }
 
 static sipc_supervisor *
 start(const struct sipc_config *c, unsigned ready)
 {
-	sipc_supervisor *s = NULL;
-	char err[256];
-	int rc;
-
 	log_reset();
-	rc = sipc_create(c, err, sizeof(err), &s);
-	if (rc != 0)
-		fprintf(stderr, "sipc_create: %s: %s\n", sipc_strerror(rc), err);
-	CU_ASSERT_FATAL(rc == 0);
-	if (ready > 0)
-		CU_ASSERT_FATAL(sipc_wait_ready(s, ready, WAIT_MS) == 0);
-	return s;
+	return st_start(c, ready, WAIT_MS);
 }
 
 static void
@@ -170,29 +154,12 @@ stats(sipc_supervisor *s)
 }
 
 /* Wait until slot `slot` runs generation >= gen and is READY. */
-struct gen_wait { sipc_supervisor *s; unsigned slot, gen; };
-
-static bool
-gen_ready_cb(void *arg)
-{
-	struct gen_wait *w = arg;
-	struct sipc_stats st;
-	bool r;
-
-	if (sipc_stats_get(w->s, &st) != 0)
-		return false;
-	r = st.workers[w->slot].generation >= w->gen &&
-	    st.workers[w->slot].state == SIPC_WS_READY;
-	sipc_stats_release(&st);
-	return r;
-}
-
 static bool
 wait_gen_ready(sipc_supervisor *s, unsigned slot, unsigned gen)
 {
-	struct gen_wait w = { s, slot, gen };
+	struct st_gen_want w = { slot, gen };
 
-	return tl_wait_until(gen_ready_cb, &w, WAIT_MS);
+	return st_stats_wait(s, st_pred_gen_ready, &w, WAIT_MS);
 }
 
 /* Parse "key=VALUE" out of a procinfo reply into buf. */
@@ -1154,53 +1121,13 @@ test_contract_wait_ready_handshake(void)
 	expect_wait_ready("nohello", 200, SIPC_E_HANDSHAKE);
 }
 
-static bool
-exec_failed_cb(void *arg)
-{
-	struct sipc_stats st;
-	bool r;
-
-	if (sipc_stats_get(arg, &st) != 0)
-		return false;
-	r = st.workers[0].last_exit.kind == SIPC_EXIT_EXEC_FAILED;
-	sipc_stats_release(&st);
-	return r;
-}
-
-static int
-copy_file(const char *from, const char *to)
-{
-	char buf[65536];
-	int in, out, rc = 0;
-	ssize_t n;
-
-	if ((in = open(from, O_RDONLY | O_CLOEXEC)) < 0)
-		return -errno;
-	if ((out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-	    0755)) < 0) {
-		rc = -errno;
-		close(in);
-		return rc;
-	}
-	while ((n = read(in, buf, sizeof(buf))) > 0)
-		if (write(out, buf, (size_t)n) != n) {
-			rc = -EIO;
-			break;
-		}
-	if (n < 0)
-		rc = -errno;
-	close(in);
-	if (close(out) < 0 && rc == 0)
-		rc = -errno;
-	return rc;
-}
-
 /* The executable vanishes while the supervisor runs: the next start
  * fails and sipc_wait_ready() says SIPC_E_EXEC. */
 static void
 test_contract_wait_ready_exec(void)
 {
 	char dir[] = "/tmp/sipc-contract-XXXXXX", bin[PATH_MAX], cmd[32];
+	struct st_exit_want ef = { 0, SIPC_EXIT_EXEC_FAILED };
 	struct sipc_config c;
 	struct sipc_result r;
 	sipc_supervisor *s;
@@ -1209,7 +1136,7 @@ test_contract_wait_ready_exec(void)
 
 	CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
 	snprintf(bin, sizeof(bin), "%s/echo-copy", dir);
-	CU_ASSERT_FATAL(copy_file(tl_fixture("echo"), bin) == 0);
+	CU_ASSERT_FATAL(st_copy_file(tl_fixture("echo"), bin) == 0);
 	cfg_base(&c, "echo", NULL, 1);
 	c.path = bin;
 	s = start(&c, 1);
@@ -1223,7 +1150,7 @@ test_contract_wait_ready_exec(void)
 	}
 	CU_ASSERT_EQUAL(r.outcome, SIPC_OUTCOME_UNKNOWN);
 	sipc_result_release(&r);
-	CU_ASSERT_FATAL(tl_wait_until(exec_failed_cb, s, WAIT_MS));
+	CU_ASSERT_FATAL(st_stats_wait(s, st_pred_exit_kind, &ef, WAIT_MS));
 	t0 = tl_now_ms();
 	CU_ASSERT_EQUAL(sipc_wait_ready(s, 1, 20000), SIPC_E_EXEC);
 	CU_ASSERT(tl_now_ms() - t0 < 15000);

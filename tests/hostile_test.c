@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "sipc.h"
+#include "sipctest.h"
 #include "testlib.h"
 
 #define WAIT_MS 20000          /* generous deadline for any event */
@@ -35,31 +36,7 @@
 #define SLACK_MS 3000          /* timer slices, rescans, slow CI, sanitizers */
 #define CEILING (4u << 20)
 #define RSS_SLACK_KB (16 * 1024)
-
-#if defined(__SANITIZE_ADDRESS__)
-#define UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define UNDER_ASAN 1
-#endif
-#endif
-#ifndef UNDER_ASAN
-#define UNDER_ASAN 0
-#endif
-#if defined(__SANITIZE_THREAD__)
-#define UNDER_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define UNDER_TSAN 1
-#endif
-#endif
-#ifndef UNDER_TSAN
-#define UNDER_TSAN 0
-#endif
-/* Sanitizer shadow memory and quarantines inflate resident memory in
- * proportion to what the process touches: RSS is checked in plain builds
- * only (held payload bytes are checked in every build). */
-#define CHECK_RSS (!UNDER_ASAN && !UNDER_TSAN)
+#define LEFT_MS 5000           /* destroy leaves nothing behind within */
 
 /* ------------------------------------------------------------ capture */
 
@@ -132,58 +109,13 @@ log_fn(void *arg, enum sipc_log_level lvl, uint32_t wid, uint32_t gen,
 
 /* ------------------------------------------------------------ helpers */
 
-/* A field of /proc/self/status in KiB ("VmRSS:"), or -1. */
-static long
-status_kb(const char *key)
-{
-	char line[256];
-	long v = -1;
-	FILE *f = fopen("/proc/self/status", "re");
-
-	if (f == NULL)
-		return -1;
-	while (fgets(line, sizeof(line), f) != NULL)
-		if (strncmp(line, key, strlen(key)) == 0) {
-			v = strtol(line + strlen(key), NULL, 10);
-			break;
-		}
-	fclose(f);
-	return v;
-}
-
-/* What the process holds before a test; checked again after destroy. */
-struct base {
-	int fds, threads, children;
-	long rss_kb;
-};
-
-static struct base
-baseline(void)
-{
-	struct base b = { tl_count_fds(), tl_count_threads(),
-	    tl_count_children(), status_kb("VmRSS:") };
-
-	return b;
-}
-
-static void
-check_nothing_left(const struct base *b)
-{
-	CU_ASSERT(tl_wait_baseline(b->fds, b->threads, b->children, 5000));
-	CU_ASSERT(tl_count_zombie_children() == 0);
-}
-
 /* hostile MODE ARG 0: misbehave in slot 0, echo in slot 1. */
 static struct sipc_config
 hostile_cfg(char **argv)
 {
 	struct sipc_config c;
 
-	sipc_config_init(&c);
-	c.environment = SIPC_ENV_TEST;
-	c.path = tl_fixture(argv[0]);
-	c.argv = argv;
-	c.workers = 2;
+	st_cfg_init(&c, argv[0], argv, 2);
 	c.max_payload = 64 * 1024;
 	c.ring_bytes = 1u << 20;
 	c.mem_ceiling = CEILING;
@@ -197,49 +129,6 @@ hostile_cfg(char **argv)
 	c.log = log_fn;
 	cap_reset();
 	return c;
-}
-
-static sipc_supervisor *
-start(const struct sipc_config *c, unsigned ready)
-{
-	sipc_supervisor *s = NULL;
-	char err[256];
-	int rc;
-
-	rc = sipc_create(c, err, sizeof(err), &s);
-	if (rc != 0)
-		fprintf(stderr, "sipc_create: %s (%s)\n", sipc_strerror(rc), err);
-	CU_ASSERT_FATAL(rc == 0);
-	CU_ASSERT_FATAL(sipc_wait_ready(s, ready, WAIT_MS) == 0);
-	return s;
-}
-
-static struct sipc_worker_stats
-wstats(sipc_supervisor *s, unsigned i)
-{
-	struct sipc_worker_stats w;
-	struct sipc_stats st;
-
-	memset(&w, 0, sizeof(w));
-	if (sipc_stats_get(s, &st) == 0) {
-		if (i < st.nworkers)
-			w = st.workers[i];
-		sipc_stats_release(&st);
-	}
-	return w;
-}
-
-static size_t
-mem_held(sipc_supervisor *s)
-{
-	struct sipc_stats st;
-	size_t m = 0;
-
-	if (sipc_stats_get(s, &st) == 0) {
-		m = st.mem_held;
-		sipc_stats_release(&st);
-	}
-	return m;
 }
 
 /*
@@ -281,15 +170,15 @@ serves(sipc_supervisor *s, unsigned n)
 
 /* Memory promises at the end of a hostile run. */
 static void
-check_memory(sipc_supervisor *s, const struct base *b, long peak_rss_kb)
+check_memory(sipc_supervisor *s, const struct st_base *b, long peak_rss_kb)
 {
-	long rss = status_kb("VmRSS:");
+	long rss = st_status_kb("VmRSS:");
 
-	CU_ASSERT(mem_held(s) <= CEILING);
+	CU_ASSERT(st_pool_stats(s).mem_held <= CEILING);
 	if (rss > peak_rss_kb)
 		peak_rss_kb = rss;
 	/* RSS: the payload ceiling plus buffers and thread stacks. */
-	if (CHECK_RSS && peak_rss_kb > b->rss_kb + (long)(CEILING / 1024) +
+	if (ST_CHECK_RSS && peak_rss_kb > b->rss_kb + (long)(CEILING / 1024) +
 	    RSS_SLACK_KB) {
 		fprintf(stderr, "rss %ld -> %ld KiB\n", b->rss_kb, peak_rss_kb);
 		CU_FAIL("resident memory above ceiling + overhead");
@@ -307,7 +196,7 @@ slot_ended(void *arg)
 {
 	struct ended *e = arg;
 
-	return wstats(e->s, e->w).last_exit.kind != SIPC_EXIT_NONE;
+	return st_worker_stats(e->s, e->w).last_exit.kind != SIPC_EXIT_NONE;
 }
 
 static bool
@@ -340,26 +229,26 @@ test_hostile_len4g(void)
 {
 	char *argv[] = { "hostile", "len4g", "-", "0", NULL };
 	struct sipc_config c = hostile_cfg(argv);
-	struct base b = baseline();
-	long peak0 = status_kb("VmPeak:");
+	struct st_base b = st_baseline();
+	long peak0 = st_status_kb("VmPeak:");
 	struct sipc_worker_stats ws;
 	sipc_supervisor *s;
 
-	s = start(&c, 1);
+	s = st_start(&c, 1, WAIT_MS);
 	CU_ASSERT_FATAL(wait_ended(s, 0));
-	ws = wstats(s, 0);
+	ws = st_worker_stats(s, 0);
 	CU_ASSERT(ws.protocol_violations >= 1);
 	CU_ASSERT(ws.last_exit.kind == SIPC_EXIT_TERMINATED);
 	CU_ASSERT(ws.last_exit.reason == SIPC_TERM_PROTOCOL);
 	if (ws.last_exit.kind != SIPC_EXIT_TERMINATED)
 		show_exit("len4g", &ws.last_exit);
 	serves(s, 20);
-	CU_ASSERT(mem_held(s) <= CEILING);
+	CU_ASSERT(st_pool_stats(s).mem_held <= CEILING);
 	/* a 4 GiB buffer would raise the peak virtual size by 4 GiB */
-	CU_ASSERT(status_kb("VmPeak:") - peak0 < 2L * 1024 * 1024);
+	CU_ASSERT(st_status_kb("VmPeak:") - peak0 < 2L * 1024 * 1024);
 	check_memory(s, &b, 0);
 	sipc_destroy(s);
-	check_nothing_left(&b);
+	st_check_nothing_left(&b, LEFT_MS);
 }
 
 struct outs {
@@ -427,24 +316,24 @@ test_hostile_slowloris(void)
 	char *argv[] = { "hostile", "slowloris", "-", "0", NULL };
 	struct sipc_config c = hostile_cfg(argv);
 	struct outs o = { .mu = PTHREAD_MUTEX_INITIALIZER };
-	struct base b = baseline();
+	struct st_base b = st_baseline();
 	struct sipc_worker_stats ws;
 	sipc_supervisor *s;
 	int64_t t0;
 
-	s = start(&c, 2);
+	s = st_start(&c, 2, WAIT_MS);
 	t0 = spread_eight(s, &o);
 	CU_ASSERT(o.stalled >= 1);     /* slot 0 got some of them */
 	CU_ASSERT(o.ok >= 1);          /* and slot 1 served the rest */
 	CU_ASSERT(o.other == 0);
 	CU_ASSERT(o.last_ms - t0 <= STALL_MS + 1000 + SLACK_MS);
-	ws = wstats(s, 0);
+	ws = st_worker_stats(s, 0);
 	CU_ASSERT(ws.last_exit.kind == SIPC_EXIT_TERMINATED);
 	CU_ASSERT(ws.last_exit.reason == SIPC_TERM_STALL);
 	serves(s, 20);
 	check_memory(s, &b, 0);
 	sipc_destroy(s);
-	check_nothing_left(&b);
+	st_check_nothing_left(&b, LEFT_MS);
 }
 
 /*
@@ -457,15 +346,15 @@ test_hostile_flood_unknown_ids(void)
 {
 	char *argv[] = { "hostile", "flood", "-", "0", NULL };
 	struct sipc_config c = hostile_cfg(argv);
-	struct base b = baseline();
+	struct st_base b = st_baseline();
 	struct sipc_worker_stats ws;
 	struct sipc_stats st;
 	sipc_supervisor *s;
 	unsigned ok;
 
-	s = start(&c, 1);
+	s = st_start(&c, 1, WAIT_MS);
 	CU_ASSERT_FATAL(wait_ended(s, 0));
-	ws = wstats(s, 0);
+	ws = st_worker_stats(s, 0);
 	CU_ASSERT(ws.protocol_violations >= 1);
 	CU_ASSERT(ws.completed == 0);  /* no flood reply was delivered */
 	CU_ASSERT(ws.last_exit.kind == SIPC_EXIT_TERMINATED);
@@ -476,13 +365,13 @@ test_hostile_flood_unknown_ids(void)
 	sipc_stats_release(&st);
 	check_memory(s, &b, 0);
 	sipc_destroy(s);
-	check_nothing_left(&b);
+	st_check_nothing_left(&b, LEFT_MS);
 }
 
 /* ------------------------------------------------------------ resources */
 
 /* The per-byte diagnostics path runs ~20x slower under TSan. */
-#define FLOOD_BYTES (UNDER_TSAN ? 16u << 20 : 64u << 20)
+#define FLOOD_BYTES (ST_UNDER_TSAN ? 16u << 20 : 64u << 20)
 
 static bool
 flood_logged(void *arg)
@@ -506,8 +395,8 @@ static bool
 flood_sampled(void *arg)
 {
 	struct flood_watch *f = arg;
-	long rss = status_kb("VmRSS:");
-	size_t m = mem_held(f->s);
+	long rss = st_status_kb("VmRSS:");
+	size_t m = st_pool_stats(f->s).mem_held;
 
 	if (rss > f->peak_rss_kb)
 		f->peak_rss_kb = rss;
@@ -528,7 +417,7 @@ test_hostile_stderr_flood(void)
 	char bytes[32];
 	char *argv[] = { "hostile", "stderrflood", bytes, "0", NULL };
 	struct sipc_config c;
-	struct base b = baseline();
+	struct st_base b = st_baseline();
 	struct flood_watch f = { 0 };
 	struct sipc_worker_stats ws;
 	sipc_supervisor *s;
@@ -536,7 +425,7 @@ test_hostile_stderr_flood(void)
 	snprintf(bytes, sizeof(bytes), "%u", FLOOD_BYTES);
 	c = hostile_cfg(argv);
 	c.stall_ms = 60000;            /* slot 0 answers after its flood */
-	s = start(&c, 1);
+	s = st_start(&c, 1, WAIT_MS);
 	f.s = s;
 	serves(s, 20);
 	CU_ASSERT(tl_wait_until(flood_sampled, &f, 60000));
@@ -546,13 +435,13 @@ test_hostile_stderr_flood(void)
 	CU_ASSERT(cap.diag_lines0 == FLOOD_BYTES / c.diag_line_max);
 	pthread_mutex_unlock(&cap.mu);
 	CU_ASSERT(f.peak_mem <= CEILING);
-	ws = wstats(s, 0);
+	ws = st_worker_stats(s, 0);
 	CU_ASSERT(ws.generation == 1 && ws.state == SIPC_WS_READY);
 	CU_ASSERT(ws.protocol_violations == 0);
 	serves(s, 20);
 	check_memory(s, &b, f.peak_rss_kb);
 	sipc_destroy(s);
-	check_nothing_left(&b);
+	st_check_nothing_left(&b, LEFT_MS);
 }
 
 /*
@@ -567,7 +456,7 @@ test_hostile_closechan_alive(void)
 	struct sipc_config c = hostile_cfg(argv);
 	struct sipc_request q = { .payload = "\0CMDclosechan", .len = 13,
 	    .timeout_ms = WAIT_MS };
-	struct base b = baseline();
+	struct st_base b = st_baseline();
 	struct sipc_worker_stats ws;
 	struct sipc_result res;
 	sipc_supervisor *s;
@@ -575,7 +464,7 @@ test_hostile_closechan_alive(void)
 
 	c.restart_base_ms = 20;
 	c.restart_cap_ms = 100;
-	s = start(&c, 2);
+	s = st_start(&c, 2, WAIT_MS);
 	CU_ASSERT_FATAL(sipc_call(s, &q, &res) == 0);
 	w = res.worker_id;
 	CU_ASSERT(res.outcome == SIPC_OUTCOME_UNKNOWN && res.may_have_run);
@@ -585,7 +474,7 @@ test_hostile_closechan_alive(void)
 		show_exit("closechan", &res.exit);
 	sipc_result_release(&res);
 	CU_ASSERT_FATAL(w < 2);
-	ws = wstats(s, w);
+	ws = st_worker_stats(s, w);
 	CU_ASSERT(ws.last_exit.kind == SIPC_EXIT_TERMINATED);
 	CU_ASSERT(ws.last_exit.reason == SIPC_TERM_CHANNEL_LOST);
 	CU_ASSERT(ws.protocol_violations == 0);
@@ -593,7 +482,7 @@ test_hostile_closechan_alive(void)
 	serves(s, 20);
 	check_memory(s, &b, 0);
 	sipc_destroy(s);
-	check_nothing_left(&b);
+	st_check_nothing_left(&b, LEFT_MS);
 }
 
 /* ------------------------------------------------------------ processes */
@@ -609,20 +498,12 @@ count_group(pid_t pgid)
 	if (d == NULL)
 		return -1;
 	while ((e = readdir(d)) != NULL) {
-		char path[300], buf[512], *p, st;
-		int ppid, pg;
-		FILE *f;
+		pid_t pg;
+		char st;
 
 		if (e->d_name[0] < '0' || e->d_name[0] > '9')
 			continue;
-		snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
-		if ((f = fopen(path, "re")) == NULL)
-			continue;
-		p = fgets(buf, sizeof(buf), f);
-		fclose(f);
-		if (p == NULL || (p = strrchr(buf, ')')) == NULL)
-			continue;
-		if (sscanf(p + 2, "%c %d %d", &st, &ppid, &pg) == 3 &&
+		if (st_proc_stat(atoi(e->d_name), &st, NULL, &pg) == 0 &&
 		    pg == pgid && st != 'Z' && st != 'X')
 			n++;
 	}
@@ -662,7 +543,7 @@ test_hostile_forkloop_group_swept(void)
 {
 	char *argv[] = { "hostile", "forkloop", "50", "0", NULL };
 	struct sipc_config c = hostile_cfg(argv);
-	struct base b;
+	struct st_base b;
 	pid_t leader, leader2;
 	sipc_supervisor *s;
 	int forked;
@@ -670,30 +551,30 @@ test_hostile_forkloop_group_swept(void)
 	c.subreaper = true;
 	c.restart_base_ms = 20;
 	c.restart_cap_ms = 100;
-	b = baseline();
-	s = start(&c, 2);
+	b = st_baseline();
+	s = st_start(&c, 2, WAIT_MS);
 	CU_ASSERT_FATAL(tl_wait_until(forked_logged, NULL, WAIT_MS));
 	pthread_mutex_lock(&cap.mu);
 	forked = cap.forked;
 	cap.forked = -1;
 	pthread_mutex_unlock(&cap.mu);
 	CU_ASSERT(forked == 50);
-	leader = wstats(s, 0).pid;
+	leader = st_worker_stats(s, 0).pid;
 	CU_ASSERT(count_group(leader) == forked + 1);
 	serves(s, 20);
 	/* the leader dies (as if it crashed): its group goes with it */
 	CU_ASSERT_FATAL(kill(leader, SIGKILL) == 0);
 	CU_ASSERT(tl_wait_until(group_empty, &leader, WAIT_MS));
 	CU_ASSERT(wait_ended(s, 0));
-	CU_ASSERT(wstats(s, 0).last_exit.kind == SIPC_EXIT_SIGNAL);
+	CU_ASSERT(st_worker_stats(s, 0).last_exit.kind == SIPC_EXIT_SIGNAL);
 	/* the replacement forks again; destroy must sweep that group too */
 	CU_ASSERT(tl_wait_until(forked_logged, NULL, WAIT_MS));
-	leader2 = wstats(s, 0).pid;
+	leader2 = st_worker_stats(s, 0).pid;
 	CU_ASSERT(leader2 != leader && count_group(leader2) > 1);
 	serves(s, 20);
 	sipc_destroy(s);
 	CU_ASSERT(count_group(leader2) == 0);
-	check_nothing_left(&b);
+	st_check_nothing_left(&b, LEFT_MS);
 	(void)prctl(PR_SET_CHILD_SUBREAPER, 0);   /* for the tests after */
 }
 
@@ -719,11 +600,11 @@ test_hostile_ignoreterm_killed_after_grace(void)
 	char *argv[] = { "hostile", "ignoreterm", "-", "0", NULL };
 	struct sipc_config c = hostile_cfg(argv);
 	struct outs o = { .mu = PTHREAD_MUTEX_INITIALIZER };
-	struct base b = baseline();
+	struct st_base b = st_baseline();
 	struct sipc_worker_stats ws;
 	sipc_supervisor *s;
 
-	s = start(&c, 2);
+	s = st_start(&c, 2, WAIT_MS);
 	(void)spread_eight(s, &o);
 	CU_ASSERT(o.stalled >= 1 && o.ok >= 1 && o.other == 0);
 	CU_ASSERT(tl_wait_until(grace_over, NULL, WAIT_MS));
@@ -733,7 +614,7 @@ test_hostile_ignoreterm_killed_after_grace(void)
 	CU_ASSERT(cap.alive_at_kill0);   /* TERM alone did not end it */
 	pthread_mutex_unlock(&cap.mu);
 	CU_ASSERT(wait_ended(s, 0));
-	ws = wstats(s, 0);
+	ws = st_worker_stats(s, 0);
 	CU_ASSERT(ws.last_exit.kind == SIPC_EXIT_TERMINATED);
 	CU_ASSERT(ws.last_exit.reason == SIPC_TERM_STALL);
 	CU_ASSERT(ws.last_exit.signo == SIGKILL);
@@ -742,7 +623,7 @@ test_hostile_ignoreterm_killed_after_grace(void)
 	serves(s, 20);
 	check_memory(s, &b, 0);
 	sipc_destroy(s);
-	check_nothing_left(&b);
+	st_check_nothing_left(&b, LEFT_MS);
 }
 
 static bool
@@ -756,29 +637,13 @@ escapee_logged(void *arg)
 	return r;
 }
 
-static bool
-pid_dead(void *arg)
-{
-	return !tl_pid_alive(*(pid_t *)arg);
-}
-
 /* The escapee's parent pid, or -1. */
 static pid_t
 parent_of(pid_t pid)
 {
-	char path[64], buf[512], *p, st;
-	int ppid = -1;
-	FILE *f;
+	pid_t ppid;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if ((f = fopen(path, "re")) == NULL)
-		return -1;
-	p = fgets(buf, sizeof(buf), f);
-	fclose(f);
-	if (p == NULL || (p = strrchr(buf, ')')) == NULL ||
-	    sscanf(p + 2, "%c %d", &st, &ppid) != 2)
-		return -1;
-	return ppid;
+	return st_proc_stat(pid, NULL, &ppid, NULL) == 0 ? ppid : -1;
 }
 
 /*
@@ -793,16 +658,16 @@ test_hostile_setsid_escape_documented(void)
 {
 	char *argv[] = { "hostile", "escape", "-", "0", NULL };
 	struct sipc_config c = hostile_cfg(argv);
-	struct base b = baseline();
+	struct st_base b = st_baseline();
 	sipc_supervisor *s;
 	pid_t esc, leader;
 
-	s = start(&c, 2);
+	s = st_start(&c, 2, WAIT_MS);
 	CU_ASSERT_FATAL(tl_wait_until(escapee_logged, NULL, WAIT_MS));
 	pthread_mutex_lock(&cap.mu);
 	esc = cap.escapee;
 	pthread_mutex_unlock(&cap.mu);
-	leader = wstats(s, 0).pid;
+	leader = st_worker_stats(s, 0).pid;
 	CU_ASSERT(tl_pid_alive(esc));
 	CU_ASSERT(getsid(esc) == esc && getpgid(esc) != leader);
 	serves(s, 20);
@@ -812,8 +677,8 @@ test_hostile_setsid_escape_documented(void)
 	CU_ASSERT(kill(esc, SIGKILL) == 0);
 	if (parent_of(esc) == getpid())   /* adopted if we are a subreaper */
 		(void)waitpid(esc, NULL, 0);
-	CU_ASSERT(tl_wait_until(pid_dead, &esc, WAIT_MS));
-	check_nothing_left(&b);
+	CU_ASSERT(tl_wait_until(st_pid_dead, &esc, WAIT_MS));
+	st_check_nothing_left(&b, LEFT_MS);
 }
 
 /* Start and join one thread first: a sanitizer runtime may start a

@@ -5,7 +5,7 @@
  *
  * Threads: the CUnit thread drives every test; completion and log
  * callbacks run on library threads and touch only the mutex-guarded
- * capture structures below.  A few tests start submitter threads of
+ * captures (sipctest.c and below).  A few tests start submitter threads of
  * their own.  Waits are on events with generous deadlines; nothing
  * sleeps a fixed time to make an assertion true.
  */
@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "sipc.h"
+#include "sipctest.h"
 #include "testlib.h"
 
 #define WAIT_MS 10000           /* generous deadline for any event */
@@ -33,165 +34,6 @@
 extern char **environ;
 
 /* ------------------------------------------------------------ helpers */
-
-static struct {
-	pthread_mutex_t mu;
-	char buf[32768];
-	size_t len;
-} logcap = { .mu = PTHREAD_MUTEX_INITIALIZER };
-
-static void
-log_fn(void *arg, enum sipc_log_level lvl, uint32_t wid, uint32_t gen,
-       pid_t pid, const char *msg)
-{
-	size_t n = strlen(msg);
-
-	pthread_mutex_lock(&logcap.mu);
-	if (logcap.len + n + 2 < sizeof(logcap.buf)) {
-		memcpy(logcap.buf + logcap.len, msg, n);
-		logcap.len += n;
-		logcap.buf[logcap.len++] = '\n';
-		logcap.buf[logcap.len] = '\0';
-	}
-	pthread_mutex_unlock(&logcap.mu);
-}
-
-static void
-log_reset(void)
-{
-	pthread_mutex_lock(&logcap.mu);
-	logcap.len = 0;
-	logcap.buf[0] = '\0';
-	pthread_mutex_unlock(&logcap.mu);
-}
-
-static bool
-log_has(const char *needle)
-{
-	bool r;
-
-	pthread_mutex_lock(&logcap.mu);
-	r = strstr(logcap.buf, needle) != NULL;
-	pthread_mutex_unlock(&logcap.mu);
-	return r;
-}
-
-static bool
-log_has_cb(void *arg)
-{
-	return log_has(arg);
-}
-
-/* Fixture paths are resolved once: tl_fixture() reuses one buffer. */
-static char fxpath[PATH_MAX];
-
-static void
-cfg_base(struct sipc_config *c, const char *fixture, char *const *argv,
-         unsigned workers)
-{
-	snprintf(fxpath, sizeof(fxpath), "%s", tl_fixture(fixture));
-	sipc_config_init(c);
-	c->environment = SIPC_ENV_TEST;
-	c->provider = "local";
-	c->path = fxpath;
-	c->argv = argv;
-	c->workers = workers;
-	c->grace_ms = 300;
-	c->drain_ms = 300;
-	c->handshake_ms = 3000;
-	c->cancel_grace_ms = 200;
-	c->restart_base_ms = 20;
-	c->restart_cap_ms = 200;
-	c->log = log_fn;
-}
-
-static sipc_supervisor *
-start(const struct sipc_config *c, unsigned ready)
-{
-	sipc_supervisor *s = NULL;
-	char err[256];
-	int rc;
-
-	log_reset();
-	rc = sipc_create(c, err, sizeof(err), &s);
-	if (rc != 0)
-		fprintf(stderr, "sipc_create: %s: %s\n", sipc_strerror(rc), err);
-	CU_ASSERT_FATAL(rc == 0);
-	if (ready > 0)
-		CU_ASSERT_FATAL(sipc_wait_ready(s, ready, WAIT_MS) == 0);
-	return s;
-}
-
-/* Synchronous call with a "\0CMD" command payload (cmd NULL: "data"). */
-static void
-call_cmd(sipc_supervisor *s, const char *cmd, unsigned timeout_ms,
-         unsigned flags, struct sipc_result *r)
-{
-	char p[256];
-	size_t len;
-
-	if (cmd == NULL) {
-		len = (size_t)snprintf(p, sizeof(p), "data");
-	} else {
-		memcpy(p, "\0CMD", 4);
-		len = 4 + (size_t)snprintf(p + 4, sizeof(p) - 4, "%s", cmd);
-	}
-	struct sipc_request rq = { .payload = p, .len = len,
-	    .timeout_ms = timeout_ms, .flags = flags };
-	CU_ASSERT_FATAL(sipc_call(s, &rq, r) == 0);
-}
-
-/* Poll stats until pred holds (or the deadline).  pred sees one
- * snapshot at a time. */
-typedef bool (*stat_pred)(const struct sipc_stats *, void *);
-struct stat_wait { sipc_supervisor *s; stat_pred fn; void *arg; };
-
-static bool
-stat_cond(void *arg)
-{
-	struct stat_wait *w = arg;
-	struct sipc_stats st;
-	bool r;
-
-	if (sipc_stats_get(w->s, &st) != 0)
-		return false;
-	r = w->fn(&st, w->arg);
-	sipc_stats_release(&st);
-	return r;
-}
-
-static bool
-stats_wait(sipc_supervisor *s, stat_pred fn, void *arg, int ms)
-{
-	struct stat_wait w = { s, fn, arg };
-
-	return tl_wait_until(stat_cond, &w, ms);
-}
-
-static struct sipc_worker_stats
-worker_stats(sipc_supervisor *s, unsigned i)
-{
-	struct sipc_worker_stats w;
-	struct sipc_stats st;
-
-	memset(&w, 0, sizeof(w));
-	if (sipc_stats_get(s, &st) == 0) {
-		if (i < st.nworkers)
-			w = st.workers[i];
-		sipc_stats_release(&st);
-	}
-	return w;
-}
-
-struct exit_want { unsigned slot; enum sipc_exit_kind kind; };
-
-static bool
-pred_exit_kind(const struct sipc_stats *st, void *arg)
-{
-	struct exit_want *w = arg;
-
-	return st->workers[w->slot].last_exit.kind == w->kind;
-}
 
 struct slot_count { unsigned slot; unsigned n; };
 
@@ -238,63 +80,6 @@ count_lines(const char *path)
 	return n;
 }
 
-/* Async outcomes: exactly one per submit, counted per index. */
-#define OUTBOX_MAX 512
-struct outbox {
-	pthread_mutex_t mu;
-	unsigned calls[OUTBOX_MAX];
-	struct sipc_result res[OUTBOX_MAX];
-	unsigned total;
-};
-struct outslot { struct outbox *box; unsigned i; };
-
-static void
-outbox_done(void *arg, struct sipc_result *res)
-{
-	struct outslot *o = arg;
-
-	pthread_mutex_lock(&o->box->mu);
-	if (o->box->calls[o->i]++ == 0)
-		o->box->res[o->i] = *res;
-	else
-		sipc_result_release(res);
-	o->box->total++;
-	pthread_mutex_unlock(&o->box->mu);
-}
-
-static void
-outbox_release(struct outbox *b)
-{
-	for (unsigned i = 0; i < OUTBOX_MAX; i++)
-		if (b->calls[i] > 0)
-			sipc_result_release(&b->res[i]);
-}
-
-static unsigned
-outbox_total(struct outbox *b)
-{
-	unsigned n;
-
-	pthread_mutex_lock(&b->mu);
-	n = b->total;
-	pthread_mutex_unlock(&b->mu);
-	return n;
-}
-
-static void
-submit_cmd(sipc_supervisor *s, const char *cmd, unsigned timeout_ms,
-           struct outslot *o)
-{
-	char p[128];
-	size_t len;
-
-	memcpy(p, "\0CMD", 4);
-	len = 4 + (size_t)snprintf(p + 4, sizeof(p) - 4, "%s", cmd);
-	struct sipc_request rq = { .payload = p, .len = len,
-	    .timeout_ms = timeout_ms };
-	CU_ASSERT_FATAL(sipc_submit(s, &rq, outbox_done, o, NULL) == 0);
-}
-
 static void
 show(const char *what, const struct sipc_result *r)
 {
@@ -315,14 +100,14 @@ static void
 test_lifecycle_exit_clean(void)
 {
 	char *const argv[] = { "echo", NULL };
-	struct exit_want ew = { 0, SIPC_EXIT_CLEAN };
+	struct st_exit_want ew = { 0, SIPC_EXIT_CLEAN };
 	struct sipc_config c;
 	struct sipc_result r;
 	sipc_supervisor *s;
 
-	cfg_base(&c, "echo", argv, 1);
-	s = start(&c, 1);
-	call_cmd(s, "crash exit 0", 0, 0, &r);
+	st_cfg_base(&c, "echo", argv, 1);
+	s = st_start(&c, 1, WAIT_MS);
+	st_call_cmd(s, "crash exit 0", 0, 0, &r);
 	CU_ASSERT_EQUAL(r.outcome, SIPC_OUTCOME_UNKNOWN);
 	CU_ASSERT_EQUAL(r.error, SIPC_E_WORKER_DIED);
 	CU_ASSERT(r.may_have_run);
@@ -331,8 +116,8 @@ test_lifecycle_exit_clean(void)
 	CU_ASSERT_EQUAL(r.exit.code, 0);
 	CU_ASSERT(r.pid > 0);
 	sipc_result_release(&r);
-	CU_ASSERT(stats_wait(s, pred_exit_kind, &ew, WAIT_MS));
-	CU_ASSERT(tl_wait_until(log_has_cb, "worker ended: exited cleanly",
+	CU_ASSERT(st_stats_wait(s, st_pred_exit_kind, &ew, WAIT_MS));
+	CU_ASSERT(tl_wait_until(st_log_has_cb, "worker ended: exited cleanly",
 	    WAIT_MS));
 	sipc_destroy(s);
 }
@@ -344,14 +129,14 @@ crash_with_words(const char *mode, enum sipc_exit_kind kind, int code,
                  int signo, struct sipc_result *ret)
 {
 	char *const argv[] = { "lastwords", (char *)mode, NULL };
-	struct exit_want ew = { 0, kind };
+	struct st_exit_want ew = { 0, kind };
 	struct sipc_worker_stats w;
 	struct sipc_config c;
 	sipc_supervisor *s;
 
-	cfg_base(&c, "lastwords", argv, 1);
-	s = start(&c, 1);
-	call_cmd(s, NULL, 0, 0, ret);
+	st_cfg_base(&c, "lastwords", argv, 1);
+	s = st_start(&c, 1, WAIT_MS);
+	st_call_cmd(s, NULL, 0, 0, ret);
 	show("crash_with_words", ret);
 	CU_ASSERT_EQUAL(ret->outcome, SIPC_OUTCOME_UNKNOWN);
 	CU_ASSERT_EQUAL(ret->error, SIPC_E_WORKER_DIED);
@@ -363,12 +148,12 @@ crash_with_words(const char *mode, enum sipc_exit_kind kind, int code,
 	CU_ASSERT_PTR_NOT_NULL(ret->diag_tail);
 	if (ret->diag_tail != NULL)
 		CU_ASSERT_PTR_NOT_NULL(strstr(ret->diag_tail, "lastwords: pid"));
-	CU_ASSERT(stats_wait(s, pred_exit_kind, &ew, WAIT_MS));
-	w = worker_stats(s, 0);
+	CU_ASSERT(st_stats_wait(s, st_pred_exit_kind, &ew, WAIT_MS));
+	w = st_worker_stats(s, 0);
 	CU_ASSERT_EQUAL(w.last_exit.code, code);
 	CU_ASSERT_EQUAL(w.last_exit.signo, signo);
 	/* and the slot comes back, as a new generation */
-	CU_ASSERT(stats_wait(s, pred_restarted, NULL, WAIT_MS));
+	CU_ASSERT(st_stats_wait(s, pred_restarted, NULL, WAIT_MS));
 	sipc_destroy(s);
 }
 
@@ -378,7 +163,7 @@ test_lifecycle_exit_code_n(void)
 	struct sipc_result r;
 
 	crash_with_words("exit3", SIPC_EXIT_CODE, 3, 0, &r);
-	CU_ASSERT(log_has("worker ended: exited with status 3"));
+	CU_ASSERT(st_log_has("worker ended: exited with status 3"));
 	sipc_result_release(&r);
 }
 
@@ -400,7 +185,7 @@ test_lifecycle_exit_signal_segv(void)
 
 	crash_with_words("segv", SIPC_EXIT_SIGNAL, 0, SIGSEGV, &r);
 	CU_ASSERT(!r.exit.core_dumped);
-	CU_ASSERT(log_has("killed by signal 11"));
+	CU_ASSERT(st_log_has("killed by signal 11"));
 	sipc_result_release(&r);
 }
 
@@ -426,11 +211,11 @@ test_lifecycle_exit_signal_abort_core(void)
 	CU_ASSERT_FATAL(getrlimit(RLIMIT_CORE, &old) == 0);
 	rl = old;
 	rl.rlim_cur = rl.rlim_max < (64u << 20) ? rl.rlim_max : (64u << 20);
-	cfg_base(&c, "crash", argv, 1);
+	st_cfg_base(&c, "crash", argv, 1);
 	CU_ASSERT_FATAL(chdir(dir) == 0);
 	CU_ASSERT_FATAL(setrlimit(RLIMIT_CORE, &rl) == 0);
-	s = start(&c, 1);
-	call_cmd(s, NULL, 0, 0, &r);
+	s = st_start(&c, 1, WAIT_MS);
+	st_call_cmd(s, NULL, 0, 0, &r);
 	show("core", &r);
 	sipc_destroy(s);
 	(void)setrlimit(RLIMIT_CORE, &old);
@@ -461,7 +246,7 @@ test_lifecycle_exec_failure_not_executable(void)
 	CU_ASSERT(write(fd, "#!/bin/sh\nexit 0\n", 17) == 17);
 	close(fd);
 	CU_ASSERT_FATAL(chmod(path, 0644) == 0);
-	cfg_base(&c, "echo", NULL, 2);
+	st_cfg_base(&c, "echo", NULL, 2);
 	c.path = path;
 	/* even root needs an x bit to execute a regular file */
 	rc = sipc_create(&c, err, sizeof(err), &s);
@@ -484,7 +269,7 @@ test_lifecycle_exec_failure_missing(void)
 	sipc_supervisor *s = NULL;
 	char err[512];
 
-	cfg_base(&c, "echo", NULL, 2);
+	st_cfg_base(&c, "echo", NULL, 2);
 	c.path = path;
 	rc = sipc_create(&c, err, sizeof(err), &s);
 	CU_ASSERT_EQUAL(rc, SIPC_E_EXEC);
@@ -504,13 +289,13 @@ assert_never_used(sipc_supervisor *s)
 	struct sipc_result r;
 
 	CU_ASSERT(sipc_wait_ready(s, 1, 300) != 0);
-	call_cmd(s, NULL, 300, 0, &r);
+	st_call_cmd(s, NULL, 300, 0, &r);
 	CU_ASSERT(r.outcome == SIPC_OUTCOME_TIMEOUT ||
 	    r.outcome == SIPC_OUTCOME_REJECTED);
 	CU_ASSERT(!r.may_have_run);
 	CU_ASSERT_EQUAL(r.attempts, 0);
 	sipc_result_release(&r);
-	w = worker_stats(s, 0);
+	w = st_worker_stats(s, 0);
 	CU_ASSERT_EQUAL(w.frames_out, 0);
 	CU_ASSERT(w.state != SIPC_WS_READY);
 }
@@ -519,15 +304,15 @@ static void
 test_lifecycle_handshake_dieatstart(void)
 {
 	char *const argv[] = { "dieatstart", NULL };
-	struct exit_want ew = { 0, SIPC_EXIT_HANDSHAKE };
+	struct st_exit_want ew = { 0, SIPC_EXIT_HANDSHAKE };
 	struct sipc_worker_stats w;
 	struct sipc_config c;
 	sipc_supervisor *s;
 
-	cfg_base(&c, "dieatstart", argv, 1);
-	s = start(&c, 0);
-	CU_ASSERT(stats_wait(s, pred_exit_kind, &ew, WAIT_MS));
-	w = worker_stats(s, 0);
+	st_cfg_base(&c, "dieatstart", argv, 1);
+	s = st_start(&c, 0, WAIT_MS);
+	CU_ASSERT(st_stats_wait(s, st_pred_exit_kind, &ew, WAIT_MS));
+	w = st_worker_stats(s, 0);
 	CU_ASSERT_EQUAL(w.last_exit.code, 7);
 	assert_never_used(s);
 	sipc_destroy(s);
@@ -537,14 +322,14 @@ static void
 test_lifecycle_handshake_nohello(void)
 {
 	char *const argv[] = { "badframes", "nohello", NULL };
-	struct exit_want ew = { 0, SIPC_EXIT_HANDSHAKE };
+	struct st_exit_want ew = { 0, SIPC_EXIT_HANDSHAKE };
 	struct sipc_config c;
 	sipc_supervisor *s;
 
-	cfg_base(&c, "badframes", argv, 1);
+	st_cfg_base(&c, "badframes", argv, 1);
 	c.handshake_ms = 150;
-	s = start(&c, 0);
-	CU_ASSERT(stats_wait(s, pred_exit_kind, &ew, WAIT_MS));
+	s = st_start(&c, 0, WAIT_MS);
+	CU_ASSERT(st_stats_wait(s, st_pred_exit_kind, &ew, WAIT_MS));
 	assert_never_used(s);
 	sipc_destroy(s);
 }
@@ -553,45 +338,19 @@ static void
 test_lifecycle_handshake_badversion(void)
 {
 	char *const argv[] = { "badframes", "badversion", NULL };
-	struct exit_want ew = { 0, SIPC_EXIT_HANDSHAKE };
+	struct st_exit_want ew = { 0, SIPC_EXIT_HANDSHAKE };
 	struct sipc_config c;
 	sipc_supervisor *s;
 
-	cfg_base(&c, "badframes", argv, 1);
-	s = start(&c, 0);
-	CU_ASSERT(stats_wait(s, pred_exit_kind, &ew, WAIT_MS));
-	CU_ASSERT(tl_wait_until(log_has_cb, "version 99", WAIT_MS));
+	st_cfg_base(&c, "badframes", argv, 1);
+	s = st_start(&c, 0, WAIT_MS);
+	CU_ASSERT(st_stats_wait(s, st_pred_exit_kind, &ew, WAIT_MS));
+	CU_ASSERT(tl_wait_until(st_log_has_cb, "version 99", WAIT_MS));
 	assert_never_used(s);
 	sipc_destroy(s);
 }
 
 /* ------------------------------------------------------------ settling */
-
-struct box_wait { struct outbox *b; unsigned n; };
-
-static bool
-box_cond(void *arg)
-{
-	struct box_wait *w = arg;
-
-	return outbox_total(w->b) >= w->n;
-}
-
-static bool
-outbox_wait(struct outbox *b, unsigned n, int ms)
-{
-	struct box_wait w = { b, n };
-
-	return tl_wait_until(box_cond, &w, ms);
-}
-
-static void
-outbox_reset(struct outbox *b)
-{
-	memset(b->calls, 0, sizeof(b->calls));
-	memset(b->res, 0, sizeof(b->res));
-	b->total = 0;
-}
 
 struct sum_want { unsigned inflight, queued_min; };
 
@@ -614,8 +373,8 @@ static void
 test_lifecycle_settle_unwritten_moves(void)
 {
 	char *const argv[] = { "echo", NULL };
-	static struct outbox box = { .mu = PTHREAD_MUTEX_INITIALIZER };
-	struct outslot o[4] = { { &box, 0 }, { &box, 1 }, { &box, 2 },
+	static struct st_outbox box = { .mu = PTHREAD_MUTEX_INITIALIZER };
+	struct st_outslot o[4] = { { &box, 0 }, { &box, 1 }, { &box, 2 },
 	    { &box, 3 } };
 	struct sum_want one = { 1, 0 }, two = { 2, 2 };
 	struct sipc_config c;
@@ -624,29 +383,29 @@ test_lifecycle_settle_unwritten_moves(void)
 	unsigned hung = 0, other, i;
 	pid_t victim;
 
-	outbox_reset(&box);
-	cfg_base(&c, "echo", argv, 2);
+	st_outbox_reset(&box);
+	st_cfg_base(&c, "echo", argv, 2);
 	c.max_inflight = 1;
-	s = start(&c, 2);
-	submit_cmd(s, "hang", 0, &o[0]);
-	CU_ASSERT_FATAL(stats_wait(s, pred_sums, &one, WAIT_MS));
+	s = st_start(&c, 2, WAIT_MS);
+	st_submit_cmd(s, "hang", 0, &o[0]);
+	CU_ASSERT_FATAL(st_stats_wait(s, pred_sums, &one, WAIT_MS));
 	CU_ASSERT_FATAL(sipc_stats_get(s, &st) == 0);
 	hung = st.workers[0].inflight == 1 ? 0 : 1;
 	sipc_stats_release(&st);
 	other = 1 - hung;
-	submit_cmd(s, "sleep 500", 0, &o[1]);     /* least loaded: other */
+	st_submit_cmd(s, "sleep 500", 0, &o[1]);     /* least loaded: other */
 	/* two more: loads are equal, then one ahead, so at least one of
 	 * them waits in the hung worker's ring, never written */
-	submit_cmd(s, "pid", 0, &o[2]);
-	submit_cmd(s, "pid", 0, &o[3]);
-	CU_ASSERT_FATAL(stats_wait(s, pred_sums, &two, WAIT_MS));
+	st_submit_cmd(s, "pid", 0, &o[2]);
+	st_submit_cmd(s, "pid", 0, &o[3]);
+	CU_ASSERT_FATAL(st_stats_wait(s, pred_sums, &two, WAIT_MS));
 	CU_ASSERT_FATAL(sipc_stats_get(s, &st) == 0);
 	CU_ASSERT(st.workers[hung].inflight == 1);
 	CU_ASSERT_FATAL(st.workers[hung].queued >= 1);
 	victim = st.workers[hung].pid;
 	sipc_stats_release(&st);
 	CU_ASSERT(kill(victim, SIGKILL) == 0);    /* the wedged worker dies */
-	CU_ASSERT_FATAL(outbox_wait(&box, 4, WAIT_MS));
+	CU_ASSERT_FATAL(st_outbox_wait(&box, 4, WAIT_MS));
 	pthread_mutex_lock(&box.mu);
 	for (i = 0; i < 4; i++)
 		CU_ASSERT_EQUAL(box.calls[i], 1);
@@ -674,7 +433,7 @@ test_lifecycle_settle_unwritten_moves(void)
 	CU_ASSERT_EQUAL(st.retried, 0);
 	sipc_stats_release(&st);
 	sipc_destroy(s);
-	outbox_release(&box);
+	st_outbox_release(&box);
 }
 
 static char exec_log[64];
@@ -692,7 +451,7 @@ cfg_exec_log(struct sipc_config *c, char *const *argv, unsigned workers)
 	snprintf(exec_env, sizeof(exec_env), "SIPC_EXEC_LOG=%s", exec_log);
 	env_set[0] = exec_env;
 	env_set[1] = NULL;
-	cfg_base(c, "echo", argv, workers);
+	st_cfg_base(c, "echo", argv, workers);
 	c->env_set = env_set;
 }
 
@@ -707,8 +466,8 @@ test_lifecycle_settle_accepted_not_retried(void)
 	sipc_supervisor *s;
 
 	cfg_exec_log(&c, argv, 2);
-	s = start(&c, 2);
-	call_cmd(s, "crash exit 3", 0, 0, &r);
+	s = st_start(&c, 2, WAIT_MS);
+	st_call_cmd(s, "crash exit 3", 0, 0, &r);
 	CU_ASSERT_EQUAL(r.outcome, SIPC_OUTCOME_UNKNOWN);
 	CU_ASSERT_EQUAL(r.error, SIPC_E_WORKER_DIED);
 	CU_ASSERT(r.may_have_run);
@@ -717,7 +476,7 @@ test_lifecycle_settle_accepted_not_retried(void)
 	CU_ASSERT_EQUAL(r.exit.code, 3);
 	sipc_result_release(&r);
 	/* the other worker still serves, and nothing ran it again */
-	call_cmd(s, NULL, WAIT_MS, 0, &r);
+	st_call_cmd(s, NULL, WAIT_MS, 0, &r);
 	CU_ASSERT_EQUAL(r.outcome, SIPC_OUTCOME_OK);
 	sipc_result_release(&r);
 	CU_ASSERT_FATAL(sipc_stats_get(s, &st) == 0);
@@ -750,10 +509,10 @@ test_lifecycle_settle_idempotent_retried(void)
 	bool seen = false;
 	int round;
 
-	cfg_base(&c, "crash", argv, 2);
+	st_cfg_base(&c, "crash", argv, 2);
 	c.restart_intensity = 100;
 	c.pool_restart_budget = 1000;
-	s = start(&c, 2);
+	s = st_start(&c, 2, WAIT_MS);
 	for (round = 0; round < 40 && !seen; round++) {
 		unsigned nspent = 0, fresh = 0;
 
@@ -768,7 +527,7 @@ test_lifecycle_settle_idempotent_retried(void)
 		sipc_stats_release(&st);
 		if (nspent != 1) {
 			/* spend a fresh worker, or kill a spent one */
-			call_cmd(s, NULL, WAIT_MS, 0, &r);
+			st_call_cmd(s, NULL, WAIT_MS, 0, &r);
 			if (r.outcome == SIPC_OUTCOME_OK)
 				spent[r.worker_id] = r.generation;
 			else
@@ -776,7 +535,7 @@ test_lifecycle_settle_idempotent_retried(void)
 			sipc_result_release(&r);
 			continue;
 		}
-		call_cmd(s, NULL, WAIT_MS, SIPC_REQ_IDEMPOTENT, &r);
+		st_call_cmd(s, NULL, WAIT_MS, SIPC_REQ_IDEMPOTENT, &r);
 		show("idempotent", &r);
 		CU_ASSERT_EQUAL(r.outcome, SIPC_OUTCOME_OK);
 		CU_ASSERT(r.reply_len == 4 && memcmp(r.reply, "data", 4) == 0);
@@ -791,7 +550,7 @@ test_lifecycle_settle_idempotent_retried(void)
 		sipc_result_release(&r);
 	}
 	CU_ASSERT(seen);
-	CU_ASSERT(stats_wait(s, pred_retried, NULL, WAIT_MS));
+	CU_ASSERT(st_stats_wait(s, pred_retried, NULL, WAIT_MS));
 	sipc_destroy(s);
 }
 
@@ -806,8 +565,8 @@ test_lifecycle_settle_idempotent_poison(void)
 
 	cfg_exec_log(&c, argv, 2);
 	c.idempotent_retries = 5;   /* poison stops it, not the budget */
-	s = start(&c, 2);
-	call_cmd(s, "crash exit 3", 0, SIPC_REQ_IDEMPOTENT, &r);
+	s = st_start(&c, 2, WAIT_MS);
+	st_call_cmd(s, "crash exit 3", 0, SIPC_REQ_IDEMPOTENT, &r);
 	CU_ASSERT_EQUAL(r.outcome, SIPC_OUTCOME_UNKNOWN);
 	CU_ASSERT_EQUAL(r.error, SIPC_E_POISON);
 	CU_ASSERT(r.may_have_run);
@@ -816,7 +575,7 @@ test_lifecycle_settle_idempotent_poison(void)
 	sipc_result_release(&r);
 	CU_ASSERT_EQUAL(count_lines(exec_log), 2);
 	/* the pool recovers and serves */
-	call_cmd(s, NULL, WAIT_MS, 0, &r);
+	st_call_cmd(s, NULL, WAIT_MS, 0, &r);
 	CU_ASSERT_EQUAL(r.outcome, SIPC_OUTCOME_OK);
 	sipc_result_release(&r);
 	sipc_destroy(s);
@@ -829,22 +588,22 @@ static void
 test_lifecycle_deadline_while_queued(void)
 {
 	char *const argv[] = { "echo", NULL };
-	static struct outbox box = { .mu = PTHREAD_MUTEX_INITIALIZER };
-	struct outslot o0 = { &box, 0 };
+	static struct st_outbox box = { .mu = PTHREAD_MUTEX_INITIALIZER };
+	struct st_outslot o0 = { &box, 0 };
 	struct slot_count c0 = { 0, 1 };
 	struct sipc_config c;
 	struct sipc_result r;
 	sipc_supervisor *s;
 	int64_t t0;
 
-	outbox_reset(&box);
-	cfg_base(&c, "echo", argv, 1);
+	st_outbox_reset(&box);
+	st_cfg_base(&c, "echo", argv, 1);
 	c.max_inflight = 1;
-	s = start(&c, 1);
-	submit_cmd(s, "hang", 0, &o0);
-	CU_ASSERT_FATAL(stats_wait(s, pred_inflight, &c0, WAIT_MS));
+	s = st_start(&c, 1, WAIT_MS);
+	st_submit_cmd(s, "hang", 0, &o0);
+	CU_ASSERT_FATAL(st_stats_wait(s, pred_inflight, &c0, WAIT_MS));
 	t0 = tl_now_ms();
-	call_cmd(s, NULL, 200, 0, &r);
+	st_call_cmd(s, NULL, 200, 0, &r);
 	CU_ASSERT(tl_now_ms() - t0 >= 190);
 	CU_ASSERT_EQUAL(r.outcome, SIPC_OUTCOME_TIMEOUT);
 	CU_ASSERT(!r.may_have_run);
@@ -856,7 +615,7 @@ test_lifecycle_deadline_while_queued(void)
 	CU_ASSERT_EQUAL(box.res[0].error, SIPC_E_SHUTDOWN);
 	CU_ASSERT_EQUAL(box.res[0].exit.kind, SIPC_EXIT_TERMINATED);
 	CU_ASSERT_EQUAL(box.res[0].exit.reason, SIPC_TERM_SHUTDOWN);
-	outbox_release(&box);
+	st_outbox_release(&box);
 }
 
 /* ------------------------------------------------------------ host child */
@@ -864,17 +623,9 @@ test_lifecycle_deadline_while_queued(void)
 static char
 proc_state(pid_t pid)
 {
-	char path[64], buf[512], *p;
-	FILE *f;
+	char st;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if ((f = fopen(path, "re")) == NULL)
-		return '?';
-	p = fgets(buf, sizeof(buf), f);
-	fclose(f);
-	if (p == NULL || (p = strrchr(buf, ')')) == NULL)
-		return '?';
-	return p[2];
+	return st_proc_stat(pid, &st, NULL, NULL) == 0 ? st : '?';
 }
 
 static bool
@@ -898,16 +649,16 @@ host_child(bool subreaper)
 	pid_t child, w;
 	int status = -1, i;
 
-	cfg_base(&c, "crash", argv, 2);
+	st_cfg_base(&c, "crash", argv, 2);
 	c.subreaper = subreaper;
 	c.restart_intensity = 100;
 	c.pool_restart_budget = 1000;
-	s = start(&c, 2);
+	s = st_start(&c, 2, WAIT_MS);
 	CU_ASSERT_FATAL(posix_spawnp(&child, "sleep", NULL, NULL, sargv,
 	    environ) == 0);
 	/* work and crashes while the child lives and after it exits */
 	for (i = 0; i < 4; i++) {
-		call_cmd(s, NULL, WAIT_MS, 0, &r);
+		st_call_cmd(s, NULL, WAIT_MS, 0, &r);
 		CU_ASSERT_EQUAL(r.outcome, SIPC_OUTCOME_UNKNOWN);
 		sipc_result_release(&r);
 	}
@@ -916,12 +667,12 @@ host_child(bool subreaper)
 	restarts0 = st.restarts;
 	sipc_stats_release(&st);
 	for (i = 0; i < 3; i++) {
-		call_cmd(s, NULL, WAIT_MS, 0, &r);
+		st_call_cmd(s, NULL, WAIT_MS, 0, &r);
 		CU_ASSERT_EQUAL(r.outcome, SIPC_OUTCOME_UNKNOWN);
 		sipc_result_release(&r);
 	}
 	restarts0 += 3;
-	CU_ASSERT(stats_wait(s, pred_restarts_at_least, &restarts0, WAIT_MS));
+	CU_ASSERT(st_stats_wait(s, pred_restarts_at_least, &restarts0, WAIT_MS));
 	/* still our zombie: nobody reaped it behind our back */
 	CU_ASSERT_EQUAL(proc_state(child), 'Z');
 	w = waitpid(child, &status, WNOHANG);
@@ -962,7 +713,7 @@ pool_kids_cond(void *arg)
 {
 	struct pool_kids *pk = arg;
 
-	return stats_wait(pk->s, all_ready, NULL, 0) &&
+	return st_stats_wait(pk->s, all_ready, NULL, 0) &&
 	    tl_count_children() == pk->want;
 }
 
@@ -976,10 +727,10 @@ test_lifecycle_destroy_back_to_baseline(void)
 	struct sipc_result r;
 	sipc_supervisor *s;
 
-	cfg_base(&c, "echo", argv, 3);
-	s = start(&c, 3);
+	st_cfg_base(&c, "echo", argv, 3);
+	s = st_start(&c, 3, WAIT_MS);
 	for (int i = 0; i < 30; i++) {
-		call_cmd(s, i % 10 == 9 ? "crash exit 3" : NULL, WAIT_MS, 0, &r);
+		st_call_cmd(s, i % 10 == 9 ? "crash exit 3" : NULL, WAIT_MS, 0, &r);
 		CU_ASSERT(r.outcome == (i % 10 == 9 ? SIPC_OUTCOME_UNKNOWN :
 		    SIPC_OUTCOME_OK));
 		sipc_result_release(&r);
@@ -997,24 +748,24 @@ static void
 test_lifecycle_destroy_inflight_one_outcome(void)
 {
 	char *const argv[] = { "slow", "50", NULL };
-	static struct outbox box = { .mu = PTHREAD_MUTEX_INITIALIZER };
-	static struct outslot o[40];
+	static struct st_outbox box = { .mu = PTHREAD_MUTEX_INITIALIZER };
+	static struct st_outslot o[40];
 	int fds = tl_count_fds(), thr = tl_count_threads(),
 	    kids = tl_count_children();
 	unsigned i, kinds[5] = { 0 };
 	struct sipc_config c;
 	sipc_supervisor *s;
 
-	outbox_reset(&box);
-	cfg_base(&c, "slow", argv, 2);
+	st_outbox_reset(&box);
+	st_cfg_base(&c, "slow", argv, 2);
 	c.max_inflight = 2;
 	c.drain_ms = 400;    /* 40 x 50 ms on 2 workers would take 1 s */
-	s = start(&c, 2);
+	s = st_start(&c, 2, WAIT_MS);
 	for (i = 0; i < 40; i++) {
 		struct sipc_request rq = { .payload = "x", .len = 1 };
 
-		o[i] = (struct outslot){ &box, i };
-		CU_ASSERT_FATAL(sipc_submit(s, &rq, outbox_done, &o[i],
+		o[i] = (struct st_outslot){ &box, i };
+		CU_ASSERT_FATAL(sipc_submit(s, &rq, st_outbox_done, &o[i],
 		    NULL) == 0);
 	}
 	sipc_destroy(s);
@@ -1031,7 +782,7 @@ test_lifecycle_destroy_inflight_one_outcome(void)
 	/* some finished during the drain, the queued rest were refused */
 	CU_ASSERT(kinds[SIPC_OUTCOME_OK] >= 1);
 	CU_ASSERT(kinds[SIPC_OUTCOME_REJECTED] >= 1);
-	outbox_release(&box);
+	st_outbox_release(&box);
 	CU_ASSERT(tl_wait_baseline(fds, thr, kids, WAIT_MS));
 	CU_ASSERT_EQUAL(tl_count_zombie_children(), 0);
 }
@@ -1116,11 +867,11 @@ test_lifecycle_destroy_races_submits(void)
 	unsigned i;
 
 	memset(&rc, 0, sizeof(rc));
-	cfg_base(&c, "hang", argv, 2);
+	st_cfg_base(&c, "hang", argv, 2);
 	c.max_inflight = 2;
 	c.ring_frames = 3;
 	c.drain_ms = 50;
-	rc.s = start(&c, 2);
+	rc.s = st_start(&c, 2, WAIT_MS);
 	for (i = 0; i < RACERS; i++)
 		CU_ASSERT_FATAL(pthread_create(&t[i], NULL, racer_main,
 		    &rc) == 0);
@@ -1180,12 +931,7 @@ static const tl_test lifecycle_tests[] = {
 int
 main(void)
 {
-	struct rlimit rl = { 0, 0 };
-
-	/* No core files from crashing fixtures, unless a test asks. */
-	(void)getrlimit(RLIMIT_CORE, &rl);
-	rl.rlim_cur = 0;
-	(void)setrlimit(RLIMIT_CORE, &rl);
+	st_no_core_files();
 	tl_suite("lifecycle", lifecycle_tests);
 	return tl_run();
 }

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "sipc.h"
+#include "sipctest.h"
 #include "testlib.h"
 
 #define NQUEUED 3
@@ -66,10 +67,7 @@ cfg_for(const char *dir, const char *fixture, enum sipc_durability d)
 {
 	struct sipc_config c;
 
-	sipc_config_init(&c);
-	c.environment = SIPC_ENV_TEST;
-	c.path = tl_fixture(fixture);
-	c.workers = 1;
+	st_cfg_init(&c, fixture, NULL, 1);
 	c.max_inflight = 1;
 	c.grace_ms = 300;
 	c.handshake_ms = 5000;
@@ -324,15 +322,8 @@ static sipc_supervisor *
 open_next(const char *dir, const char *fixture)
 {
 	struct sipc_config c = cfg_for(dir, fixture, SIPC_DURABLE_EACH);
-	sipc_supervisor *s = NULL;
-	char err[256];
-	int rc;
 
-	rc = sipc_create(&c, err, sizeof(err), &s);
-	if (rc != 0)
-		fprintf(stderr, "sipc_create: %s (%s)\n", sipc_strerror(rc), err);
-	CU_ASSERT_FATAL(rc == 0);
-	return s;
+	return st_start(&c, 0, 0);      /* reconcile needs no ready worker */
 }
 
 /* Collect a leftover reparented to us; true when it ended by `sig`. */

@@ -6,10 +6,10 @@
  * windows with bounds generous enough for a loaded 2-core machine.
  *
  * Threads: the CUnit thread drives every test; callbacks run on library
- * threads and touch only the mutex-guarded log capture.
+ * threads and touch only the mutex-guarded log capture
+ * (sipctest.c).
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -17,174 +17,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "sipc.h"
+#include "sipctest.h"
 #include "testlib.h"
 
 #define WAIT_MS 10000           /* generous deadline for any event */
 
-/* ------------------------------------------------------------ helpers */
-
-static struct {
-	pthread_mutex_t mu;
-	char buf[32768];
-	size_t len;
-} logcap = { .mu = PTHREAD_MUTEX_INITIALIZER };
-
-static void
-log_fn(void *arg, enum sipc_log_level lvl, uint32_t wid, uint32_t gen,
-       pid_t pid, const char *msg)
-{
-	size_t n = strlen(msg);
-
-	pthread_mutex_lock(&logcap.mu);
-	if (logcap.len + n + 2 < sizeof(logcap.buf)) {
-		memcpy(logcap.buf + logcap.len, msg, n);
-		logcap.len += n;
-		logcap.buf[logcap.len++] = '\n';
-		logcap.buf[logcap.len] = '\0';
-	}
-	pthread_mutex_unlock(&logcap.mu);
-}
-
-static void
-log_reset(void)
-{
-	pthread_mutex_lock(&logcap.mu);
-	logcap.len = 0;
-	logcap.buf[0] = '\0';
-	pthread_mutex_unlock(&logcap.mu);
-}
-
-static bool
-log_has(const char *needle)
-{
-	bool r;
-
-	pthread_mutex_lock(&logcap.mu);
-	r = strstr(logcap.buf, needle) != NULL;
-	pthread_mutex_unlock(&logcap.mu);
-	return r;
-}
-
-/* Fixture paths are resolved once: tl_fixture() reuses one buffer. */
-static char fxpath[PATH_MAX];
-
-static void
-cfg_base(struct sipc_config *c, const char *fixture, char *const *argv,
-         unsigned workers)
-{
-	snprintf(fxpath, sizeof(fxpath), "%s", tl_fixture(fixture));
-	sipc_config_init(c);
-	c->environment = SIPC_ENV_TEST;
-	c->provider = "local";
-	c->path = fxpath;
-	c->argv = argv;
-	c->workers = workers;
-	c->grace_ms = 300;
-	c->drain_ms = 300;
-	c->handshake_ms = 3000;
-	c->cancel_grace_ms = 200;
-	c->restart_base_ms = 20;
-	c->restart_cap_ms = 200;
-	c->log = log_fn;
-}
-
-static sipc_supervisor *
-start(const struct sipc_config *c, unsigned ready)
-{
-	sipc_supervisor *s = NULL;
-	char err[256];
-	int rc;
-
-	log_reset();
-	rc = sipc_create(c, err, sizeof(err), &s);
-	if (rc != 0)
-		fprintf(stderr, "sipc_create: %s: %s\n", sipc_strerror(rc), err);
-	CU_ASSERT_FATAL(rc == 0);
-	if (ready > 0)
-		CU_ASSERT_FATAL(sipc_wait_ready(s, ready, WAIT_MS) == 0);
-	return s;
-}
-
-/* Synchronous call with a "\0CMD" command payload (cmd NULL: "data"). */
-static void
-call_cmd(sipc_supervisor *s, const char *cmd, unsigned timeout_ms,
-         unsigned flags, struct sipc_result *r)
-{
-	char p[256];
-	size_t len;
-
-	if (cmd == NULL) {
-		len = (size_t)snprintf(p, sizeof(p), "data");
-	} else {
-		memcpy(p, "\0CMD", 4);
-		len = 4 + (size_t)snprintf(p + 4, sizeof(p) - 4, "%s", cmd);
-	}
-	struct sipc_request rq = { .payload = p, .len = len,
-	    .timeout_ms = timeout_ms, .flags = flags };
-	CU_ASSERT_FATAL(sipc_call(s, &rq, r) == 0);
-}
-
-/* Poll stats until pred holds (or the deadline).  pred sees one
- * snapshot at a time. */
-typedef bool (*stat_pred)(const struct sipc_stats *, void *);
-struct stat_wait { sipc_supervisor *s; stat_pred fn; void *arg; };
-
-static bool
-stat_cond(void *arg)
-{
-	struct stat_wait *w = arg;
-	struct sipc_stats st;
-	bool r;
-
-	if (sipc_stats_get(w->s, &st) != 0)
-		return false;
-	r = w->fn(&st, w->arg);
-	sipc_stats_release(&st);
-	return r;
-}
-
-static bool
-stats_wait(sipc_supervisor *s, stat_pred fn, void *arg, int ms)
-{
-	struct stat_wait w = { s, fn, arg };
-
-	return tl_wait_until(stat_cond, &w, ms);
-}
-
-static struct sipc_worker_stats
-worker_stats(sipc_supervisor *s, unsigned i)
-{
-	struct sipc_worker_stats w;
-	struct sipc_stats st;
-
-	memset(&w, 0, sizeof(w));
-	if (sipc_stats_get(s, &st) == 0) {
-		if (i < st.nworkers)
-			w = st.workers[i];
-		sipc_stats_release(&st);
-	}
-	return w;
-}
-
 /* ---------------------------------------------------- restart helpers */
-
-static uint64_t
-restarts_now(sipc_supervisor *s)
-{
-	struct sipc_stats st;
-	uint64_t n = 0;
-
-	if (sipc_stats_get(s, &st) == 0) {
-		n = st.restarts;
-		sipc_stats_release(&st);
-	}
-	return n;
-}
 
 static bool
 pred_any_cooldown(const struct sipc_stats *st, void *arg)
@@ -205,11 +47,14 @@ crash_until_refused(sipc_supervisor *s, struct sipc_result *ret_refusal)
 	int64_t end = tl_now_ms() + 2 * WAIT_MS;
 
 	for (;;) {
-		call_cmd(s, NULL, 3000, 0, &r);
+		st_call_cmd(s, NULL, 3000, 0, &r);
 		if (getenv("LIFE_DEBUG")) {
 			char b[160];
+
 			sipc_exit_format(&r.exit, b, sizeof(b));
-			fprintf(stderr, "%lld %s %s w%u g%u %s\n", (long long)tl_now_ms(), sipc_outcome_name(r.outcome), sipc_strerror(r.error), r.worker_id, r.generation, b);
+			fprintf(stderr, "%lld %s %s w%u g%u %s\n",
+			    (long long)tl_now_ms(), sipc_outcome_name(r.outcome),
+			    sipc_strerror(r.error), r.worker_id, r.generation, b);
 		}
 		if (r.outcome != SIPC_OUTCOME_UNKNOWN || tl_now_ms() > end ||
 		    unknown > 50) {
@@ -229,7 +74,7 @@ assert_fast_unavailable(sipc_supervisor *s)
 	struct sipc_result r;
 	int64_t t0 = tl_now_ms();
 
-	call_cmd(s, NULL, 0, 0, &r);     /* no deadline: must not hang */
+	st_call_cmd(s, NULL, 0, 0, &r);     /* no deadline: must not hang */
 	CU_ASSERT(tl_now_ms() - t0 < 1000);
 	CU_ASSERT_EQUAL(r.outcome, SIPC_OUTCOME_REJECTED);
 	CU_ASSERT_EQUAL(r.error, SIPC_E_UNAVAILABLE);
@@ -251,26 +96,26 @@ test_restart_intensity_cooldown(void)
 	sipc_supervisor *s;
 	unsigned unknown;
 
-	cfg_base(&c, "crash", argv, 1);
+	st_cfg_base(&c, "crash", argv, 1);
 	c.restart_base_ms = 50;
 	c.restart_cap_ms = 400;
 	c.restart_intensity = 3;
 	c.restart_window_ms = 10000;  /* generous: sanitizer builds start slowly */
 	c.cooldown_ms = 5000;
-	s = start(&c, 1);
+	s = st_start(&c, 1, WAIT_MS);
 	unknown = crash_until_refused(s, &r);
 	/* 1 initial worker + 3 restarts died; the 4th end hit the limit */
 	CU_ASSERT(unknown >= 3 && unknown <= 5);
 	CU_ASSERT_EQUAL(r.outcome, SIPC_OUTCOME_REJECTED);
 	CU_ASSERT_EQUAL(r.error, SIPC_E_UNAVAILABLE);
 	sipc_result_release(&r);
-	CU_ASSERT(stats_wait(s, pred_any_cooldown, NULL, WAIT_MS));
+	CU_ASSERT(st_stats_wait(s, pred_any_cooldown, NULL, WAIT_MS));
 	CU_ASSERT_FATAL(sipc_stats_get(s, &st) == 0);
 	CU_ASSERT_EQUAL(st.workers[0].state, SIPC_WS_COOLDOWN);
 	CU_ASSERT(st.workers[0].restarts >= 3 && st.workers[0].restarts <= 5);
 	CU_ASSERT_EQUAL(st.workers[0].last_exit.kind, SIPC_EXIT_CODE);
 	sipc_stats_release(&st);
-	CU_ASSERT(log_has("restart intensity exceeded"));
+	CU_ASSERT(st_log_has("restart intensity exceeded"));
 	assert_fast_unavailable(s);
 	sipc_destroy(s);
 }
@@ -286,12 +131,12 @@ test_restart_pool_budget(void)
 	sipc_supervisor *s;
 	unsigned unknown;
 
-	cfg_base(&c, "crash", argv, 3);
+	st_cfg_base(&c, "crash", argv, 3);
 	c.restart_intensity = 50;
 	c.restart_window_ms = 10000;
 	c.pool_restart_budget = 3;
 	c.cooldown_ms = 5000;
-	s = start(&c, 3);
+	s = st_start(&c, 3, WAIT_MS);
 	unknown = crash_until_refused(s, &r);
 	/* 3 restarts allowed pool-wide, then every slot cools down as it
 	 * dies: at most 3 initial + 3 restarted workers can die */
@@ -299,7 +144,7 @@ test_restart_pool_budget(void)
 	CU_ASSERT_EQUAL(r.outcome, SIPC_OUTCOME_REJECTED);
 	CU_ASSERT_EQUAL(r.error, SIPC_E_UNAVAILABLE);
 	sipc_result_release(&r);
-	CU_ASSERT(restarts_now(s) <= 6);
+	CU_ASSERT(st_pool_stats(s).restarts <= 6);
 	assert_fast_unavailable(s);
 	sipc_destroy(s);
 }
@@ -316,23 +161,23 @@ test_restart_startup_failure_spacing(void)
 	uint64_t r0, n;
 	int64_t t0, span;
 
-	cfg_base(&c, "dieatstart", argv, 1);
+	st_cfg_base(&c, "dieatstart", argv, 1);
 	c.restart_base_ms = 50;
 	c.restart_cap_ms = 200;
 	c.restart_intensity = 100;
 	c.restart_window_ms = 60000;
 	c.pool_restart_budget = 1000;
-	s = start(&c, 0);
-	r0 = restarts_now(s);
+	s = st_start(&c, 0, WAIT_MS);
+	r0 = st_pool_stats(s).restarts;
 	t0 = tl_now_ms();
 	/* a measurement window, not a wait for an event */
 	while (tl_now_ms() - t0 < 1000)
 		usleep(20000);
-	n = restarts_now(s) - r0;
+	n = st_pool_stats(s).restarts - r0;
 	span = tl_now_ms() - t0;
 	CU_ASSERT(n >= 2);
 	CU_ASSERT(n <= (uint64_t)(span / 50) + 2);
-	CU_ASSERT_EQUAL(worker_stats(s, 0).last_exit.kind, SIPC_EXIT_HANDSHAKE);
+	CU_ASSERT_EQUAL(st_worker_stats(s, 0).last_exit.kind, SIPC_EXIT_HANDSHAKE);
 	sipc_destroy(s);
 }
 
@@ -344,49 +189,15 @@ test_restart_startup_failure_cooldown(void)
 	struct sipc_config c;
 	sipc_supervisor *s;
 
-	cfg_base(&c, "dieatstart", argv, 1);
+	st_cfg_base(&c, "dieatstart", argv, 1);
 	c.restart_intensity = 3;
 	c.restart_window_ms = 5000;
 	c.cooldown_ms = 5000;
-	s = start(&c, 0);
-	CU_ASSERT(stats_wait(s, pred_any_cooldown, NULL, WAIT_MS));
-	CU_ASSERT(worker_stats(s, 0).restarts <= 4);
+	s = st_start(&c, 0, WAIT_MS);
+	CU_ASSERT(st_stats_wait(s, pred_any_cooldown, NULL, WAIT_MS));
+	CU_ASSERT(st_worker_stats(s, 0).restarts <= 4);
 	assert_fast_unavailable(s);
 	sipc_destroy(s);
-}
-
-static int
-copy_file(const char *from, const char *to)
-{
-	char buf[65536];
-	int in, out, rc = 0;
-	ssize_t n;
-
-	if ((in = open(from, O_RDONLY | O_CLOEXEC)) < 0)
-		return -errno;
-	if ((out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-	    0755)) < 0) {
-		rc = -errno;
-		close(in);
-		return rc;
-	}
-	while ((n = read(in, buf, sizeof(buf))) > 0)
-		if (write(out, buf, (size_t)n) != n) {
-			rc = -EIO;
-			break;
-		}
-	if (n < 0)
-		rc = -errno;
-	close(in);
-	if (close(out) < 0 && rc == 0)
-		rc = -errno;
-	return rc;
-}
-
-static bool
-pred_exec_failed(const struct sipc_stats *st, void *arg)
-{
-	return st->workers[0].last_exit.kind == SIPC_EXIT_EXEC_FAILED;
 }
 
 /* The worker binary disappears at run time: the slot is not restarted
@@ -396,6 +207,7 @@ test_restart_missing_binary_at_runtime(void)
 {
 	char dir[] = "/tmp/sipc-restart-XXXXXX", bin[PATH_MAX];
 	char *const argv[] = { "echo", NULL };
+	struct st_exit_want ef = { 0, SIPC_EXIT_EXEC_FAILED };
 	struct sipc_config c;
 	struct sipc_result r;
 	sipc_supervisor *s;
@@ -404,35 +216,35 @@ test_restart_missing_binary_at_runtime(void)
 
 	CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
 	snprintf(bin, sizeof(bin), "%s/echo", dir);
-	CU_ASSERT_FATAL(copy_file(tl_fixture("echo"), bin) == 0);
-	cfg_base(&c, "echo", argv, 1);
+	CU_ASSERT_FATAL(st_copy_file(tl_fixture("echo"), bin) == 0);
+	st_cfg_base(&c, "echo", argv, 1);
 	c.path = bin;
 	c.restart_intensity = 100;
 	c.restart_window_ms = 60000;
 	c.pool_restart_budget = 1000;
-	s = start(&c, 1);
+	s = st_start(&c, 1, WAIT_MS);
 	CU_ASSERT_FATAL(unlink(bin) == 0);
 	CU_ASSERT_FATAL(rmdir(dir) == 0);
-	call_cmd(s, "crash exit 3", WAIT_MS, 0, &r);
+	st_call_cmd(s, "crash exit 3", WAIT_MS, 0, &r);
 	CU_ASSERT_EQUAL(r.outcome, SIPC_OUTCOME_UNKNOWN);
 	sipc_result_release(&r);
-	CU_ASSERT(stats_wait(s, pred_exec_failed, NULL, WAIT_MS));
-	CU_ASSERT_EQUAL(worker_stats(s, 0).last_exit.code, ENOENT);
-	r0 = restarts_now(s);
+	CU_ASSERT(st_stats_wait(s, st_pred_exit_kind, &ef, WAIT_MS));
+	CU_ASSERT_EQUAL(st_worker_stats(s, 0).last_exit.code, ENOENT);
+	r0 = st_pool_stats(s).restarts;
 	t0 = tl_now_ms();
 	/* callers get an outcome, never a hang, and nothing ran */
-	call_cmd(s, NULL, 300, 0, &r);
+	st_call_cmd(s, NULL, 300, 0, &r);
 	CU_ASSERT(r.outcome == SIPC_OUTCOME_TIMEOUT ||
 	    r.outcome == SIPC_OUTCOME_REJECTED);
 	CU_ASSERT(!r.may_have_run);
 	sipc_result_release(&r);
 	while (tl_now_ms() - t0 < 1000)    /* measurement window */
 		usleep(20000);
-	n = restarts_now(s) - r0;
+	n = st_pool_stats(s).restarts - r0;
 	/* backoff from 20 ms doubling: a handful per second, not hundreds */
 	CU_ASSERT(n <= 15);
-	CU_ASSERT(worker_stats(s, 0).state != SIPC_WS_READY);
-	CU_ASSERT(log_has("cannot execute"));
+	CU_ASSERT(st_worker_stats(s, 0).state != SIPC_WS_READY);
+	CU_ASSERT(st_log_has("cannot execute"));
 	sipc_destroy(s);
 }
 
@@ -451,11 +263,7 @@ static const tl_test restart_tests[] = {
 int
 main(void)
 {
-	struct rlimit rl = { 0, 0 };
-
-	(void)getrlimit(RLIMIT_CORE, &rl);
-	rl.rlim_cur = 0;
-	(void)setrlimit(RLIMIT_CORE, &rl);
+	st_no_core_files();
 	tl_suite("restart", restart_tests);
 	return tl_run();
 }

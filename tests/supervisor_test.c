@@ -15,36 +15,21 @@
 #include <unistd.h>
 
 #include "sipc.h"
+#include "sipctest.h"
 #include "testlib.h"
+
+#define WAIT_MS 10000           /* generous deadline for ready workers */
 
 static struct sipc_config
 base_cfg(const char *fixture, unsigned workers)
 {
 	struct sipc_config c;
 
-	sipc_config_init(&c);
-	c.environment = SIPC_ENV_TEST;
-	c.path = tl_fixture(fixture);
-	c.workers = workers;
+	st_cfg_init(&c, fixture, NULL, workers);
 	c.grace_ms = 500;
 	c.handshake_ms = 2000;
 	c.restart_base_ms = 20;
 	return c;
-}
-
-static sipc_supervisor *
-start(struct sipc_config *c)
-{
-	sipc_supervisor *s = NULL;
-	char err[256];
-	int rc;
-
-	rc = sipc_create(c, err, sizeof(err), &s);
-	if (rc != 0)
-		fprintf(stderr, "sipc_create: %s (%s)\n", sipc_strerror(rc), err);
-	CU_ASSERT_FATAL(rc == 0);
-	CU_ASSERT_FATAL(sipc_wait_ready(s, c->workers, 10000) == 0);
-	return s;
 }
 
 /* One synchronous echo; returns true when the reply is the payload. */
@@ -82,7 +67,7 @@ test_supervisor_every_byte_every_size(void)
 	c.max_payload = 1 << 20;
 	c.ring_bytes = 4 << 20;
 	c.mem_ceiling = 8 << 20;
-	s = start(&c);
+	s = st_start(&c, c.workers, WAIT_MS);
 	buf = malloc(1 << 20);
 	CU_ASSERT_FATAL(buf != NULL);
 	for (j = 0; j < (1 << 20); j++)
@@ -121,7 +106,7 @@ test_supervisor_oversize_payload_rejected(void)
 	uint8_t *buf = calloc(1, 70000);
 
 	c.max_payload = 65536;
-	s = start(&c);
+	s = st_start(&c, c.workers, WAIT_MS);
 	r = (struct sipc_request){ .payload = buf, .len = 65537 };
 	CU_ASSERT(sipc_submit(s, &r, (sipc_done_fn)abort, NULL, NULL) ==
 	    SIPC_E_TOOBIG);
@@ -173,7 +158,7 @@ test_supervisor_out_of_order_concurrent(void)
 
 	c.argv = argv;
 	c.max_inflight = 8;
-	s = start(&c);
+	s = st_start(&c, c.workers, WAIT_MS);
 	for (i = 0; i < 6; i++) {
 		cs[i] = (struct caller){ .s = s, .seed = i, .n = 400 };
 		CU_ASSERT_FATAL(pthread_create(&th[i], NULL, caller_main,
@@ -245,7 +230,7 @@ test_supervisor_async_submit_from_callback(void)
 	uint64_t id, last = 0;
 	unsigned i;
 
-	a.s = start(&c);
+	a.s = st_start(&c, c.workers, WAIT_MS);
 	for (i = 0; i < 1000; i++) {
 		pthread_mutex_lock(&a.lock);
 		a.submitted++;
@@ -280,7 +265,7 @@ test_supervisor_host_fd_without_cloexec_not_inherited(void)
 	CU_ASSERT_FATAL(leak1 >= 0);
 	CU_ASSERT_FATAL(pipe(leak2) == 0);
 	CU_ASSERT_FATAL(socketpair(AF_UNIX, SOCK_STREAM, 0, leak3) == 0);
-	s = start(&c);
+	s = st_start(&c, c.workers, WAIT_MS);
 	CU_ASSERT_FATAL(sipc_call(s, &r, &res) == 0);
 	CU_ASSERT_FATAL(res.outcome == SIPC_OUTCOME_OK);
 	text = strndup((const char *)res.reply, res.reply_len);
@@ -344,7 +329,7 @@ test_supervisor_diagnostics_never_protocol(void)
 	c.log = diag_cb;
 	c.log_arg = &d;
 	c.diag_line_max = 256;
-	s = start(&c);
+	s = st_start(&c, c.workers, WAIT_MS);
 	for (i = 0; i < 100; i++) {
 		n = snprintf(buf, sizeof(buf), "payload %u", i);
 		CU_ASSERT(echo_ok(s, buf, (size_t)n));
@@ -486,7 +471,7 @@ test_supervisor_bad_arguments(void)
 {
 	struct sipc_config c = base_cfg("echo", 1);
 	struct sipc_request r = { .payload = NULL, .len = 3 };
-	sipc_supervisor *s = start(&c);
+	sipc_supervisor *s = st_start(&c, c.workers, WAIT_MS);
 	struct sipc_result res;
 
 	CU_ASSERT(sipc_submit(s, &r, (sipc_done_fn)abort, NULL, NULL) == -EINVAL);
@@ -516,7 +501,7 @@ test_supervisor_destroy_leaves_nothing(void)
 	pid_t pids[4];
 	unsigned i;
 
-	s = start(&c);
+	s = st_start(&c, c.workers, WAIT_MS);
 	for (i = 0; i < 200; i++)
 		CU_ASSERT(echo_ok(s, "abc\n", 4));
 	CU_ASSERT(sipc_stats_get(s, &st) == 0);
