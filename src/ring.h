@@ -8,6 +8,7 @@
 #ifndef SIPC_RING_H
 #define SIPC_RING_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -20,14 +21,20 @@ struct sipc__ring_item {
 
 struct sipc__ring {
 	struct sipc__ring_item *items;
-	unsigned cap, head, count;
-	size_t bytes, max_bytes;
+	unsigned cap, head;
+	/* Written under the owner's lock; atomic so that dispatch may read
+	 * a ring's fill level without taking that lock (a hint it checks
+	 * again under the lock). */
+	_Atomic unsigned count;
+	_Atomic size_t bytes;
+	size_t max_bytes;
 };
 
 int sipc__ring_init(struct sipc__ring *r, unsigned cap, size_t max_bytes);
 void sipc__ring_fini(struct sipc__ring *r);
 /* Would a frame of `len` payload bytes fit now?  An empty ring takes any
- * frame (validation guarantees max_bytes >= one maximal frame). */
+ * frame (validation guarantees max_bytes >= one maximal frame).  May be
+ * called without the lock as a hint. */
 bool sipc__ring_fits(const struct sipc__ring *r, size_t len);
 /* Append; -EAGAIN when it does not fit. */
 int sipc__ring_push(struct sipc__ring *r, struct sipc__req *q, size_t len);

@@ -73,7 +73,8 @@ struct sipc__slot {
 	pthread_cond_t cv_writer;     /* ring non-empty / room in flight / stop */
 	pthread_cond_t cv_space;      /* ring has room */
 	/* [slot] */
-	enum sipc_worker_state state;
+	/* [slot] for writes; atomic so dispatch can read it unlocked */
+	_Atomic enum sipc_worker_state state;
 	uint32_t generation;
 	pid_t pid;
 	struct sipc__ring ring;
@@ -119,6 +120,7 @@ struct sipc__table {
 	size_t nbuckets, count;       /* count = entries in the table */
 	unsigned pending;             /* not yet delivered */
 	size_t mem_held;              /* payload bytes of live requests */
+	unsigned mem_waiters;         /* submitters waiting under the ceiling */
 };
 
 struct sipc_supervisor {

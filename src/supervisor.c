@@ -71,7 +71,9 @@ pick_slot(struct sipc_supervisor *s, int avoid, size_t len)
 		sl = &s->slots[i];
 		if ((int)i == avoid)
 			continue;
-		pthread_mutex_lock(&sl->lock);
+		/* No lock: state and fill level are atomic hints; the push
+		 * checks them again under the chosen slot's lock.  One lock
+		 * per submit, whatever the pool size. */
 		switch (sl->state) {
 		case SIPC_WS_READY: rank = 0; break;
 		case SIPC_WS_STARTING:
@@ -83,17 +85,18 @@ pick_slot(struct sipc_supervisor *s, int avoid, size_t len)
 		case SIPC_WS_STOPPING: rank = 2; break;
 		default: rank = 3; break;
 		}
-		fits = sipc__ring_fits(&sl->ring, len);
-		load = sl->ring.count + atomic_load(&sl->inflight);
-		pthread_mutex_unlock(&sl->lock);
 		if (rank == 3)
 			continue;
+		fits = sipc__ring_fits(&sl->ring, len);
+		load = sl->ring.count + atomic_load(&sl->inflight);
 		if (load > 0xffffff)
 			load = 0xffffff;
 		key = (rank << 28) | ((unsigned)!fits << 24) | load;
 		if (key < best_key) {
 			best_key = key;
 			best = (int)i;
+			if (key == 0)
+				break;       /* ready, idle, has room: take it */
 		}
 	}
 	return best;
@@ -169,6 +172,11 @@ dispatch_new(struct sipc_supervisor *s, struct sipc__req *q)
 		}
 		sl = &s->slots[idx];
 		pthread_mutex_lock(&sl->lock);
+		if (sl->state == SIPC_WS_COOLDOWN || sl->state == SIPC_WS_FAILED) {
+			/* changed since the unlocked look: choose again */
+			pthread_mutex_unlock(&sl->lock);
+			continue;
+		}
 		rc = ring_put(s, sl, q);
 		if (rc == 0) {
 			pthread_mutex_unlock(&sl->lock);
@@ -211,7 +219,9 @@ reserve_memory(struct sipc_supervisor *s, struct sipc__req *q)
 			break;
 		}
 		abstime_in(&ts, WAIT_SLICE_MS);
+		s->table.mem_waiters++;
 		pthread_cond_timedwait(&s->table.cv, &s->table.lock, &ts);
+		s->table.mem_waiters--;
 	}
 	if (rc == 0) {
 		s->table.mem_held += q->len;
@@ -224,7 +234,6 @@ reserve_memory(struct sipc_supervisor *s, struct sipc__req *q)
 static void
 free_unsubmitted(struct sipc__req *q)
 {
-	free(q->payload);
 	free(q->key);
 	free(q);
 }

@@ -36,11 +36,12 @@ sipc__req_new(const struct sipc_request *r, uint64_t id, sipc_done_fn done,
 {
 	struct sipc__req *q;
 
-	if ((q = calloc(1, sizeof(*q))) == NULL)
+	/* One allocation for the entry and its payload copy. */
+	if ((q = malloc(sizeof(*q) + r->len)) == NULL)
 		return NULL;
+	memset(q, 0, sizeof(*q));
 	if (r->len > 0) {
-		if ((q->payload = malloc(r->len)) == NULL)
-			goto fail;
+		q->payload = (uint8_t *)(q + 1);
 		memcpy(q->payload, r->payload, r->len);
 	}
 	if (r->idempotency_key != NULL &&
@@ -56,7 +57,6 @@ sipc__req_new(const struct sipc_request *r, uint64_t id, sipc_done_fn done,
 	q->slot = -1;
 	return q;
 fail:
-	free(q->payload);
 	free(q);
 	return NULL;
 }
@@ -77,11 +77,11 @@ sipc__req_unref(struct sipc_supervisor *s, struct sipc__req *q)
 		return;
 	pthread_mutex_lock(&s->table.lock);
 	s->table.mem_held -= q->len;
-	pthread_cond_broadcast(&s->table.cv);
+	if (s->table.mem_waiters > 0)
+		pthread_cond_broadcast(&s->table.cv);
 	pthread_mutex_unlock(&s->table.lock);
-	free(q->payload);
 	free(q->key);
-	free(q);
+	free(q);                       /* the payload lives in the same block */
 }
 
 int
