@@ -227,6 +227,17 @@ void sipc__journal_note_refused(struct sipc_supervisor *s, struct sipc__req *q);
 int sipc__durable_open(struct sipc_supervisor *s, char *errbuf, size_t errlen);
 void sipc__durable_close(struct sipc_supervisor *s);
 
+/* settle.c (reaper thread) */
+void sipc__settle(struct sipc__slot *sl, const struct sipc_exit *e,
+                  const char *tail, int64_t now);
+void sipc__move_queued(struct sipc__slot *sl, bool slot_will_run,
+                       int reject_err);
+void sipc__scan_deadlines(struct sipc_supervisor *s, int64_t now,
+                          int64_t *next);
+/* reaper.c: begin TERM -> grace -> KILL of a slot's worker tree */
+void sipc__terminate(struct sipc__slot *sl, enum sipc_term_reason why,
+                     int64_t now);
+
 /* reaper (reaper.c) */
 int sipc__reaper_start(struct sipc_supervisor *s);
 void sipc__reaper_wake(struct sipc_supervisor *s);

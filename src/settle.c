@@ -1,0 +1,334 @@
+/*
+ * settle.c - what happens to requests when their worker ends, is
+ * stopped, or their deadline passes.  Runs on the reaper thread.
+ *
+ * The rules (policy.c decides, this file applies): a request never
+ * written, or written but provably never started (no ACCEPT from a
+ * worker that promised ACCEPTs, and its whole stream was decoded), moves
+ * to another worker; one that may have run is UNKNOWN unless it is
+ * idempotent (then retried, bounded, never past its deadline); one that
+ * was in flight on two workers that died is POISON.  Every request gets
+ * exactly one outcome: whoever first marks it delivered under the table
+ * lock hands it over (table.c).
+ *
+ * Locks: slot -> table, as everywhere; callbacks run with none held.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bsd/stdlib.h>
+
+#include "policy.h"
+#include "sipc_int.h"
+
+static int64_t
+min64(int64_t a, int64_t b)
+{
+	return a < b ? a : b;
+}
+
+/* ------------------------------------------------------------ settle */
+
+/* Remove `q` from the table with an outcome (if nobody delivered one
+ * yet), attaching the worker's exit and diagnostics tail, and drop the
+ * table's reference.  No lock held on entry. */
+static void
+finish(struct sipc_supervisor *s, struct sipc__req *q, enum sipc_outcome o,
+       int err, bool may_have_run, const char *tail)
+{
+	struct sipc_result res;
+	bool won, in;
+
+	pthread_mutex_lock(&s->table.lock);
+	q->state = SIPC__R_GONE;
+	in = q->in_table;
+	sipc__table_remove(&s->table, q);
+	/* A retry that ends unsent (queued, rejected, expired) does not
+	 * undo the earlier attempt that a dying worker may have run. */
+	if (q->deaths > 0) {
+		may_have_run = true;
+		if (o == SIPC_OUTCOME_REJECTED)
+			o = SIPC_OUTCOME_UNKNOWN;
+	}
+	won = sipc__outcome_set(s, q, o, err, may_have_run, &res);
+	pthread_mutex_unlock(&s->table.lock);
+	if (won) {
+		res.diag_tail = tail ? strdup(tail) : NULL;
+		sipc__outcome_deliver(s, q, &res);
+	}
+	if (in)
+		sipc__req_unref(s, q);
+}
+
+/* Take every never-written request off this slot's ring and give it to
+ * another slot.  What no other slot can take goes back on this ring if
+ * the slot will run again, else gets REJECTED (never sent: safe). */
+void
+sipc__move_queued(struct sipc__slot *sl, bool slot_will_run, int reject_err)
+{
+	struct sipc_supervisor *s = sl->sup;
+	struct sipc__req **qs;
+	unsigned n = 0, i;
+
+	pthread_mutex_lock(&sl->lock);
+	qs = reallocarray(NULL, sl->ring.count + 1, sizeof(*qs));
+	while (qs != NULL && (qs[n] = sipc__ring_pop(&sl->ring)) != NULL)
+		n++;
+	pthread_cond_broadcast(&sl->cv_space);
+	pthread_mutex_unlock(&sl->lock);
+	if (qs == NULL)
+		return;   /* out of memory: they stay queued here */
+	for (i = 0; i < n; i++) {
+		struct sipc__req *q = qs[i];
+
+		if (sipc__dispatch_requeue(s, q, (int)sl->idx) == 0) {
+			atomic_fetch_add(&s->n_requeued, 1);
+			continue;
+		}
+		if (slot_will_run) {
+			pthread_mutex_lock(&sl->lock);
+			if (sipc__ring_push(&sl->ring, q, q->len) == 0) {
+				pthread_mutex_unlock(&sl->lock);
+				continue;
+			}
+			pthread_mutex_unlock(&sl->lock);
+		}
+		finish(s, q, SIPC_OUTCOME_REJECTED, reject_err, false, NULL);
+		sipc__req_unref(s, q);    /* the ring's reference */
+	}
+	free(qs);
+}
+
+struct collect {
+	struct sipc__slot *sl;
+	struct sipc__req **qs;
+	unsigned n, cap;
+	int64_t now, next;
+	bool oom;
+};
+
+static void
+collect_push(struct collect *c, struct sipc__req *q)
+{
+	if (c->n == c->cap) {
+		unsigned ncap = c->cap ? c->cap * 2 : 64;
+		struct sipc__req **nq = reallocarray(c->qs, ncap, sizeof(*nq));
+
+		if (nq == NULL) {
+			c->oom = true;
+			return;
+		}
+		c->qs = nq;
+		c->cap = ncap;
+	}
+	sipc__req_ref(q);
+	c->qs[c->n++] = q;
+}
+
+/* Table lock held: requests written to this slot's current generation. */
+static void
+collect_owed(struct sipc__req *q, void *arg)
+{
+	struct collect *c = arg;
+
+	if (q->slot == (int)c->sl->idx && q->gen == c->sl->generation &&
+	    (q->state == SIPC__R_WRITTEN || q->state == SIPC__R_ACCEPTED))
+		collect_push(c, q);
+}
+
+static int
+settle_err(enum sipc__settle d, const struct sipc_exit *e)
+{
+	if (d == SIPC__SETTLE_POISON)
+		return SIPC_E_POISON;
+	if (e->kind == SIPC_EXIT_TERMINATED) {
+		switch (e->reason) {
+		case SIPC_TERM_SHUTDOWN: return SIPC_E_SHUTDOWN;
+		case SIPC_TERM_STALL: return SIPC_E_STALL;
+		case SIPC_TERM_PROTOCOL: return SIPC_E_PROTOCOL;
+		case SIPC_TERM_DEADLINE: return SIPC_E_TIMEOUT;
+		default: break;
+		}
+	}
+	return SIPC_E_WORKER_DIED;
+}
+
+/*
+ * A worker generation ended: decide, per request it held, what is
+ * provable (policy.c has the rules).  Never-started requests move;
+ * ambiguous ones are UNKNOWN unless idempotent; poison stops.
+ */
+void
+sipc__settle(struct sipc__slot *sl, const struct sipc_exit *e,
+             const char *tail, int64_t now)
+{
+	struct sipc_supervisor *s = sl->sup;
+	struct collect c = { .sl = sl };
+	bool closing = atomic_load(&s->closing), proof;
+	unsigned i;
+
+	/* A missing ACCEPT proves "never started" only if every byte the
+	 * worker wrote was decoded (worker.c: stream_cut). */
+	pthread_mutex_lock(&sl->lock);
+	proof = sl->accepts && !sl->stream_cut;
+	pthread_mutex_unlock(&sl->lock);
+	pthread_mutex_lock(&s->table.lock);
+	sipc__table_foreach(&s->table, collect_owed, &c);
+	sl->inflight = 0;
+	for (i = 0; i < c.n; i++) {
+		struct sipc__req *q = c.qs[i];
+
+		/* Written but never ACCEPTed by a worker that promised to
+		 * ACCEPT before starting: provably never started. */
+		q->unstarted = q->state == SIPC__R_WRITTEN && proof;
+		if (!q->unstarted)
+			q->deaths++;
+		q->last_exit = *e;
+		q->state = SIPC__R_QUEUED;   /* off the dead worker */
+	}
+	pthread_mutex_unlock(&s->table.lock);
+
+	for (i = 0; i < c.n; i++) {
+		struct sipc__req *q = c.qs[i];
+		enum sipc__settle d;
+		bool unstarted;
+
+		pthread_mutex_lock(&s->table.lock);
+		unstarted = q->unstarted;
+		if (q->delivered) {
+			/* Timed out earlier; the caller knows.  Just drop it. */
+			pthread_mutex_unlock(&s->table.lock);
+			finish(s, q, SIPC_OUTCOME_TIMEOUT, 0, true, tail);
+			sipc__req_unref(s, q);
+			continue;
+		}
+		d = sipc__settle_decide(true, unstarted,
+		    (q->flags & SIPC_REQ_IDEMPOTENT) != 0, q->attempts,
+		    s->cfg.idempotent_retries, q->deaths, now, q->deadline_ms);
+		pthread_mutex_unlock(&s->table.lock);
+		switch (d) {
+		case SIPC__SETTLE_REQUEUE:
+		case SIPC__SETTLE_RETRY:
+			sipc__req_ref(q);     /* a ring reference */
+			if (!closing &&
+			    sipc__dispatch_requeue(s, q, (int)sl->idx) == 0) {
+				atomic_fetch_add(d == SIPC__SETTLE_RETRY ?
+				    &s->n_retried : &s->n_requeued, 1);
+				break;
+			}
+			sipc__req_unref(s, q);
+			if (d == SIPC__SETTLE_REQUEUE)
+				finish(s, q, SIPC_OUTCOME_REJECTED, closing ?
+				    SIPC_E_SHUTDOWN : SIPC_E_UNAVAILABLE, false,
+				    tail);
+			else
+				finish(s, q, SIPC_OUTCOME_UNKNOWN,
+				    settle_err(d, e), true, tail);
+			break;
+		case SIPC__SETTLE_TIMEOUT:
+			finish(s, q, SIPC_OUTCOME_TIMEOUT, SIPC_E_TIMEOUT,
+			    !unstarted, tail);
+			break;
+		case SIPC__SETTLE_UNKNOWN:
+		case SIPC__SETTLE_POISON:
+			finish(s, q, SIPC_OUTCOME_UNKNOWN, settle_err(d, e), true,
+			    tail);
+			break;
+		}
+		sipc__req_unref(s, q);   /* collect's reference */
+	}
+	free(c.qs);
+}
+
+/* ------------------------------------------------------------ deadlines */
+
+static void
+collect_expired(struct sipc__req *q, void *arg)
+{
+	struct collect *c = arg;
+	int64_t grace;
+
+	if (!q->delivered && q->deadline_ms != 0) {
+		if (q->deadline_ms <= c->now)
+			collect_push(c, q);
+		else
+			c->next = min64(c->next, q->deadline_ms);
+	}
+	if (q->delivered && q->cancel_at_ms != 0 &&
+	    (q->state == SIPC__R_WRITTEN || q->state == SIPC__R_ACCEPTED)) {
+		grace = q->cancel_at_ms +
+		    c->sl->sup->cfg.cancel_grace_ms;
+		if (grace <= c->now)
+			collect_push(c, q);
+		else
+			c->next = min64(c->next, grace);
+	}
+}
+
+static void
+expire_one(struct sipc_supervisor *s, struct sipc__req *q, int64_t now)
+{
+	struct sipc__slot *sl;
+	int idx;
+
+	pthread_mutex_lock(&s->table.lock);
+	idx = q->slot;
+	pthread_mutex_unlock(&s->table.lock);
+	if (idx < 0)
+		return;
+	sl = &s->slots[idx];
+	pthread_mutex_lock(&sl->lock);
+	pthread_mutex_lock(&s->table.lock);
+	if (q->slot != idx || q->state == SIPC__R_GONE) {
+		pthread_mutex_unlock(&s->table.lock);
+		pthread_mutex_unlock(&sl->lock);
+		return;
+	}
+	if (q->delivered) {
+		/* Cancelled and still held past the cancel grace: the
+		 * worker is wedged; end it (its requests settle). */
+		pthread_mutex_unlock(&s->table.lock);
+		pthread_mutex_unlock(&sl->lock);
+		sipc__terminate(sl, SIPC_TERM_DEADLINE, now);
+		return;
+	}
+	if (q->state == SIPC__R_QUEUED) {
+		bool was_queued = sipc__ring_remove(&sl->ring, q);
+
+		pthread_mutex_unlock(&s->table.lock);
+		pthread_cond_broadcast(&sl->cv_space);
+		pthread_mutex_unlock(&sl->lock);
+		finish(s, q, SIPC_OUTCOME_TIMEOUT, SIPC_E_TIMEOUT, false, NULL);
+		if (was_queued)
+			sipc__req_unref(s, q);     /* the ring's reference */
+		return;
+	}
+	/* On a worker: tell the caller now, ask the worker to stop, and
+	 * keep the entry until the worker answers or dies. */
+	q->cancel_at_ms = now;
+	if (sl->ncancels < sl->cancels_cap)
+		sl->cancels[sl->ncancels++] = q->id;
+	pthread_cond_signal(&sl->cv_writer);
+	pthread_mutex_unlock(&s->table.lock);
+	pthread_mutex_unlock(&sl->lock);
+	sipc__outcome(s, q, SIPC_OUTCOME_TIMEOUT, SIPC_E_TIMEOUT, true, NULL,
+	    0, 0);
+}
+
+void
+sipc__scan_deadlines(struct sipc_supervisor *s, int64_t now, int64_t *next)
+{
+	struct collect c = { .sl = &s->slots[0], .now = now, .next = *next };
+	unsigned i;
+
+	pthread_mutex_lock(&s->table.lock);
+	sipc__table_foreach(&s->table, collect_expired, &c);
+	pthread_mutex_unlock(&s->table.lock);
+	for (i = 0; i < c.n; i++) {
+		expire_one(s, c.qs[i], now);
+		sipc__req_unref(s, c.qs[i]);
+	}
+	free(c.qs);
+	*next = c.next;
+}
