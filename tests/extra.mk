@@ -44,7 +44,8 @@ FUZZ_GEN     := $(BUILD)/fuzz/seedgen
 
 # Library sources each target needs (compiled with clang, not libsipc.a).
 FUZZ_SRC_fuzz_frame   := src/frame.c src/crc32c.c src/error.c src/names.c
-FUZZ_SRC_fuzz_config  := src/config.c src/error.c src/names.c
+FUZZ_SRC_fuzz_config  := src/config.c src/config_load.c src/error.c \
+	src/names.c
 FUZZ_SRC_fuzz_journal := src/journal.c src/jrec.c src/jstate.c src/ident.c \
 	src/crc32c.c src/error.c src/names.c
 

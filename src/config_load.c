@@ -1,0 +1,712 @@
+/*
+ * config_load.c - strict parsing of a configuration file and of SIPC_*
+ * environment variables into a struct sipc_config, and the store that owns
+ * the strings and arrays a loaded configuration points at.  The key table,
+ * defaults and validation are in config.c.
+ *
+ * Threads: any.  No shared state, no locks.  sipc_config_load_env() with
+ * envp == NULL reads `environ`, which must not change concurrently
+ * (setenv/putenv in another thread).
+ *
+ * ---- Configuration file format ----------------------------------------
+ *
+ *   # comment                      whole line; first non-blank char is '#'
+ *   key = value                    blanks around key and value ignored
+ *
+ * One setting per line; blank lines are ignored.  A '#' after a value is
+ * part of the value (paths may contain it).  Keys are the field names of
+ * struct sipc_config.  Every key may appear once, except env_set, which
+ * may repeat.  Values:
+ *
+ *   environment          development | test | production
+ *   required_guarantees  comma-separated: pid_namespace, mount_namespace,
+ *                        network_isolation, no_inherited_secrets,
+ *                        resource_limits, separate_user, tree_containment;
+ *                        or "all"; empty or "none" = 0
+ *   provider, path       text (rest of the line), non-empty
+ *   argv                 words separated by blanks; a double-quoted part
+ *                        may hold blanks, and inside it \" and \\ stand
+ *                        for " and \; empty = argv[0] is the path
+ *   env_allow            comma-separated variable names; empty = none
+ *   env_set              NAME=value (repeatable; the file's entries replace
+ *                        any list set before, in file order)
+ *   subreaper            true | false
+ *   state_dir            text; empty = no durable state
+ *   durability           off | group | each
+ *   numeric fields       decimal integers within the ranges below
+ *
+ * Numeric ranges (also enforced by sipc__config_validate):
+ *   workers 1..1024              max_inflight 1..65536
+ *   max_payload 1..2^30          ring_frames 1..1048576
+ *   ring_bytes 25..2^40          mem_ceiling 25..2^40
+ *   diag_line_max 16..2^20       diag_tail_bytes 64..2^24
+ *   handshake_ms 1..600000       grace_ms 0..600000
+ *   drain_ms 0..600000           stall_ms 1..86400000
+ *   cancel_grace_ms 0..600000    idempotent_retries 0..100
+ *   restart_base_ms 1..3600000   restart_cap_ms 1..86400000
+ *   restart_reset_ms 0..86400000 restart_intensity 1..100
+ *   restart_window_ms 1..86400000 pool_restart_budget 1..1000
+ *   cooldown_ms 1..86400000      worker_nproc_limit 0..4194304 (0 = none)
+ *   group_commit_ms 0..60000
+ * Cross-field rules (checked by validation, not while loading, because a
+ * later source may fix them): ring_bytes >= max_payload + 24,
+ * mem_ceiling >= ring_bytes, restart_cap_ms >= restart_base_ms.
+ *
+ * ---- Environment form ---------------------------------------------------
+ *
+ * SIPC_<KEY in upper case> = value, same syntax, e.g. SIPC_WORKERS=4,
+ * SIPC_ENVIRONMENT=development.  SIPC_ENV_SET holds NAME=value entries
+ * separated by newlines.  Only these names are read; other SIPC_*
+ * variables are ignored (they may belong to someone else), so a misspelt
+ * variable name is NOT detected.  A variable present twice in envp is an
+ * error.  Load the file first, then the environment: environment values
+ * override file values (SIPC_ENV_SET replaces the whole env_set list),
+ * with one exception: the environment may tighten, never loosen.  It
+ * cannot change an environment already set to production, and
+ * SIPC_REQUIRED_GUARANTEES must keep every guarantee required before.
+ *
+ * ---- Errors and atomicity -----------------------------------------------
+ *
+ * Unknown key, duplicate key, missing '=', missing value, malformed or
+ * out-of-range number, bad boolean, unknown enum or guarantee name, bad
+ * variable name, unterminated quote, NUL byte, line over 64 KiB: the load
+ * returns SIPC_E_CONFIG with "file:line: key: reason" (or
+ * "environment: SIPC_KEY: reason") in errbuf.  A load parses into a copy
+ * and assigns *cfg only on success: bad input changes nothing, and the
+ * store gets back exactly what it had before.
+ */
+#define LIBBSD_OPENBSD_VIS
+#include <bsd/stdlib.h>
+#include <bsd/vis.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+
+#define LINE_CAP (64 * 1024)
+
+/* --------------------------------------------------------------- store */
+
+/* Every string and array a loaded config points at lives in one block of
+ * this list.  A failed load frees the blocks it added (back to a mark). */
+struct cfg_blk {
+	struct cfg_blk *next;
+	_Alignas(max_align_t) unsigned char data[];
+};
+
+struct sipc_config_store {
+	struct cfg_blk *head;
+};
+
+static void *
+store_alloc(sipc_config_store *st, size_t n)
+{
+	struct cfg_blk *b = malloc(sizeof(*b) + n);
+
+	if (b == NULL)
+		return NULL;
+	b->next = st->head;
+	st->head = b;
+	return b->data;
+}
+
+static char *
+store_strndup(sipc_config_store *st, const char *s, size_t n)
+{
+	char *p = store_alloc(st, n + 1);
+
+	if (p != NULL) {
+		memcpy(p, s, n);
+		p[n] = '\0';
+	}
+	return p;
+}
+
+static void
+store_rollback(sipc_config_store *st, struct cfg_blk *mark)
+{
+	struct cfg_blk *b;
+
+	while (st->head != mark) {
+		b = st->head;
+		st->head = b->next;
+		free(b);
+	}
+}
+
+void
+sipc_config_store_free(sipc_config_store *st)
+{
+	if (st == NULL)
+		return;
+	store_rollback(st, NULL);
+	free(st);
+}
+
+/* ------------------------------------------------------ parse context */
+
+struct pctx {
+	struct sipc_config tmp;   /* the copy being filled */
+	sipc_config_store *st;
+	bool created;             /* st was created by this load */
+	struct cfg_blk *mark;     /* st->head before this load */
+	const char *where;        /* file path or "environment" */
+	unsigned line;            /* 0 for the environment */
+	const char *key;          /* key or variable name, for messages */
+	char *errbuf;
+	size_t errlen;
+	const char **envset;      /* env_set entries (in the store) */
+	size_t nenvset, capenvset;
+	bool envset_seen;
+};
+
+static int
+perr(struct pctx *c, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	if (c->errbuf == NULL || c->errlen == 0)
+		return SIPC_E_CONFIG;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (c->line > 0 && c->key != NULL)
+		snprintf(c->errbuf, c->errlen, "%s:%u: %s: %s", c->where,
+		    c->line, c->key, msg);
+	else if (c->line > 0)
+		snprintf(c->errbuf, c->errlen, "%s:%u: %s", c->where, c->line,
+		    msg);
+	else
+		snprintf(c->errbuf, c->errlen, "%s: %s: %s", c->where,
+		    c->key != NULL ? c->key : "?", msg);
+	return SIPC_E_CONFIG;
+}
+
+/* Escaped, length-limited copy of untrusted text for an error message. */
+static const char *
+shown(const char *v, char out[160])
+{
+	size_t n = strlen(v);
+
+	strnvisx(out, 140, v, n > 32 ? 32 : n,
+	    VIS_CSTYLE | VIS_OCTAL | VIS_WHITE | VIS_DQ);
+	if (n > 32)
+		strcat(out, "...");
+	return out;
+}
+
+static char *
+trim(char *s)
+{
+	char *e;
+
+	while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n')
+		s++;
+	e = s + strlen(s);
+	while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r' ||
+	    e[-1] == '\n'))
+		*--e = '\0';
+	return s;
+}
+
+static void *
+field(struct sipc_config *cfg, const struct sipc__cfg_key *k)
+{
+	return (char *)cfg + k->off;
+}
+
+static void
+num_put(struct sipc_config *cfg, const struct sipc__cfg_key *k,
+        unsigned long long v)
+{
+	uint32_t v32 = (uint32_t)v;
+	uint64_t v64 = v;
+
+	if (k->size == sizeof(v32))
+		memcpy(field(cfg, k), &v32, sizeof(v32));
+	else
+		memcpy(field(cfg, k), &v64, sizeof(v64));
+}
+
+/* ------------------------------------------------------- value parsers */
+
+static int
+parse_num(struct pctx *c, const struct sipc__cfg_key *k, const char *v)
+{
+	const char *errstr = NULL;
+	long long n;
+	char vb[160];
+
+	if (*v == '\0')
+		return perr(c, "missing value");
+	/* strtonum() reports "invalid", "too small" or "too large"; some
+	 * versions leave errno alone, so tell them apart by the string. */
+	n = strtonum(v, k->min, k->max, &errstr);
+	if (errstr != NULL && strcmp(errstr, "invalid") == 0)
+		return perr(c, "malformed number \"%s\"", shown(v, vb));
+	if (errstr != NULL)
+		return perr(c, "value %s out of range %lld..%lld",
+		    shown(v, vb), k->min, k->max);
+	num_put(&c->tmp, k, (unsigned long long)n);
+	return 0;
+}
+
+static int
+parse_enum(struct pctx *c, const char *v, const char *const *names,
+           size_t nnames, size_t first, const char *expected, int *ret)
+{
+	char vb[160];
+	size_t i;
+
+	for (i = first; i < nnames; i++)
+		if (strcmp(v, names[i]) == 0) {
+			*ret = (int)i;
+			return 0;
+		}
+	if (*v == '\0')
+		return perr(c, "missing value (expected %s)", expected);
+	return perr(c, "unknown value \"%s\" (expected %s)", shown(v, vb),
+	    expected);
+}
+
+static int
+parse_guarantees(struct pctx *c, char *v)
+{
+	unsigned bits = 0, bit;
+	char *tok, *save = NULL, vb[160];
+
+	if (*v == '\0' || strcmp(v, "none") == 0)
+		goto done;
+	if (strcmp(v, "all") == 0) {
+		bits = SIPC_G_ALL;
+		goto done;
+	}
+	if (v[strlen(v) - 1] == ',' || v[0] == ',' || strstr(v, ",,"))
+		return perr(c, "empty guarantee name in list");
+	for (tok = strtok_r(v, ",", &save); tok != NULL;
+	    tok = strtok_r(NULL, ",", &save)) {
+		tok = trim(tok);
+		if (*tok == '\0')
+			return perr(c, "empty guarantee name in list");
+		if (sipc__guarantee_parse(tok, &bit) < 0)
+			return perr(c, "unknown guarantee \"%s\"", shown(tok, vb));
+		bits |= bit;
+	}
+done:
+	c->tmp.required_guarantees = bits;
+	return 0;
+}
+
+/* Split argv words into one store block: tokens are never longer than
+ * their source, and each separator or the end yields room for a NUL. */
+static int
+parse_argv(struct pctx *c, const char *v)
+{
+	size_t n = 0, i;
+	const char *p = v;
+	char *buf, *o, **argv;
+	bool inq;
+
+	if (*v == '\0') {
+		c->tmp.argv = NULL;
+		return 0;
+	}
+	if ((o = buf = store_alloc(c->st, strlen(v) + 1)) == NULL)
+		return -ENOMEM;
+	for (;;) {
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (*p == '\0')
+			break;
+		for (inq = false, n++; *p != '\0' &&
+		    (inq || (*p != ' ' && *p != '\t')); p++) {
+			if (*p == '"') {
+				inq = !inq;
+				continue;
+			}
+			if (inq && *p == '\\' && (p[1] == '"' || p[1] == '\\'))
+				p++;
+			*o++ = *p;
+		}
+		if (inq)
+			return perr(c, "unterminated double quote");
+		*o++ = '\0';
+	}
+	if ((argv = store_alloc(c->st, (n + 1) * sizeof(*argv))) == NULL)
+		return -ENOMEM;
+	for (i = 0, o = buf; i < n; i++, o += strlen(o) + 1)
+		argv[i] = o;
+	argv[n] = NULL;
+	c->tmp.argv = argv;
+	return 0;
+}
+
+static int
+parse_names(struct pctx *c, char *v)
+{
+	size_t n = 1, i = 0;
+	const char **list;
+	char *tok, *next, vb[160];
+
+	if (*v == '\0') {
+		c->tmp.env_allow = NULL;
+		return 0;
+	}
+	for (tok = v; (tok = strchr(tok, ',')) != NULL; tok++)
+		n++;
+	if ((list = store_alloc(c->st, (n + 1) * sizeof(*list))) == NULL)
+		return -ENOMEM;
+	for (tok = v; tok != NULL; tok = next) {
+		if ((next = strchr(tok, ',')) != NULL)
+			*next++ = '\0';
+		tok = trim(tok);
+		if (!sipc__cfg_valid_varname(tok, strlen(tok)))
+			return perr(c, "bad variable name \"%s\"", shown(tok, vb));
+		if ((list[i++] = store_strndup(c->st, tok, strlen(tok))) == NULL)
+			return -ENOMEM;
+	}
+	list[i] = NULL;
+	c->tmp.env_allow = list;
+	return 0;
+}
+
+static int
+envset_add(struct pctx *c, const char *v)
+{
+	const char *eq = strchr(v, '=');
+	const char **grown;
+	char vb[160];
+
+	if (eq == NULL || !sipc__cfg_valid_varname(v, (size_t)(eq - v)))
+		return perr(c, "expected NAME=value, got \"%s\"", shown(v, vb));
+	if (c->nenvset == c->capenvset) {
+		grown = reallocarray(c->envset, c->capenvset * 2 + 4,
+		    sizeof(*grown));
+		if (grown == NULL)
+			return -ENOMEM;
+		c->envset = grown;
+		c->capenvset = c->capenvset * 2 + 4;
+	}
+	if ((c->envset[c->nenvset] = store_strndup(c->st, v, strlen(v))) ==
+	    NULL)
+		return -ENOMEM;
+	c->nenvset++;
+	return 0;
+}
+
+static int
+parse_string(struct pctx *c, const struct sipc__cfg_key *k, const char *v)
+{
+	const char *s = NULL;
+
+	if (*v == '\0' && k->kind == SIPC__CK_STRING)
+		return perr(c, "missing value");
+	if (*v != '\0' && (s = store_strndup(c->st, v, strlen(v))) == NULL)
+		return -ENOMEM;
+	memcpy(field(&c->tmp, k), &s, sizeof(s));
+	return 0;
+}
+
+/* Apply one value (trimmed, writable) to the copy. */
+static int
+apply(struct pctx *c, const struct sipc__cfg_key *k, char *v)
+{
+	int r, e = 0;
+
+	switch (k->kind) {
+	case SIPC__CK_NUM:
+		return parse_num(c, k, v);
+	case SIPC__CK_BOOL:
+		if ((r = parse_enum(c, v, (const char *const[]){ "false",
+		    "true" }, 2, 0, "true or false", &e)) == 0)
+			c->tmp.subreaper = e == 1;
+		return r;
+	case SIPC__CK_ENVIRONMENT:
+		if ((r = parse_enum(c, v, sipc__cfg_env_names, SIPC__CFG_NENV,
+		    1, "development, test or production", &e)) == 0)
+			c->tmp.environment = (enum sipc_environment)e;
+		return r;
+	case SIPC__CK_DURABILITY:
+		if ((r = parse_enum(c, v, sipc__cfg_durability_names,
+		    SIPC__CFG_NDURABILITY, 0, "off, group or each", &e)) == 0)
+			c->tmp.durability = (enum sipc_durability)e;
+		return r;
+	case SIPC__CK_GUARANTEES:
+		return parse_guarantees(c, v);
+	case SIPC__CK_STRING:
+	case SIPC__CK_OPTSTRING:
+		return parse_string(c, k, v);
+	case SIPC__CK_ARGV:
+		return parse_argv(c, v);
+	case SIPC__CK_NAMES:
+		return parse_names(c, v);
+	case SIPC__CK_ENVSET:
+		c->envset_seen = true;
+		return envset_add(c, v);
+	}
+	return SIPC_E_CONFIG;
+}
+
+static const struct sipc__cfg_key *
+key_find(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < SIPC__CFG_NKEYS; i++)
+		if (strcmp(sipc__cfg_keys[i].name, name) == 0)
+			return &sipc__cfg_keys[i];
+	return NULL;
+}
+/* ------------------------------------------------------- load plumbing */
+
+static int
+ctx_begin(struct pctx *c, const struct sipc_config *cfg,
+          sipc_config_store **store, const char *where, char *errbuf,
+          size_t errlen)
+{
+	memset(c, 0, sizeof(*c));
+	c->tmp = *cfg;
+	c->where = where;
+	c->errbuf = errbuf;
+	c->errlen = errlen;
+	if (errbuf != NULL && errlen > 0)
+		errbuf[0] = '\0';
+	c->st = *store;
+	if (c->st == NULL) {
+		if ((c->st = calloc(1, sizeof(*c->st))) == NULL)
+			return -ENOMEM;
+		c->created = true;
+	}
+	c->mark = c->st->head;
+	return 0;
+}
+
+/* Finish a load: on success build env_set and publish the copy; on
+ * failure give the store back its old contents.  Returns r or -ENOMEM. */
+static int
+ctx_end(struct pctx *c, int r, struct sipc_config *cfg,
+        sipc_config_store **store)
+{
+	const char **list;
+
+	if (r == 0 && c->envset_seen && c->nenvset == 0)
+		c->tmp.env_set = NULL;
+	else if (r == 0 && c->envset_seen) {
+		list = store_alloc(c->st, (c->nenvset + 1) * sizeof(*list));
+		if (list == NULL)
+			r = -ENOMEM;
+		else {
+			memcpy(list, c->envset, c->nenvset * sizeof(*list));
+			list[c->nenvset] = NULL;
+			c->tmp.env_set = list;
+		}
+	}
+	free(c->envset);
+	c->envset = NULL;
+	if (r == -ENOMEM && c->errbuf != NULL && c->errlen > 0)
+		snprintf(c->errbuf, c->errlen, "%s: out of memory", c->where);
+	if (r < 0) {
+		if (c->st != NULL)
+			store_rollback(c->st, c->mark);
+		if (c->created)
+			free(c->st);
+		return r;
+	}
+	*cfg = c->tmp;
+	*store = c->st;
+	return 0;
+}
+
+/* One line of a file: "key = value", a comment or blank. */
+static int
+parse_line(struct pctx *c, char *line, uint64_t *seen, unsigned *first)
+{
+	char *s = trim(line), *eq, *key, *sp;
+	const struct sipc__cfg_key *k;
+	size_t i;
+
+	c->key = NULL;
+	if (*s == '\0' || *s == '#')
+		return 0;
+	if ((eq = strchr(s, '=')) == NULL) {
+		if ((sp = strpbrk(s, " \t")) != NULL)
+			*sp = '\0';
+		c->key = s;
+		return perr(c, "missing '='");
+	}
+	*eq = '\0';
+	key = trim(s);
+	if (*key == '\0')
+		return perr(c, "missing key before '='");
+	c->key = key;
+	if ((k = key_find(key)) == NULL)
+		return perr(c, "unknown key");
+	i = (size_t)(k - sipc__cfg_keys);
+	if (k->kind != SIPC__CK_ENVSET && (*seen & (1ULL << i)))
+		return perr(c, "duplicate key (first set on line %u)", first[i]);
+	if (!(*seen & (1ULL << i)))
+		first[i] = c->line;
+	*seen |= 1ULL << i;
+	return apply(c, k, trim(eq + 1));
+}
+
+static int
+parse_stream(struct pctx *c, FILE *f)
+{
+	uint64_t seen = 0;
+	unsigned first[SIPC__CFG_NKEYS];
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	int r = 0;
+
+	while ((len = getline(&line, &cap, f)) >= 0) {
+		c->line++;
+		c->key = NULL;
+		if ((size_t)len != strlen(line))
+			r = perr(c, "NUL byte in line");
+		else if (len > LINE_CAP)
+			r = perr(c, "line longer than %d bytes", LINE_CAP);
+		else
+			r = parse_line(c, line, &seen, first);
+		if (r < 0)
+			break;
+	}
+	if (r == 0 && ferror(f))
+		r = errno ? -errno : -EIO;
+	free(line);
+	return r;
+}
+
+int
+sipc_config_load_file(const char *path, struct sipc_config *cfg,
+                      sipc_config_store **store, char *errbuf, size_t errlen)
+{
+	struct pctx c;
+	FILE *f = NULL;
+	int r;
+
+	if (path == NULL || cfg == NULL || store == NULL)
+		return -EINVAL;
+	if ((r = ctx_begin(&c, cfg, store, path, errbuf, errlen)) < 0)
+		goto out;
+	if ((f = fopen(path, "re")) == NULL) {
+		r = -errno;
+		goto out;
+	}
+	r = parse_stream(&c, f);
+out:
+	if (r < 0 && r != SIPC_E_CONFIG && r != -ENOMEM && errbuf != NULL &&
+	    errlen > 0)
+		snprintf(errbuf, errlen, "%s: %s", path, sipc_strerror(r));
+	if (f != NULL)
+		fclose(f);
+	return ctx_end(&c, r, cfg, store);
+}
+
+/* Value of `name` in envp; returns 0 (absent), 1 (found) or
+ * SIPC_E_CONFIG when the name appears twice. */
+static int
+env_lookup(struct pctx *c, char *const *envp, const char *name,
+           const char **ret)
+{
+	size_t n = strlen(name);
+	const char *v = NULL;
+
+	for (; *envp != NULL; envp++) {
+		if (strncmp(*envp, name, n) != 0 || (*envp)[n] != '=')
+			continue;
+		if (v != NULL)
+			return perr(c, "set twice in the environment");
+		v = *envp + n + 1;
+	}
+	if (v == NULL)
+		return 0;
+	*ret = v;
+	return 1;
+}
+
+static int
+env_apply(struct pctx *c, const struct sipc__cfg_key *k, char *v)
+{
+	char *ln, *next;
+	int r;
+
+	if (k->kind != SIPC__CK_ENVSET)
+		return apply(c, k, trim(v));
+	c->envset_seen = true;
+	for (ln = v; ln != NULL; ln = next) {
+		if ((next = strchr(ln, '\n')) != NULL)
+			*next++ = '\0';
+		ln = trim(ln);
+		if (*ln != '\0' && (r = envset_add(c, ln)) < 0)
+			return r;
+	}
+	return 0;
+}
+
+/*
+ * Environment variables may tighten a configuration, never loosen it: no
+ * variable turns a configuration that says production into development
+ * or test, or drops a guarantee an earlier source required.  (Otherwise
+ * one exported variable would let production run on the local adapter.)
+ */
+static int
+env_no_weakening(struct pctx *c, const struct sipc_config *before)
+{
+	if (before->environment == SIPC_ENV_PRODUCTION &&
+	    c->tmp.environment != SIPC_ENV_PRODUCTION) {
+		c->key = "SIPC_ENVIRONMENT";
+		return perr(c, "cannot weaken an environment already set to "
+		    "production");
+	}
+	if ((before->required_guarantees & ~c->tmp.required_guarantees) != 0) {
+		c->key = "SIPC_REQUIRED_GUARANTEES";
+		return perr(c, "cannot drop guarantees required by an earlier "
+		    "source");
+	}
+	return 0;
+}
+
+int
+sipc_config_load_env(char *const *envp, struct sipc_config *cfg,
+                     sipc_config_store **store, char *errbuf, size_t errlen)
+{
+	struct pctx c;
+	char name[64], *copy;
+	const char *v = NULL;
+	size_t i, j;
+	int r;
+
+	if (cfg == NULL || store == NULL)
+		return -EINVAL;
+	if (envp == NULL)
+		envp = environ;
+	if ((r = ctx_begin(&c, cfg, store, "environment", errbuf, errlen)) < 0)
+		goto out;
+	for (i = 0; i < SIPC__CFG_NKEYS && r == 0; i++) {
+		snprintf(name, sizeof(name), "SIPC_%s",
+		    sipc__cfg_keys[i].name);
+		for (j = 5; name[j] != '\0'; j++)
+			if (name[j] >= 'a' && name[j] <= 'z')
+				name[j] = (char)(name[j] - 'a' + 'A');
+		c.key = name;
+		if ((r = env_lookup(&c, envp, name, &v)) <= 0)
+			continue;
+		if ((copy = strdup(v)) == NULL) {
+			r = -ENOMEM;
+			break;
+		}
+		r = env_apply(&c, &sipc__cfg_keys[i], copy);
+		free(copy);
+	}
+	if (r == 0)
+		r = env_no_weakening(&c, cfg);
+out:
+	return ctx_end(&c, r, cfg, store);
+}
