@@ -119,8 +119,13 @@ struct sipc__table {
 	struct sipc__req **buckets;   /* [table] */
 	size_t nbuckets, count;       /* count = entries in the table */
 	unsigned pending;             /* not yet delivered */
-	size_t mem_held;              /* payload bytes of live requests */
-	unsigned mem_waiters;         /* submitters waiting under the ceiling */
+	/* Payload bytes of live requests.  Added to only under the table
+	 * lock (check and add are one step against the ceiling); the last
+	 * unref subtracts without it.  Waiters are counted so that a free
+	 * takes the lock only when someone waits (a missed wake-up costs a
+	 * waiter at most one WAIT_SLICE_MS). */
+	_Atomic size_t mem_held;
+	atomic_uint mem_waiters;
 };
 
 struct sipc_supervisor {

@@ -75,11 +75,12 @@ sipc__req_unref(struct sipc_supervisor *s, struct sipc__req *q)
 	if (q == NULL ||
 	    atomic_fetch_sub_explicit(&q->refs, 1, memory_order_acq_rel) != 1)
 		return;
-	pthread_mutex_lock(&s->table.lock);
-	s->table.mem_held -= q->len;
-	if (s->table.mem_waiters > 0)
+	atomic_fetch_sub(&s->table.mem_held, q->len);
+	if (atomic_load(&s->table.mem_waiters) > 0) {
+		pthread_mutex_lock(&s->table.lock);
 		pthread_cond_broadcast(&s->table.cv);
-	pthread_mutex_unlock(&s->table.lock);
+		pthread_mutex_unlock(&s->table.lock);
+	}
 	free(q->key);
 	free(q);                       /* the payload lives in the same block */
 }
