@@ -152,7 +152,6 @@ spawn_slot(struct sipc__slot *sl, int64_t now)
 	sl->lost_at_ms = 0;
 	sl->killed = false;
 	sl->term_reason = SIPC_TERM_NONE;
-	sl->exec_failed = false;
 	atomic_store(&sl->last_progress_ms, now);
 	pthread_mutex_lock(&sl->lock);
 	sl->pid = ch.pid;
@@ -179,7 +178,6 @@ fail:
 		if (rc == SIPC_E_EXEC) {
 			e = (struct sipc_exit){ .kind = SIPC_EXIT_EXEC_FAILED,
 			    .code = eno };
-			sl->exec_failed = true;
 			sipc__log(s, SIPC_LOG_ERROR, sl, "cannot execute %s: %s",
 			    s->cfg.path, strerror(eno));
 		} else {
@@ -298,15 +296,8 @@ on_end(struct sipc__slot *sl, struct sipc_exit *e, int64_t now)
 static bool
 has_work(struct sipc__slot *sl)
 {
-	struct sipc_supervisor *s = sl->sup;
-	bool w;
-
-	pthread_mutex_lock(&sl->lock);
-	pthread_mutex_lock(&s->table.lock);
-	w = sl->ring.count > 0 || sl->inflight > 0;
-	pthread_mutex_unlock(&s->table.lock);
-	pthread_mutex_unlock(&sl->lock);
-	return w;
+	/* both counters are atomic: no lock needed for a yes/no look */
+	return sl->ring.count > 0 || atomic_load(&sl->inflight) > 0;
 }
 
 static void
@@ -648,10 +639,6 @@ reaper_main(void *arg)
 	}
 	shutdown_all(s, groups, &ngroups);
 	count_ready(s);
-	pthread_mutex_lock(&s->rlock);
-	s->rdone = true;
-	pthread_cond_broadcast(&s->rcv);
-	pthread_mutex_unlock(&s->rlock);
 	return NULL;
 }
 

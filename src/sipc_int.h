@@ -23,6 +23,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "sipc.h"
 #include "frame.h"
@@ -109,7 +110,6 @@ struct sipc__slot {
 	bool killed;
 	enum sipc_term_reason term_reason;
 	int64_t respawn_at_ms;        /* IDLE/COOLDOWN: when to spawn */
-	bool exec_failed;
 	void *policy;                 /* struct sipc__restart * */
 };
 
@@ -151,7 +151,6 @@ struct sipc_supervisor {
 	pthread_mutex_t rlock;        /* guards the fields below */
 	pthread_cond_t rcv;
 	bool rshutdown;               /* reaper: begin shutdown */
-	bool rdone;                   /* reaper: finished shutdown */
 	bool initial_round;           /* first spawn round done */
 	unsigned ready_count;
 	unsigned live_count;          /* READY or STARTING */
@@ -163,6 +162,10 @@ struct sipc_supervisor {
 
 /* true in library threads (reader, writer, reaper) */
 extern _Thread_local bool sipc__lib_thread;
+
+/* condition variables timed on CLOCK_MONOTONIC, and their deadlines */
+void sipc__cond_init(pthread_cond_t *cv);
+void sipc__abstime(struct timespec *ts, int64_t ms_from_now);
 
 /* monotonic milliseconds */
 int64_t sipc__now_ms(void);

@@ -33,18 +33,6 @@ _Thread_local bool sipc__lib_thread;
 
 extern char **environ;
 
-static void
-abstime_in(struct timespec *ts, int64_t ms)
-{
-	clock_gettime(CLOCK_REALTIME, ts);
-	ts->tv_sec += ms / 1000;
-	ts->tv_nsec += (ms % 1000) * 1000000;
-	if (ts->tv_nsec >= 1000000000) {
-		ts->tv_sec++;
-		ts->tv_nsec -= 1000000000;
-	}
-}
-
 /* ------------------------------------------------------------ dispatch */
 
 /*
@@ -192,7 +180,7 @@ dispatch_new(struct sipc_supervisor *s, struct sipc__req *q)
 			rc = SIPC_E_TIMEOUT;
 			break;
 		}
-		abstime_in(&ts, WAIT_SLICE_MS);
+		sipc__abstime(&ts, WAIT_SLICE_MS);
 		pthread_cond_timedwait(&sl->cv_space, &sl->lock, &ts);
 		pthread_mutex_unlock(&sl->lock);
 	}
@@ -218,7 +206,7 @@ reserve_memory(struct sipc_supervisor *s, struct sipc__req *q)
 			rc = SIPC_E_FULL;
 			break;
 		}
-		abstime_in(&ts, WAIT_SLICE_MS);
+		sipc__abstime(&ts, WAIT_SLICE_MS);
 		s->table.mem_waiters++;
 		pthread_cond_timedwait(&s->table.cv, &s->table.lock, &ts);
 		s->table.mem_waiters--;
@@ -456,8 +444,8 @@ slots_init(struct sipc_supervisor *s)
 		sl->idx = i;
 		sl->proto_fd = sl->diag_fd = sl->wake_fd = -1;
 		pthread_mutex_init(&sl->lock, NULL);
-		pthread_cond_init(&sl->cv_writer, NULL);
-		pthread_cond_init(&sl->cv_space, NULL);
+		sipc__cond_init(&sl->cv_writer);
+		sipc__cond_init(&sl->cv_space);
 		sl->state = SIPC_WS_IDLE;
 		if ((rc = sipc__ring_init(&sl->ring, s->cfg.ring_frames,
 		    s->cfg.ring_bytes)) < 0)
@@ -584,7 +572,7 @@ sup_alloc(const struct sipc_config *cfg, struct sipc_supervisor **ret)
 		return -ENOMEM;
 	s->sig_fd = s->timer_fd = s->evt_fd = -1;
 	pthread_mutex_init(&s->rlock, NULL);
-	pthread_cond_init(&s->rcv, NULL);
+	sipc__cond_init(&s->rcv);
 	s->cfg = *cfg;
 	s->cfg.argv = NULL;
 	s->cfg.env_allow = s->cfg.env_set = NULL;
@@ -679,7 +667,7 @@ sipc_wait_ready(sipc_supervisor *s, unsigned n, unsigned timeout_ms)
 
 	if (s == NULL || n > s->nslots)
 		return -EINVAL;
-	abstime_in(&ts, timeout_ms);
+	sipc__abstime(&ts, timeout_ms);
 	pthread_mutex_lock(&s->rlock);
 	while (s->ready_count < n) {
 		/* Nothing running and the last start failed: say why now. */
@@ -774,7 +762,7 @@ sipc_destroy(sipc_supervisor *s)
 	/* Submitters blocked on room wake within a slice and leave. */
 	while (atomic_load(&s->users) > 0)
 		usleep(1000);
-	abstime_in(&ts, s->cfg.drain_ms);
+	sipc__abstime(&ts, s->cfg.drain_ms);
 	pthread_mutex_lock(&s->table.lock);
 	while (s->table.pending > 0)
 		if (pthread_cond_timedwait(&s->table.cv, &s->table.lock,

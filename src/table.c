@@ -85,6 +85,31 @@ sipc__req_unref(struct sipc_supervisor *s, struct sipc__req *q)
 	free(q);                       /* the payload lives in the same block */
 }
 
+/* Condition variables whose timed waits must not follow wall-clock
+ * jumps: they time out on CLOCK_MONOTONIC (see sipc__abstime). */
+void
+sipc__cond_init(pthread_cond_t *cv)
+{
+	pthread_condattr_t a;
+
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_init(cv, &a);
+	pthread_condattr_destroy(&a);
+}
+
+void
+sipc__abstime(struct timespec *ts, int64_t ms)
+{
+	clock_gettime(CLOCK_MONOTONIC, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (ms % 1000) * 1000000;
+	if (ts->tv_nsec >= 1000000000) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000;
+	}
+}
+
 int
 sipc__table_init(struct sipc__table *t, unsigned hint)
 {
@@ -98,7 +123,7 @@ sipc__table_init(struct sipc__table *t, unsigned hint)
 		return -ENOMEM;
 	t->nbuckets = n;
 	pthread_mutex_init(&t->lock, NULL);
-	pthread_cond_init(&t->cv, NULL);
+	sipc__cond_init(&t->cv);
 	return 0;
 }
 
@@ -211,8 +236,9 @@ sipc__outcome_set(struct sipc_supervisor *s, struct sipc__req *q,
 	if (q->delivered)
 		return false;
 	q->delivered = true;
-	s->table.pending--;
-	pthread_cond_broadcast(&s->table.cv);
+	/* only sipc_destroy() waits for pending to reach 0 */
+	if (--s->table.pending == 0 || atomic_load(&s->closing))
+		pthread_cond_broadcast(&s->table.cv);
 	memset(res, 0, sizeof(*res));
 	res->outcome = o;
 	res->error = err;

@@ -109,7 +109,7 @@ static bool
 writer_has_work(struct sipc__slot *sl, unsigned *ret_room)
 {
 	struct sipc_supervisor *s = sl->sup;
-	unsigned room;
+	unsigned room, inflight;
 
 	if (sl->stop || sl->channel_lost)
 		return true;
@@ -117,10 +117,11 @@ writer_has_work(struct sipc__slot *sl, unsigned *ret_room)
 		return false;
 	if (sl->ncancels > 0)
 		return true;
-	pthread_mutex_lock(&s->table.lock);
-	room = sl->inflight < s->cfg.max_inflight ?
-	    s->cfg.max_inflight - sl->inflight : 0;
-	pthread_mutex_unlock(&s->table.lock);
+	/* inflight is atomic; a reply that frees room signals cv_writer
+	 * under the slot lock held here, so no wake-up is lost. */
+	inflight = atomic_load(&sl->inflight);
+	room = inflight < s->cfg.max_inflight ?
+	    s->cfg.max_inflight - inflight : 0;
 	*ret_room = room;
 	return room > 0 && sl->ring.count > 0;
 }

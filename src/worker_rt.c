@@ -282,7 +282,14 @@ sipc_worker_open(sipc_worker **ret)
 	int r;
 
 	/* A closed channel must surface as EPIPE, not kill the worker. */
-	signal(SIGPIPE, SIG_IGN);
+	{
+		struct sigaction sa;
+
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = SIG_IGN;
+		sigemptyset(&sa.sa_mask);
+		(void)sigaction(SIGPIPE, &sa, NULL);
+	}
 	if ((r = rt_env_num("SIPC_FD", 0, INT32_MAX, &fd)) < 0)
 		goto fail;
 	if ((r = rt_env_num("SIPC_MAX_PAYLOAD", 1, SIPC_FRAME_MAX_PAYLOAD,
