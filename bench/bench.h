@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -169,6 +170,19 @@ bench_quick(int argc, char **argv)
 		if (strcmp(argv[i], "--quick") == 0)
 			return 1;
 	return q != NULL && *q != '\0' && strcmp(q, "0") != 0;
+}
+
+
+/* Writes to a peer that went away must fail with EPIPE, not kill us. */
+static inline void
+bench_ignore_sigpipe(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_IGN;
+	sigemptyset(&sa.sa_mask);
+	(void)sigaction(SIGPIPE, &sa, NULL);
 }
 
 #endif /* SIPC_BENCH_H */

@@ -175,7 +175,7 @@ main(int argc, char **argv)
 	int cpu[2] = { -1, -1 }, c, k = 0, b, rc;
 	cpu_set_t set;
 
-	signal(SIGPIPE, SIG_IGN);
+	bench_ignore_sigpipe();
 	if (lat == NULL)
 		return 1;
 	sched_getaffinity(0, sizeof(set), &set);

@@ -175,7 +175,7 @@ main(int argc, char **argv)
 	cpu_set_t set;
 	size_t i;
 
-	signal(SIGPIPE, SIG_IGN);
+	bench_ignore_sigpipe();
 	if (lat == NULL)
 		return 1;
 	sched_getaffinity(0, sizeof(set), &set);

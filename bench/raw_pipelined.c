@@ -208,7 +208,7 @@ main(int argc, char **argv)
 	size_t i;
 	pid_t pid;
 
-	signal(SIGPIPE, SIG_IGN);
+	bench_ignore_sigpipe();
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
 		perror("raw_pipelined: socketpair");
 		return 1;

@@ -749,7 +749,7 @@ process_setup(void)
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	bench_ignore_sigpipe();
 	/* 256 workers need more than 1024 descriptors. */
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;

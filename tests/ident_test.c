@@ -274,7 +274,9 @@ test_ident_terminate_leftover_and_group(void)
 			if ((m = fork()) == 0) {
 				/* Group member that ignores SIGTERM: needs
 				 * the SIGKILL round. */
-				signal(SIGTERM, SIG_IGN);
+				struct sigaction ign = { .sa_handler = SIG_IGN };
+
+				sigaction(SIGTERM, &ign, NULL);
 				(void)!write(p[1], &(pid_t){ getpid() }, sizeof(pid_t));
 				for (;;)
 					pause();

@@ -2,11 +2,11 @@
  * provider_test.c - fail-closed provider selection and the worker
  * environment allow-list, through the public API only.
  *
- * The refusal tests point the configuration at a shell script that
- * would leave a marker file if it ever ran, and count this process's
- * children, descriptors and threads before and after: "no worker was
- * spawned" is observed, not assumed.  One test runs the script by hand
- * to prove the marker would appear.
+ * The refusal tests point the configuration at a copy of
+ * fixtures/marker, a program that would leave a marker file if it ever
+ * ran, and count this process's children, descriptors and threads
+ * before and after: "no worker was spawned" is observed, not assumed.
+ * One test runs the program by hand to prove the marker would appear.
  *
  * Threads: the CUnit thread, plus the library's own threads while a
  * supervisor exists.  No locks of its own.
@@ -20,28 +20,25 @@
 #include <unistd.h>
 
 #include "sipc.h"
+#include "sipctest.h"
 #include "testlib.h"
 
 static char tmpdir[64];
 static char script[128];
 static char marker[160];
 
-/* A temp dir with an executable script that touches `marker` when run. */
+/* A temp dir with a copy of the marker program, which touches `marker`
+ * when run. */
 static void
 setup_marker_script(void)
 {
-	FILE *f;
-
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/sipc-provider-test-XXXXXX");
 	if (mkdtemp(tmpdir) == NULL)
 		abort();
-	snprintf(script, sizeof(script), "%s/worker.sh", tmpdir);
-	snprintf(marker, sizeof(marker), "%s/worker.sh.ran", tmpdir);
-	if ((f = fopen(script, "w")) == NULL)
-		abort();
-	fprintf(f, "#!/bin/sh\n: > \"$0.ran\"\nexec sleep 30\n");
-	fclose(f);
-	if (chmod(script, 0755) < 0)
+	snprintf(script, sizeof(script), "%s/worker", tmpdir);
+	snprintf(marker, sizeof(marker), "%s/worker.ran", tmpdir);
+	if (st_copy_file(tl_fixture("marker"), script) != 0 ||
+	    chmod(script, 0755) < 0)
 		abort();
 }
 

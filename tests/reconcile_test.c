@@ -27,6 +27,7 @@
 
 #include "sipc.h"
 #include "sipctest.h"
+#include "rmtree.h"
 #include "testlib.h"
 
 #define NQUEUED 3
@@ -52,13 +53,12 @@ mkstate(void)
 static void
 rmstate(char *dir)
 {
-	char cmd[512];
+	char parent[512];
 
 	/* The parent is a fresh mkdtemp directory holding only our files. */
-	snprintf(cmd, sizeof(cmd), "rm -rf '%.*s'", (int)(strlen(dir) - 6),
-	    dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", dir);
+	snprintf(parent, sizeof(parent), "%.*s", (int)(strlen(dir) - 6), dir);
+	if (rmtree(parent) != 0)
+		fprintf(stderr, "could not remove %s\n", parent);
 	free(dir);
 }
 
@@ -159,6 +159,12 @@ child_worker_pid(sipc_supervisor *s)
  * is written and never answered; "k-q1".."k-q3" wait in the ring behind
  * it.  Reports "ready <worker pid>" and waits to be killed.
  */
+static bool
+done_seen(void *arg)
+{
+	return atomic_load(&child_done_seen);
+}
+
 static void __attribute__((noreturn))
 child_crash_run(int fd, const char *dir, enum sipc_durability d)
 {
@@ -175,8 +181,8 @@ child_crash_run(int fd, const char *dir, enum sipc_durability d)
 	r.idempotency_key = "k-done";
 	if ((rc = sipc_submit(s, &r, block_cb, NULL, NULL)) < 0)
 		child_fail(fd, "submit done", rc);
-	while (!atomic_load(&child_done_seen))
-		usleep(1000);
+	if (!tl_wait_until(done_seen, NULL, DEADLINE_MS))
+		child_fail(fd, "outcome of k-done", -ETIMEDOUT);
 	r.payload = "\0CMDhang";
 	r.len = 8;
 	r.idempotency_key = "k-hang";

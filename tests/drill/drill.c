@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "drill.h"
+#include "../lib/rmtree.h"
 
 struct ctl {
 	unsigned cycles, load_ms, rate;
@@ -425,7 +426,7 @@ controller(int argc, char **argv)
 {
 	struct drill_run run = { .lock_probe = -1, .final_status = 1,
 	    .fds_baseline = -1, .fds_final = -2, .unresolved_after = -1 };
-	char fix[PATH_MAX], cmd[PATH_MAX + 16];
+	char fix[PATH_MAX];
 	struct ctl c = { 0 };
 	unsigned i;
 	bool ok = true;
@@ -457,8 +458,7 @@ controller(int argc, char **argv)
 	run.leftovers_final = final_leftovers(&c);
 	ok = drill_tally(c.ledger, c.exec_log, &run) && ok;
 	if (ok && !c.keep) {
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", c.dir);
-		if (system(cmd) != 0)
+		if (rmtree(c.dir) != 0)
 			fprintf(stderr, "drill: could not remove %s\n", c.dir);
 	} else {
 		fprintf(stderr, "drill: kept %s (ledger, exec.log, state/)\n",

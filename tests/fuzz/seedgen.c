@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../lib/rmtree.h"
 #include "frame.h"
 #include "ident.h"
 #include "journal.h"
@@ -170,6 +171,29 @@ configs(void)
 
 /* ------------------------------------------------------------ journal */
 
+/* Copy from/name to to/name (no shell). */
+static void
+copy_file(const char *from, const char *to, const char *name)
+{
+	char src[512], dst[512], buf[1 << 16];
+	ssize_t n;
+	int in, out;
+
+	snprintf(src, sizeof(src), "%s/%s", from, name);
+	snprintf(dst, sizeof(dst), "%s/%s", to, name);
+	if ((in = open(src, O_RDONLY | O_CLOEXEC)) < 0 ||
+	    (out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+	    0600)) < 0) {
+		perror(name);
+		exit(1);
+	}
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, (size_t)n) != n)
+			exit(1);
+	close(in);
+	close(out);
+}
+
 static void
 copy_journal(const char *dir, const char *name, size_t cut_tail, long flip)
 {
@@ -214,7 +238,7 @@ journal_activity(struct sipc__journal *j, uint64_t base)
 static void
 journals(void)
 {
-	char a[] = "/tmp/sipc-seedgen-XXXXXX", b[64], cmd[256];
+	char a[] = "/tmp/sipc-seedgen-XXXXXX", b[64];
 	struct sipc__journal *j = NULL, *k = NULL;
 	struct sipc_unresolved *u = NULL;
 	size_t nu = 0;
@@ -236,9 +260,7 @@ journals(void)
 	copy_journal(a, "corrupt-middle", 0, 60);
 	/* A second instance reading the first one's journal. */
 	mkdir(b, 0700);
-	snprintf(cmd, sizeof(cmd), "cp %s/journal %s/journal", a, b);
-	if (system(cmd) != 0)
-		exit(1);
+	copy_file(a, b, "journal");
 	if (sipc__journal_open(b, SIPC_DURABLE_OFF, 0, &k, err,
 	    sizeof(err)) < 0) {
 		fprintf(stderr, "seedgen: journal: %s\n", err);
@@ -253,8 +275,7 @@ journals(void)
 	sipc__journal_close(k);
 	copy_journal(b, "compacted", 0, -1);
 	sipc__journal_close(j);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", a);
-	(void)system(cmd);
+	(void)rmtree(a);
 }
 
 int
