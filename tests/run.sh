@@ -1,11 +1,13 @@
 #!/bin/sh
 # Run each test binary under a timeout so a hang fails instead of blocking.
 # Prints per binary its CUnit report, then two closing lines: the binaries
-# and the CUnit tests, each as "N passed, N failed".  Exit status is
+# and the CUnit tests, each as "N passed, N failed"; the tests' line adds
+# ", N skipped" (tests that called tl_skip(): they cannot run here).
+# Exit status is
 # non-zero when any binary fails, times out, or runs no test.
 TEST_TIMEOUT=${TEST_TIMEOUT:-300}
 pass=0; fail=0; failed=""
-tpass=0; tfail=0
+tpass=0; tfail=0; tskip=0
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 for t in "$@"; do
@@ -20,7 +22,9 @@ for t in "$@"; do
 	read -r ran p f <<-EOT
 	$counts
 	EOT
-	tpass=$((tpass + p)); tfail=$((tfail + f))
+	s=$(awk '$1 == "skipped:" { s = $2 } END { print s + 0 }' "$log")
+	[ "$s" -gt 0 ] && echo "*** $t: $s skipped"
+	tpass=$((tpass + p - s)); tfail=$((tfail + f)); tskip=$((tskip + s))
 	if [ $rc -eq 0 ] && [ "$ran" -gt 0 ]; then
 		pass=$((pass + 1))
 	else
@@ -32,5 +36,5 @@ for t in "$@"; do
 done
 [ -n "$failed" ] && echo "failed:$failed"
 echo "binaries: $pass passed, $fail failed"
-echo "tests: $tpass passed, $tfail failed"
+echo "tests: $tpass passed, $tfail failed, $tskip skipped"
 [ $fail -eq 0 ]

@@ -11,6 +11,16 @@
 #include <time.h>
 #include <unistd.h>
 
+static unsigned tl_skipped;
+
+void
+tl_skip(const char *why)
+{
+	tl_skipped++;
+	printf("SKIP(%s) ", why);
+	fflush(stdout);
+}
+
 int
 tl_run(void)
 {
@@ -18,6 +28,7 @@ tl_run(void)
 
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
+	printf("\nskipped: %u\n", tl_skipped);
 	fails = CU_get_number_of_tests_failed() + CU_get_number_of_failures();
 	if (CU_get_number_of_tests_run() == 0)
 		fails = 1;

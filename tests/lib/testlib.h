@@ -18,6 +18,12 @@ int tl_run(void);
 typedef struct { const char *name; void (*fn)(void); } tl_test;
 void tl_suite(const char *name, const tl_test *tests);
 
+/* Skip the running test: it cannot run here (no root, no namespaces...).
+ * Call it, then return from the test.  The reason is printed, the skip is
+ * counted, and tl_run() prints "skipped: N" for tests/run.sh to sum.  A
+ * skipped test is not counted as passed. */
+void tl_skip(const char *why);
+
 /* Path of a fixture binary (from $SIPC_FIXTURES, default build/fixtures). */
 const char *tl_fixture(const char *name);
 
