@@ -195,8 +195,16 @@ enum sipc_durability {
 };
 
 struct sipc_config {
-	/* Environment this configuration is for; UNSET fails closed. */
+	/* Environment this configuration is for; UNSET fails closed.  Code
+	 * may set any value; of the loaders, only the first configuration
+	 * file may choose DEVELOPMENT or TEST over UNSET, and every later
+	 * source may only tighten (see sipc_config_load_file()). */
 	enum sipc_environment environment;
+	/* How many sources sipc_config_load_file() / sipc_config_load_env()
+	 * applied to this struct (0 after sipc_config_init()).  Written by
+	 * the loaders only; it is how they tell the first file from a later
+	 * one.  Not read by sipc_create(). */
+	unsigned loaded_sources;
 	/* Guarantees required of the provider.  In PRODUCTION (and UNSET)
 	 * at least SIPC_G_ALL is required regardless of this field. */
 	unsigned required_guarantees;
@@ -400,8 +408,16 @@ typedef struct sipc_config_store sipc_config_store;
  * each value's range; cross-field rules are checked by sipc_create().
  * Returns 0; SIPC_E_CONFIG with "path:line: key: reason" in errbuf (may
  * be NULL); -errno if the file cannot be read; -ENOMEM.  On failure
- * *cfg and *store are unchanged (nothing is partially applied).  Any
- * thread.
+ * *cfg and *store are unchanged (nothing is partially applied).
+ *
+ * Fail closed, tighten only: code may set any environment, and the FIRST
+ * file loaded into a struct whose environment is unset may say
+ * development or test.  Every later source (a second file, the
+ * environment loader, another call) may only tighten: an environment
+ * that is production or still unset (unset counts as production) cannot
+ * become development or test, and no guarantee already required can be
+ * dropped; trying is SIPC_E_CONFIG naming the line.  "First" is counted
+ * in cfg->loaded_sources, whatever store is passed.  Any thread.
  */
 int sipc_config_load_file(const char *path, struct sipc_config *cfg,
                           sipc_config_store **store, char *errbuf,
@@ -411,10 +427,12 @@ int sipc_config_load_file(const char *path, struct sipc_config *cfg,
  * The same for the SIPC_* variables in envp (NULL-terminated "NAME=value"
  * list; NULL = environ, which must not change meanwhile).  Only known
  * names are read.  Call it after sipc_config_load_file(): environment
- * values override file values, but may only tighten: a configuration
- * already set to production stays production, and required guarantees
- * can be added, never dropped (SIPC_E_CONFIG otherwise).  Errors read
- * "environment: SIPC_KEY: reason".  Any thread.
+ * values override file values, but may only tighten, always: an
+ * environment that is production or unset stays at that level
+ * (SIPC_ENVIRONMENT=development over an unset environment is refused;
+ * say development in code or in the first file), and required
+ * guarantees can be added, never dropped (SIPC_E_CONFIG otherwise).
+ * Errors read "environment: SIPC_KEY: reason".  Any thread.
  */
 int sipc_config_load_env(char *const *envp, struct sipc_config *cfg,
                          sipc_config_store **store, char *errbuf,

@@ -60,10 +60,18 @@
  * variables are ignored (they may belong to someone else), so a misspelt
  * variable name is NOT detected.  A variable present twice in envp is an
  * error.  Load the file first, then the environment: environment values
- * override file values (SIPC_ENV_SET replaces the whole env_set list),
- * with one exception: the environment may tighten, never loosen.  It
- * cannot change an environment already set to production, and
- * SIPC_REQUIRED_GUARANTEES must keep every guarantee required before.
+ * override file values (SIPC_ENV_SET replaces the whole env_set list).
+ *
+ * ---- Tighten only ---------------------------------------------------------
+ *
+ * Code may set any environment.  Of the loaders, only the first
+ * configuration file loaded into a struct whose environment is unset may
+ * choose development or test.  Every later source (a second file, the
+ * environment form, another call of either) may only tighten: an
+ * environment that is production, or still unset (which counts as
+ * production), cannot become development or test, and
+ * required_guarantees must keep every guarantee required before.  The
+ * loaders count the sources they applied in cfg->loaded_sources.
  *
  * ---- Errors and atomicity -----------------------------------------------
  *
@@ -79,6 +87,7 @@
 #include <bsd/stdlib.h>
 #include <bsd/vis.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -162,6 +171,11 @@ struct pctx {
 	const char **envset;      /* env_set entries (in the store) */
 	size_t nenvset, capenvset;
 	bool envset_seen;
+	/* Tighten-only floor (see may_relax()): an environment at the
+	 * production level may not become development or test, and these
+	 * guarantee bits may not be dropped. */
+	bool env_floor_prod;
+	unsigned guarantees_floor;
 };
 
 static int
@@ -212,6 +226,13 @@ trim(char *s)
 	    e[-1] == '\n'))
 		*--e = '\0';
 	return s;
+}
+
+/* UNSET and anything unknown count as production (fail closed). */
+static bool
+env_is_prod_level(int e)
+{
+	return e != SIPC_ENV_DEVELOPMENT && e != SIPC_ENV_TEST;
 }
 
 static void *
@@ -298,6 +319,9 @@ parse_guarantees(struct pctx *c, char *v)
 		bits |= bit;
 	}
 done:
+	if ((c->guarantees_floor & ~bits) != 0)
+		return perr(c, "cannot drop guarantees required by an earlier "
+		    "source");
 	c->tmp.required_guarantees = bits;
 	return 0;
 }
@@ -428,9 +452,14 @@ apply(struct pctx *c, const struct sipc__cfg_key *k, char *v)
 		return r;
 	case SIPC__CK_ENVIRONMENT:
 		if ((r = parse_enum(c, v, sipc__cfg_env_names, SIPC__CFG_NENV,
-		    1, "development, test or production", &e)) == 0)
-			c->tmp.environment = (enum sipc_environment)e;
-		return r;
+		    1, "development, test or production", &e)) != 0)
+			return r;
+		if (c->env_floor_prod && !env_is_prod_level(e))
+			return perr(c, "cannot weaken an environment that is "
+			    "production or unset (only code or the first "
+			    "configuration file may choose %s)", v);
+		c->tmp.environment = (enum sipc_environment)e;
+		return 0;
 	case SIPC__CK_DURABILITY:
 		if ((r = parse_enum(c, v, sipc__cfg_durability_names,
 		    SIPC__CFG_NDURABILITY, 0, "off, group or each", &e)) == 0)
@@ -464,13 +493,34 @@ key_find(const char *name)
 }
 /* ------------------------------------------------------- load plumbing */
 
+/*
+ * Fail closed by every route.  Only two levels matter to provider
+ * selection: production (PRODUCTION, and UNSET, which is treated as
+ * production) and the rest (DEVELOPMENT, TEST).  A host chooses the
+ * weaker level in code, or in the FIRST configuration file it loads
+ * into a struct whose environment is still unset.  Every later source
+ * (another file, the environment loader, a second call of either) may
+ * only tighten: it cannot leave the production level, and cannot drop a
+ * guarantee already required.  Otherwise one overlay file or one
+ * exported variable would let production run on the local adapter.
+ */
+static bool
+may_relax(const struct sipc_config *cfg, bool is_file)
+{
+	return is_file && cfg->loaded_sources == 0 &&
+	    cfg->environment == SIPC_ENV_UNSET;
+}
+
 static int
 ctx_begin(struct pctx *c, const struct sipc_config *cfg,
-          sipc_config_store **store, const char *where, char *errbuf,
-          size_t errlen)
+          sipc_config_store **store, const char *where, bool is_file,
+          char *errbuf, size_t errlen)
 {
 	memset(c, 0, sizeof(*c));
 	c->tmp = *cfg;
+	c->env_floor_prod = env_is_prod_level(cfg->environment) &&
+	    !may_relax(cfg, is_file);
+	c->guarantees_floor = cfg->required_guarantees;
 	c->where = where;
 	c->errbuf = errbuf;
 	c->errlen = errlen;
@@ -517,6 +567,8 @@ ctx_end(struct pctx *c, int r, struct sipc_config *cfg,
 			free(c->st);
 		return r;
 	}
+	if (c->tmp.loaded_sources < UINT_MAX)
+		c->tmp.loaded_sources++;
 	*cfg = c->tmp;
 	*store = c->st;
 	return 0;
@@ -593,7 +645,7 @@ sipc_config_load_file(const char *path, struct sipc_config *cfg,
 
 	if (path == NULL || cfg == NULL || store == NULL)
 		return -EINVAL;
-	if ((r = ctx_begin(&c, cfg, store, path, errbuf, errlen)) < 0)
+	if ((r = ctx_begin(&c, cfg, store, path, true, errbuf, errlen)) < 0)
 		goto out;
 	if ((f = fopen(path, "re")) == NULL) {
 		r = -errno;
@@ -650,29 +702,6 @@ env_apply(struct pctx *c, const struct sipc__cfg_key *k, char *v)
 	return 0;
 }
 
-/*
- * Environment variables may tighten a configuration, never loosen it: no
- * variable turns a configuration that says production into development
- * or test, or drops a guarantee an earlier source required.  (Otherwise
- * one exported variable would let production run on the local adapter.)
- */
-static int
-env_no_weakening(struct pctx *c, const struct sipc_config *before)
-{
-	if (before->environment == SIPC_ENV_PRODUCTION &&
-	    c->tmp.environment != SIPC_ENV_PRODUCTION) {
-		c->key = "SIPC_ENVIRONMENT";
-		return perr(c, "cannot weaken an environment already set to "
-		    "production");
-	}
-	if ((before->required_guarantees & ~c->tmp.required_guarantees) != 0) {
-		c->key = "SIPC_REQUIRED_GUARANTEES";
-		return perr(c, "cannot drop guarantees required by an earlier "
-		    "source");
-	}
-	return 0;
-}
-
 int
 sipc_config_load_env(char *const *envp, struct sipc_config *cfg,
                      sipc_config_store **store, char *errbuf, size_t errlen)
@@ -687,7 +716,8 @@ sipc_config_load_env(char *const *envp, struct sipc_config *cfg,
 		return -EINVAL;
 	if (envp == NULL)
 		envp = environ;
-	if ((r = ctx_begin(&c, cfg, store, "environment", errbuf, errlen)) < 0)
+	if ((r = ctx_begin(&c, cfg, store, "environment", false, errbuf,
+	    errlen)) < 0)
 		goto out;
 	for (i = 0; i < SIPC__CFG_NKEYS && r == 0; i++) {
 		snprintf(name, sizeof(name), "SIPC_%s",
@@ -705,8 +735,6 @@ sipc_config_load_env(char *const *envp, struct sipc_config *cfg,
 		r = env_apply(&c, &sipc__cfg_keys[i], copy);
 		free(copy);
 	}
-	if (r == 0)
-		r = env_no_weakening(&c, cfg);
 out:
 	return ctx_end(&c, r, cfg, store);
 }

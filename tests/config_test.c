@@ -216,6 +216,8 @@ test_config_enum_and_list_forms(void)
 	CU_ASSERT_PTR_NULL(c.env_allow);
 	unlink(p);
 
+	/* A fresh struct: a second file may not weaken the first. */
+	sipc_config_init(&c);
 	p = write_conf("environment = test\nrequired_guarantees = none\n"
 	    "durability = group\n");
 	CU_ASSERT_EQUAL_FATAL(sipc_config_load_file(p, &c, &st, err,

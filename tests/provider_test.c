@@ -309,6 +309,158 @@ test_provider_environment_variables_do_not_override(void)
 	sipc_config_store_free(st);
 }
 
+/* ------------------------------------------- tighten only, every route */
+
+/* Load `body` on top of *cfg (no init, no path added); returns the code
+ * and leaves the message in err. */
+static int
+overlay(const char *body, struct sipc_config *cfg, sipc_config_store **st,
+        char *err, size_t errlen)
+{
+	err[0] = '\0';
+	return sipc_config_load_file(write_cfg(body), cfg, st, err, errlen);
+}
+
+/* A second file can never weaken the first, with the same store or a
+ * fresh one: production stays production, unset stays unset (counted as
+ * production), and a required guarantee cannot be dropped. */
+static void
+test_provider_overlay_file_cannot_weaken(void)
+{
+	sipc_config_store *st = NULL, *st2 = NULL;
+	struct sipc_config cfg, before;
+	char err[512];
+
+	CU_ASSERT_EQUAL_FATAL(load_cfg("environment = production\n", &cfg,
+	    &st), 0);
+	before = cfg;
+	CU_ASSERT_EQUAL(overlay("environment = development\n", &cfg, &st,
+	    err, sizeof(err)), SIPC_E_CONFIG);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, ":1: environment: cannot weaken"));
+	CU_ASSERT_EQUAL(overlay("environment = test\n", &cfg, &st2, err,
+	    sizeof(err)), SIPC_E_CONFIG);
+	CU_ASSERT_PTR_NULL(st2);
+	CU_ASSERT(memcmp(&cfg, &before, sizeof(cfg)) == 0);
+	expect_refused(&cfg, SIPC_E_PRODUCTION, err, sizeof(err));
+	sipc_config_store_free(st);
+	st = NULL;
+
+	/* The first file did not say: unset counts as production. */
+	CU_ASSERT_EQUAL_FATAL(load_cfg("workers = 1\n", &cfg, &st), 0);
+	CU_ASSERT_EQUAL(overlay("environment = development\n", &cfg, &st,
+	    err, sizeof(err)), SIPC_E_CONFIG);
+	CU_ASSERT_EQUAL(overlay("environment = development\n", &cfg, &st2,
+	    err, sizeof(err)), SIPC_E_CONFIG);
+	CU_ASSERT_EQUAL(cfg.environment, SIPC_ENV_UNSET);
+	expect_refused(&cfg, SIPC_E_NOENV, err, sizeof(err));
+	sipc_config_store_free(st);
+	st = NULL;
+
+	/* Tightening is fine; dropping a guarantee is not. */
+	CU_ASSERT_EQUAL_FATAL(load_cfg("environment = development\n"
+	    "required_guarantees = pid_namespace\n", &cfg, &st), 0);
+	CU_ASSERT_EQUAL(overlay("required_guarantees = none\n", &cfg, &st,
+	    err, sizeof(err)), SIPC_E_CONFIG);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "cannot drop guarantees"));
+	CU_ASSERT_EQUAL(overlay("environment = production\n", &cfg, &st,
+	    err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(cfg.environment, SIPC_ENV_PRODUCTION);
+	CU_ASSERT_EQUAL(cfg.loaded_sources, 2);
+	expect_refused(&cfg, SIPC_E_PRODUCTION, err, sizeof(err));
+	sipc_config_store_free(st);
+}
+
+/* The environment loader never chooses a weaker level: not over an
+ * unset environment (with or without a file before it), not over
+ * production, not on a second call. */
+static void
+test_provider_env_loader_cannot_weaken(void)
+{
+	char *dev[] = { "SIPC_ENVIRONMENT=development", NULL };
+	char *tst[] = { "SIPC_ENVIRONMENT=test", NULL };
+	char *prod[] = { "SIPC_ENVIRONMENT=production", NULL };
+	sipc_config_store *st = NULL;
+	struct sipc_config cfg;
+	char err[512];
+
+	base_cfg(&cfg, SIPC_ENV_UNSET);
+	CU_ASSERT_EQUAL(sipc_config_load_env(dev, &cfg, &st, err,
+	    sizeof(err)), SIPC_E_CONFIG);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "SIPC_ENVIRONMENT: cannot weaken"));
+	CU_ASSERT_EQUAL(sipc_config_load_env(tst, &cfg, &st, err,
+	    sizeof(err)), SIPC_E_CONFIG);
+	CU_ASSERT_PTR_NULL(st);
+	expect_refused(&cfg, SIPC_E_NOENV, err, sizeof(err));
+
+	CU_ASSERT_EQUAL_FATAL(load_cfg("workers = 1\n", &cfg, &st), 0);
+	CU_ASSERT_EQUAL(sipc_config_load_env(dev, &cfg, &st, err,
+	    sizeof(err)), SIPC_E_CONFIG);
+	expect_refused(&cfg, SIPC_E_NOENV, err, sizeof(err));
+	/* A later call: production first, then development. */
+	CU_ASSERT_EQUAL(sipc_config_load_env(prod, &cfg, &st, err,
+	    sizeof(err)), 0);
+	CU_ASSERT_EQUAL(sipc_config_load_env(dev, &cfg, &st, err,
+	    sizeof(err)), SIPC_E_CONFIG);
+	expect_refused(&cfg, SIPC_E_PRODUCTION, err, sizeof(err));
+	sipc_config_store_free(st);
+	st = NULL;
+
+	/* Development said in code or in the first file stays allowed. */
+	base_cfg(&cfg, SIPC_ENV_DEVELOPMENT);
+	CU_ASSERT_EQUAL(sipc_config_load_env(dev, &cfg, &st, err,
+	    sizeof(err)), 0);
+	CU_ASSERT_EQUAL(cfg.environment, SIPC_ENV_DEVELOPMENT);
+	CU_ASSERT_EQUAL_FATAL(load_cfg("environment = test\n", &cfg, &st), 0);
+	CU_ASSERT_EQUAL(cfg.environment, SIPC_ENV_TEST);
+	CU_ASSERT_EQUAL(sipc_config_load_env(dev, &cfg, &st, err,
+	    sizeof(err)), 0);
+	CU_ASSERT_EQUAL(cfg.environment, SIPC_ENV_DEVELOPMENT);
+	sipc_config_store_free(st);
+}
+
+/* Code that chose production is not overruled by the first file either:
+ * only an environment still unset may be relaxed by it. */
+static void
+test_provider_first_file_cannot_weaken_code(void)
+{
+	sipc_config_store *st = NULL;
+	struct sipc_config cfg;
+	char err[512];
+
+	base_cfg(&cfg, SIPC_ENV_PRODUCTION);
+	CU_ASSERT_EQUAL(overlay("environment = development\n", &cfg, &st,
+	    err, sizeof(err)), SIPC_E_CONFIG);
+	CU_ASSERT_EQUAL(cfg.environment, SIPC_ENV_PRODUCTION);
+	expect_refused(&cfg, SIPC_E_PRODUCTION, err, sizeof(err));
+	base_cfg(&cfg, SIPC_ENV_DEVELOPMENT);
+	cfg.required_guarantees = SIPC_G_TREE_CONTAINMENT;
+	CU_ASSERT_EQUAL(overlay("required_guarantees = none\n", &cfg, &st,
+	    err, sizeof(err)), SIPC_E_CONFIG);
+	expect_refused(&cfg, SIPC_E_PRODUCTION, err, sizeof(err));
+	CU_ASSERT_PTR_NULL(st);
+}
+
+/* Structs the loaders never saw: all zeros, or an environment outside
+ * the enum, are refused before anything runs. */
+static void
+test_provider_zeroed_and_out_of_range_refused(void)
+{
+	const int bad[] = { 4, 9, -1, 0x7fffffff };
+	struct sipc_config cfg;
+	char err[512];
+	size_t i;
+
+	memset(&cfg, 0, sizeof(cfg));
+	expect_refused(&cfg, SIPC_E_CONFIG, err, sizeof(err));
+	cfg.path = script;
+	expect_refused(&cfg, SIPC_E_CONFIG, err, sizeof(err));
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		base_cfg(&cfg, (enum sipc_environment)bad[i]);
+		expect_refused(&cfg, SIPC_E_CONFIG, err, sizeof(err));
+		CU_ASSERT_PTR_NOT_NULL(strstr(err, "environment"));
+	}
+}
+
 /* ---------------------------------------------------- allow-list */
 
 /* Run envdump under a supervisor; return its environment (malloc'd). */
@@ -447,6 +599,14 @@ main(void)
 	      test_provider_file_without_environment_refused },
 	    { "test_provider_environment_variables_do_not_override",
 	      test_provider_environment_variables_do_not_override },
+	    { "test_provider_overlay_file_cannot_weaken",
+	      test_provider_overlay_file_cannot_weaken },
+	    { "test_provider_env_loader_cannot_weaken",
+	      test_provider_env_loader_cannot_weaken },
+	    { "test_provider_first_file_cannot_weaken_code",
+	      test_provider_first_file_cannot_weaken_code },
+	    { "test_provider_zeroed_and_out_of_range_refused",
+	      test_provider_zeroed_and_out_of_range_refused },
 	    { "test_provider_marker_script_would_show_a_spawn",
 	      test_provider_marker_script_would_show_a_spawn },
 	    { "test_provider_worker_environment_is_allow_listed",
