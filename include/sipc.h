@@ -13,6 +13,33 @@
  *   - Lock order inside the library: slot lock -> table lock.  No library
  *     lock is held while a completion or log callback runs.
  *
+ *   - Threads.  "Library thread" means a thread the library runs: a
+ *     worker's reader or writer, the reaper, and a host thread while it
+ *     runs a completion callback inside sipc_submit() (an immediate
+ *     rejection).  Completion and log callbacks run there.  The calls
+ *     that wait for library threads (sipc_destroy, sipc_call,
+ *     sipc_wait_ready) return -EDEADLK there, whichever supervisor they
+ *     name: a callback of supervisor A that blocked on supervisor B
+ *     could close a cycle with a callback of B blocking on A.
+ *     sipc_submit (never blocks there), sipc_stats_get and the reconcile
+ *     calls are allowed.
+ *   - Racing sipc_destroy().  Calls already inside the library when
+ *     destroy begins finish first (a blocked sipc_wait_ready returns
+ *     SIPC_E_SHUTDOWN at once); a call that enters after destroy has
+ *     begun returns SIPC_E_SHUTDOWN (sipc_call: a REJECTED result)
+ *     without touching anything else.  A call made after destroy has
+ *     returned is a use-after-free, as with free().
+ *   - Ownership.  Whatever the host passes in is copied before the call
+ *     returns, and may be freed or reused then: the configuration and
+ *     every string and array it points at (sipc_create), a request's
+ *     payload and idempotency key (sipc_submit, sipc_call), a listed
+ *     request (sipc_reconcile_resolve).  Kept by pointer: cfg.log_arg
+ *     (until sipc_destroy returns) and a submit's callback `arg` (until
+ *     its callback has run; never used when sipc_submit fails).
+ *
+ * What the library does to process-wide state, and what a host must not
+ * do, is in the section "Process-wide state" below sipc_create().
+ *
  * Link with: libsipc.a -lbsd -pthread  (or `pkg-config --libs sipc`).
  */
 #ifndef SIPC_H
@@ -183,7 +210,8 @@ enum sipc_log_level { SIPC_LOG_ERROR, SIPC_LOG_WARN, SIPC_LOG_INFO, SIPC_LOG_DIA
  * Worker diagnostics arrive with level SIPC_LOG_DIAG and the worker's
  * id/generation/pid; library events use worker_id = UINT32_MAX when no
  * worker is concerned.  Runs on a library thread (a worker's reader or
- * the reaper) with no library lock held; it must not call sipc_destroy(). */
+ * the reaper) with no library lock held.  sipc_destroy(), sipc_call()
+ * and sipc_wait_ready() return -EDEADLK from it (see Threads above). */
 typedef void (*sipc_log_fn)(void *arg, enum sipc_log_level level,
                             uint32_t worker_id, uint32_t generation,
                             pid_t pid, const char *msg);
@@ -275,12 +303,66 @@ typedef struct sipc_supervisor sipc_supervisor;
  * and the pool.  Workers become ready asynchronously: see
  * sipc_wait_ready().  `errbuf` (may be NULL) receives a human-readable
  * reason on failure; *ret is untouched then.  Blocks SIGCHLD in the
- * calling thread (see CONTRACT.md: block it in threads created before
- * this call, or leave its disposition alone; SIGCHLD set to SIG_IGN is
- * SIPC_E_CONFIG).  Any thread; not async-signal-safe.
+ * calling thread and reads it through a signalfd (see "Process-wide
+ * state" below; SIGCHLD set to SIG_IGN is SIPC_E_CONFIG).  `cfg` and
+ * everything it points at may be freed when this returns, except
+ * cfg->log_arg, used until sipc_destroy() returns.  Any thread; not
+ * async-signal-safe.
  */
 int sipc_create(const struct sipc_config *cfg, char *errbuf, size_t errlen,
                 sipc_supervisor **ret);
+
+/*
+ * Process-wide state: what the library does to the process that links it
+ * (the local provider; workers are ordinary children of this process).
+ *
+ *   - SIGCHLD mask.  sipc_create() blocks SIGCHLD in the calling thread
+ *     and leaves it blocked.  Every library thread runs with every signal
+ *     blocked, so no process-directed signal is ever handled on a library
+ *     thread.
+ *   - SIGCHLD reading.  Each supervisor's reaper thread holds a signalfd
+ *     for SIGCHLD and reads it dry on every wake.  SIGCHLD does not
+ *     queue: when no host thread leaves it unblocked, the signalfd can
+ *     consume the one SIGCHLD that also announced the exit of a host's
+ *     own child, so a host handler or host signalfd may miss it (a host
+ *     should reap its own children by pid, e.g. on a timer or pidfd).
+ *     When a host thread does take a SIGCHLD, the reaper still sees every
+ *     worker exit: it rescans its workers on every wake, at least every
+ *     250 ms.
+ *   - SIGCHLD disposition.  Not changed.  SIG_IGN or SA_NOCLDWAIT at
+ *     sipc_create() is refused with SIPC_E_CONFIG, because the kernel
+ *     would reap workers before their status is read.
+ *   - Subreaper.  Only with cfg.subreaper: PR_SET_CHILD_SUBREAPER is set
+ *     for the whole process while at least one such supervisor exists,
+ *     and cleared when the last one is destroyed unless the host had set
+ *     it before.  While it is set, orphans of ANY descendant are adopted
+ *     by this process; the library reaps only members of process groups
+ *     its own workers led, and the host must reap the rest.
+ *   - Children.  Workers (and, in subreaper mode, their adopted
+ *     descendants) are children of this process.  The library reaps them
+ *     by pidfd and by the process group of its own workers; it never
+ *     waits for -1 and never signals a process it did not start.
+ *   - Descriptors.  Every descriptor the library opens is close-on-exec
+ *     (the state directory's lock file is marked right after it is
+ *     opened).  Workers get only fd 0, 1, 2 and 3, whatever the host has
+ *     open.
+ *   - Not touched: other signals' dispositions and masks, SIGPIPE
+ *     (sockets are written with MSG_NOSIGNAL), the environment (read
+ *     only: cfg.env_allow at sipc_create(), SIPC_* by
+ *     sipc_config_load_env()), the working directory, umask, rlimits
+ *     (cfg.worker_nproc_limit is applied to workers only).
+ *
+ * A host must not, while a supervisor exists:
+ *   - set SIGCHLD to SIG_IGN or use SA_NOCLDWAIT;
+ *   - call wait(), waitpid(-1 or a negative group, ...) or waitid(P_ALL
+ *     or P_PGID, ...): that takes a worker's status from the library (the
+ *     worker is then reported as exit CODE -1 and its group cannot be
+ *     swept); waiting for its own children by pid is fine;
+ *   - signal a worker or its process group itself, or clear
+ *     PR_SET_CHILD_SUBREAPER while a subreaper-mode supervisor exists;
+ *   - use a supervisor in the child of a fork() (only the forking thread
+ *     exists there; call nothing but exec or _exit).
+ */
 
 /*
  * Wait until at least `n` workers have completed their handshake, or the
@@ -288,8 +370,10 @@ int sipc_create(const struct sipc_config *cfg, char *errbuf, size_t errlen,
  * running and the last start failed, at once (otherwise at the deadline)
  * why it failed: SIPC_E_EXEC (cannot execute), SIPC_E_VERSION (worker
  * speaks another protocol version), SIPC_E_HANDSHAKE (ended or stalled
- * before its HELLO); or -ETIMEDOUT.  The count is a snapshot: a worker
- * may die right after.  Any thread.
+ * before its HELLO); or -ETIMEDOUT.  SIPC_E_SHUTDOWN when sipc_destroy()
+ * begins meanwhile (at once, not at the deadline).  The count is a
+ * snapshot: a worker may die right after.  Any host thread; -EDEADLK
+ * from a library thread (a callback).
  */
 int sipc_wait_ready(sipc_supervisor *s, unsigned n, unsigned timeout_ms);
 
@@ -305,7 +389,8 @@ enum sipc_req_flags {
  * points at: either call sipc_result_release(res) before returning, or
  * copy the struct and release the copy later (any thread).  It may
  * submit new requests (such a submit never blocks: full queues give
- * SIPC_E_FULL at once); it must not call sipc_call() or sipc_destroy(). */
+ * SIPC_E_FULL at once); sipc_call(), sipc_wait_ready() and sipc_destroy()
+ * return -EDEADLK from it, for any supervisor. */
 typedef void (*sipc_done_fn)(void *arg, struct sipc_result *res);
 
 struct sipc_request {
@@ -323,7 +408,12 @@ struct sipc_request {
  * (then `done` gets REJECTED/SIPC_E_FULL), or with SIPC_REQ_NOWAIT
  * returns SIPC_E_FULL at once and `done` is never called.  Invalid
  * arguments (NULL, payload over max_payload) return an error and `done`
- * is never called.  Any thread, including completion callbacks.
+ * is never called; so does SIPC_E_SHUTDOWN once sipc_destroy() has
+ * begun.  `req` and what it points at may be freed when this returns;
+ * `arg` must stay valid until `done` has run.  When the outcome is known
+ * at once (REJECTED after waiting for room), `done` runs on this thread
+ * before sipc_submit() returns, under a callback's rules.  Any thread,
+ * including completion callbacks.
  */
 int sipc_submit(sipc_supervisor *s, const struct sipc_request *req,
                 sipc_done_fn done, void *arg, uint64_t *ret_id);
@@ -331,8 +421,11 @@ int sipc_submit(sipc_supervisor *s, const struct sipc_request *req,
 /*
  * Synchronous call: submit and wait for the outcome.  Returns 0 and fills
  * `ret` (release it with sipc_result_release) whenever the request got an
- * outcome (including REJECTED/TIMEOUT/UNKNOWN); returns an error only for
- * invalid arguments.  Any thread except completion callbacks.
+ * outcome (including REJECTED/TIMEOUT/UNKNOWN; REJECTED/SIPC_E_SHUTDOWN
+ * once sipc_destroy() has begun); returns an error only for invalid
+ * arguments, and -EDEADLK from a library thread (a completion or log
+ * callback of any supervisor: the outcome could need that very thread).
+ * Any host thread.
  */
 int sipc_call(sipc_supervisor *s, const struct sipc_request *req,
               struct sipc_result *ret);
@@ -375,7 +468,8 @@ struct sipc_stats {
 };
 
 /* Snapshot of counters.  Allocates ret->workers; free with
- * sipc_stats_release().  Any thread. */
+ * sipc_stats_release().  SIPC_E_SHUTDOWN once sipc_destroy() has begun.
+ * Any thread, including callbacks. */
 int sipc_stats_get(sipc_supervisor *s, struct sipc_stats *ret);
 void sipc_stats_release(struct sipc_stats *st);
 
@@ -383,12 +477,15 @@ void sipc_stats_release(struct sipc_stats *st);
  * Stop accepting, let in-flight work finish up to drain_ms, fail what is
  * left (queued: REJECTED/SHUTDOWN; written: UNKNOWN/SHUTDOWN or
  * TIMEOUT), terminate every worker tree (TERM, grace, KILL), reap, join
- * every thread, close every descriptor, free everything.  Accepts NULL.
- * Safe against concurrent submits (they get SIPC_E_SHUTDOWN); calling it
- * twice on the same pointer is a use-after-free like free().  Not from a
- * completion or log callback.
+ * every thread, close every descriptor, free everything.  Returns 0
+ * (also for NULL).  Calls racing it are safe (see "Racing sipc_destroy()"
+ * at the top): it waits for calls inside the library, and later ones get
+ * SIPC_E_SHUTDOWN.  Calling it again after it returned is a
+ * use-after-free like free().  From a library thread (a completion or
+ * log callback of any supervisor) it returns -EDEADLK and does nothing:
+ * the supervisor stays intact.  Any host thread.
  */
-void sipc_destroy(sipc_supervisor *s);
+int sipc_destroy(sipc_supervisor *s);
 
 /* ---- configuration files ---- */
 
@@ -474,12 +571,14 @@ struct sipc_unresolved {
 };
 
 /* List the previous instances' unresolved requests (*ret_n may be 0 and
- * *ret NULL).  Free the list with sipc_reconcile_free().  Any thread. */
+ * *ret NULL).  Free the list with sipc_reconcile_free().
+ * SIPC_E_SHUTDOWN once sipc_destroy() has begun.  Any thread. */
 int sipc_reconcile_list(sipc_supervisor *s, struct sipc_unresolved **ret,
                         size_t *ret_n);
 void sipc_reconcile_free(struct sipc_unresolved *u);
 /* Mark one listed request resolved (journalled).  SIPC_E_NOTFOUND when it
- * is already resolved or unknown.  Any thread. */
+ * is already resolved or unknown; SIPC_E_SHUTDOWN once sipc_destroy() has
+ * begun.  `u` is read during the call only.  Any thread. */
 int sipc_reconcile_resolve(sipc_supervisor *s, const struct sipc_unresolved *u);
 
 #ifdef __cplusplus

@@ -179,11 +179,16 @@ int
 sipc_reconcile_list(sipc_supervisor *s, struct sipc_unresolved **ret,
                     size_t *ret_n)
 {
+	int rc;
+
 	if (s == NULL || ret == NULL || ret_n == NULL)
 		return -EINVAL;
-	if (s->journal == NULL)
-		return SIPC_E_CONFIG;
-	return sipc__journal_unresolved(s->journal, ret, ret_n);
+	if ((rc = sipc__api_enter(s)) < 0)
+		return rc;
+	rc = s->journal == NULL ? SIPC_E_CONFIG :
+	    sipc__journal_unresolved(s->journal, ret, ret_n);
+	sipc__api_leave(s);
+	return rc;
 }
 
 void
@@ -195,9 +200,14 @@ sipc_reconcile_free(struct sipc_unresolved *u)
 int
 sipc_reconcile_resolve(sipc_supervisor *s, const struct sipc_unresolved *u)
 {
+	int rc;
+
 	if (s == NULL || u == NULL)
 		return -EINVAL;
-	if (s->journal == NULL)
-		return SIPC_E_CONFIG;
-	return sipc__journal_resolve(s->journal, u->instance, u->request_id);
+	if ((rc = sipc__api_enter(s)) < 0)
+		return rc;
+	rc = s->journal == NULL ? SIPC_E_CONFIG :
+	    sipc__journal_resolve(s->journal, u->instance, u->request_id);
+	sipc__api_leave(s);
+	return rc;
 }

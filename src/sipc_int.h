@@ -160,8 +160,20 @@ struct sipc_supervisor {
 	    n_unknown, n_requeued, n_retried, n_violations, n_restarts;
 };
 
-/* true in library threads (reader, writer, reaper) */
+/* true in library threads (reader, writer, reaper), and on a host thread
+ * while it runs a callback for an immediate outcome (supervisor.c) */
 extern _Thread_local bool sipc__lib_thread;
+
+/* api.c: public entry points count themselves against sipc_destroy():
+ * 0, or SIPC_E_SHUTDOWN (nothing counted) once destroy has begun.
+ * Every successful enter is paired with one leave.  Any thread. */
+int sipc__api_enter(struct sipc_supervisor *s);
+void sipc__api_leave(struct sipc_supervisor *s);
+/* 0, or -EDEADLK on a library thread (for destroy, call, wait_ready). */
+int sipc__api_blocking_ok(void);
+/* Run the next callback on this host thread under a library thread's
+ * rules; restore with sipc__lib_thread = <returned value>. */
+bool sipc__callback_rules_begin(void);
 
 /* condition variables timed on CLOCK_MONOTONIC, and their deadlines */
 void sipc__cond_init(pthread_cond_t *cv);

@@ -3,7 +3,9 @@
  * and dispatch (which worker's ring a request goes to).
  *
  * Threads: every public function may be called from any host thread;
- * sipc_submit also from completion callbacks.  Dispatch takes a slot
+ * sipc_submit, sipc_stats_get also from completion callbacks, where the
+ * blocking calls return -EDEADLK (api.c).  Every entry point counts
+ * itself in `users` against sipc_destroy().  Dispatch takes a slot
  * lock and, nested inside it, the table lock (the one order).  Blocking
  * submits wait on the slot's cv_space or the table's cv (memory ceiling)
  * in short slices, re-choosing the slot each time, so one stalled worker
@@ -26,12 +28,6 @@
 #include "sipc_int.h"
 
 #define WAIT_SLICE_MS 20
-
-/* Set in every library thread.  A submit from a completion callback
- * must never block: the reader running it is what frees the room. */
-_Thread_local bool sipc__lib_thread;
-
-extern char **environ;
 
 /* ------------------------------------------------------------ dispatch */
 
@@ -236,14 +232,18 @@ static void
 reject_unreserved(struct sipc_supervisor *s, struct sipc__req *q)
 {
 	struct sipc_result res;
+	bool was;
 
 	memset(&res, 0, sizeof(res));
 	res.outcome = SIPC_OUTCOME_REJECTED;
 	res.error = SIPC_E_FULL;
 	res.request_id = q->id;
+
 	atomic_fetch_add(&s->n_submitted, 1);
 	atomic_fetch_add(&s->n_rejected, 1);
+	was = sipc__callback_rules_begin();
 	q->done(q->done_arg, &res);
+	sipc__lib_thread = was;
 }
 
 int
@@ -252,6 +252,7 @@ sipc_submit(sipc_supervisor *s, const struct sipc_request *req,
 {
 	struct sipc__req *q;
 	uint64_t id;
+	bool was;
 	int rc;
 
 	if (s == NULL || req == NULL || done == NULL ||
@@ -261,11 +262,8 @@ sipc_submit(sipc_supervisor *s, const struct sipc_request *req,
 		return SIPC_E_TOOBIG;
 	if (req->idempotency_key != NULL && strlen(req->idempotency_key) > 255)
 		return -EINVAL;
-	atomic_fetch_add(&s->users, 1);
-	if (atomic_load(&s->closing)) {
-		rc = SIPC_E_SHUTDOWN;
-		goto out;
-	}
+	if ((rc = sipc__api_enter(s)) < 0)
+		return rc;
 	q = sipc__req_new(req, atomic_fetch_add(&s->next_id, 1), done, arg);
 	if (q == NULL) {
 		rc = -ENOMEM;
@@ -313,14 +311,16 @@ sipc_submit(sipc_supervisor *s, const struct sipc_request *req,
 		q->state = SIPC__R_GONE;
 		sipc__table_remove(&s->table, q);
 		pthread_mutex_unlock(&s->table.lock);
+		was = sipc__callback_rules_begin();
 		sipc__outcome(s, q, SIPC_OUTCOME_REJECTED,
 		    rc == SIPC_E_TIMEOUT ? SIPC_E_FULL : rc, false, NULL, 0, 0);
+		sipc__lib_thread = was;
 		sipc__req_unref(s, q);
 		rc = 0;
 	}
 	sipc__req_unref(s, q);             /* this function's reference */
 out:
-	atomic_fetch_sub(&s->users, 1);
+	sipc__api_leave(s);
 	return rc;
 }
 
@@ -354,6 +354,8 @@ sipc_call(sipc_supervisor *s, const struct sipc_request *req,
 
 	if (ret == NULL)
 		return -EINVAL;
+	if ((rc = sipc__api_blocking_ok()) < 0)
+		return rc;
 	memset(&w, 0, sizeof(w));
 	pthread_mutex_init(&w.lock, NULL);
 	pthread_cond_init(&w.cv, NULL);
@@ -663,13 +665,20 @@ int
 sipc_wait_ready(sipc_supervisor *s, unsigned n, unsigned timeout_ms)
 {
 	struct timespec ts;
-	int rc = 0;
+	int rc;
 
 	if (s == NULL || n > s->nslots)
 		return -EINVAL;
+	if ((rc = sipc__api_blocking_ok()) < 0 || (rc = sipc__api_enter(s)) < 0)
+		return rc;
 	sipc__abstime(&ts, timeout_ms);
 	pthread_mutex_lock(&s->rlock);
 	while (s->ready_count < n) {
+		/* sipc_destroy() broadcasts rcv after setting closing. */
+		if (atomic_load(&s->closing)) {
+			rc = SIPC_E_SHUTDOWN;
+			break;
+		}
 		/* Nothing running and the last start failed: say why now. */
 		if (s->live_count == 0 && s->start_err != 0) {
 			rc = s->start_err;
@@ -683,6 +692,7 @@ sipc_wait_ready(sipc_supervisor *s, unsigned n, unsigned timeout_ms)
 		}
 	}
 	pthread_mutex_unlock(&s->rlock);
+	sipc__api_leave(s);
 	return rc;
 }
 
@@ -693,11 +703,16 @@ sipc_stats_get(sipc_supervisor *s, struct sipc_stats *ret)
 {
 	struct sipc_worker_stats *w;
 	unsigned i;
+	int rc;
 
 	if (s == NULL || ret == NULL)
 		return -EINVAL;
-	if ((w = calloc(s->nslots, sizeof(*w))) == NULL)
+	if ((rc = sipc__api_enter(s)) < 0)
+		return rc;
+	if ((w = calloc(s->nslots, sizeof(*w))) == NULL) {
+		sipc__api_leave(s);
 		return -ENOMEM;
+	}
 	for (i = 0; i < s->nslots; i++) {
 		struct sipc__slot *sl = &s->slots[i];
 
@@ -736,6 +751,7 @@ sipc_stats_get(sipc_supervisor *s, struct sipc_stats *ret)
 	ret->pending = s->table.pending;
 	pthread_mutex_unlock(&s->table.lock);
 	ret->mem_ceiling = s->cfg.mem_ceiling;
+	sipc__api_leave(s);
 	return 0;
 }
 
@@ -751,15 +767,22 @@ sipc_stats_release(struct sipc_stats *st)
 
 /* ------------------------------------------------------------ destroy */
 
-void
+int
 sipc_destroy(sipc_supervisor *s)
 {
 	struct timespec ts;
+	int rc;
 
 	if (s == NULL)
-		return;
+		return 0;
+	if ((rc = sipc__api_blocking_ok()) < 0)
+		return rc;
 	atomic_store(&s->closing, true);
-	/* Submitters blocked on room wake within a slice and leave. */
+	/* Waiters in sipc_wait_ready() see `closing` and leave; submitters
+	 * blocked on room wake within a slice and leave. */
+	pthread_mutex_lock(&s->rlock);
+	pthread_cond_broadcast(&s->rcv);
+	pthread_mutex_unlock(&s->rlock);
 	while (atomic_load(&s->users) > 0)
 		usleep(1000);
 	sipc__abstime(&ts, s->cfg.drain_ms);
@@ -772,4 +795,5 @@ sipc_destroy(sipc_supervisor *s)
 	sipc__reaper_shutdown(s);
 	sipc__durable_close(s);
 	sup_free(s);
+	return 0;
 }

@@ -740,9 +740,10 @@ th2_reenter(const char *payload, void *done_arg)
 	if (s == NULL)
 		return;
 	atomic_store(&th2.busy_since, tl_now_ms());
-	if (sipc_stats_get(s, &st) == 0)
+	/* SIPC_E_SHUTDOWN: a log callback while destroy is under way */
+	if ((rc = sipc_stats_get(s, &st)) == 0)
 		sipc_stats_release(&st);
-	else
+	else if (rc != SIPC_E_SHUTDOWN)
 		atomic_fetch_add(&th2.stats_fail, 1);
 	if (payload != NULL) {
 		rq = (struct sipc_request){ .payload = payload,
