@@ -108,6 +108,9 @@ rt_reserve(sipc_worker *w, size_t need)
 	size_t cap = w->out_cap ? w->out_cap : 4096;
 	uint8_t *p;
 
+	/* need is at most a header plus SIPC_FRAME_MAX_PAYLOAD (rt_send)
+	 * and out_len at most RT_FLUSH_AT plus one such frame: no sum or
+	 * doubling here can wrap. */
 	if (w->out_len + need <= w->out_cap)
 		return 0;
 	while (cap < w->out_len + need)
@@ -134,13 +137,20 @@ rt_send(sipc_worker *w, uint8_t type, uint64_t id, const void *a,
 	struct iovec iov[3];
 	int r;
 
+	size_t max = SIPC_FRAME_MAX_PAYLOAD;
+
 	if (w->err != 0)
 		return w->err;
 	/* The supervisor applies the same maximum to what it receives; a
-	 * reply over it would be a protocol violation, so refuse it here. */
-	if (alen + blen > SIPC_FRAME_MAX_PAYLOAD ||
-	    ((type == SIPC_FT_REPLY || type == SIPC_FT_ERROR) &&
-	    alen + blen > w->max_payload))
+	 * reply over it would be a protocol violation, so refuse it here.
+	 * Each piece is checked before the sum is formed: a length near
+	 * SIZE_MAX must not wrap into a small one.  Past this check every
+	 * sum below (header + pieces, out_len + need) stays under
+	 * 2 * SIPC_FRAME_MAX_PAYLOAD. */
+	if ((type == SIPC_FT_REPLY || type == SIPC_FT_ERROR) &&
+	    w->max_payload < max)
+		max = w->max_payload;
+	if (alen > max || blen > max - alen)
 		return SIPC_E_TOOBIG;
 	h.len = (uint32_t)(alen + blen);
 	sipc__frame_encode_hdr(hdr, &h);

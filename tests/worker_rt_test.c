@@ -42,6 +42,38 @@ struct peer {
 static uint64_t deferred_id;
 static bool deferred;
 
+/*
+ * Lengths near SIZE_MAX and UINT32_MAX handed to the reply calls: each
+ * must be refused with SIPC_E_TOOBIG before any byte is read (the buffer
+ * is one byte long).  An error frame adds a 4-byte code to the message,
+ * so SIZE_MAX - 3 is where an unchecked sum wraps to 0.  Replies "ok",
+ * or "bad N" for the first case that was not refused.
+ */
+static void
+huge_lengths(sipc_worker *w, uint64_t id)
+{
+	static const size_t lens[] = { SIZE_MAX, SIZE_MAX - 3, SIZE_MAX - 2,
+	    SIZE_MAX - 27, (size_t)UINT32_MAX, (size_t)UINT32_MAX - 3,
+	    (size_t)UINT32_MAX - 23, (size_t)SIPC_FRAME_MAX_PAYLOAD + 1 };
+	char msg[32];
+	size_t i;
+
+	for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		if (sipc_worker_error(w, id, 1, "m", lens[i]) != SIPC_E_TOOBIG ||
+		    sipc_worker_reply(w, id, "m", lens[i]) != SIPC_E_TOOBIG)
+			break;
+	}
+	/* the code plus a message one byte short of the maximum: one over */
+	if (i == sizeof(lens) / sizeof(lens[0]) && sipc_worker_error(w, id, 1,
+	    "m", (size_t)SIPC_FRAME_MAX_PAYLOAD - 3) != SIPC_E_TOOBIG)
+		i = 99;
+	if (i == sizeof(lens) / sizeof(lens[0]))
+		snprintf(msg, sizeof(msg), "ok");
+	else
+		snprintf(msg, sizeof(msg), "bad %zu", i);
+	sipc_worker_reply(w, id, msg, strlen(msg));
+}
+
 static void
 child_handler(sipc_worker *w, uint64_t id, const uint8_t *p, size_t len,
     void *arg)
@@ -53,6 +85,8 @@ child_handler(sipc_worker *w, uint64_t id, const uint8_t *p, size_t len,
 		sipc_worker_error(w, id, 7, "bad", 3);
 	} else if (len == 4 && memcmp(p, "hold", 4) == 0) {
 		/* reply only if cancelled */
+	} else if (len == 7 && memcmp(p, "hugelen", 7) == 0) {
+		huge_lengths(w, id);
 	} else if (len == 5 && memcmp(p, "defer", 5) == 0) {
 		deferred = true;
 		deferred_id = id;
@@ -468,6 +502,52 @@ test_worker_rt_max_payload_from_env(void)
 	free(big);
 }
 
+/* Reply lengths near SIZE_MAX / UINT32_MAX are refused, never wrapped
+ * into a short frame; the worker stays healthy and answers. */
+static void
+test_worker_rt_absurd_reply_lengths_refused(void)
+{
+	struct peer p;
+	uint32_t len = 0;
+	uint8_t *pl;
+	bool ok;
+
+	start_fork(&p, NULL, NULL, 0);
+	expect_hello(&p);
+	send_frame(&p, SIPC_FT_REQUEST, 5, "hugelen", 7);
+	free(expect(&p, SIPC_FT_ACCEPT, 5, NULL));
+	pl = expect(&p, SIPC_FT_REPLY, 5, &len);
+	ok = len == 2 && pl != NULL && memcmp(pl, "ok", 2) == 0;
+	CU_ASSERT(ok);
+	if (!ok && pl != NULL)
+		fprintf(stderr, "hugelen: %.*s\n", (int)len, (char *)pl);
+	free(pl);
+	CU_ASSERT(exited_with(finish(&p), 0));
+}
+
+/* Crafted request headers with absurd lengths (valid checksum): each is
+ * a protocol error at the header, before any payload is awaited or
+ * allocated (a runtime that believed one would wait for 4 GiB, and the
+ * test would time out instead). */
+static void
+test_worker_rt_absurd_request_lengths_refused(void)
+{
+	static const uint32_t lens[] = { UINT32_MAX, UINT32_MAX - 23,
+	    UINT32_MAX - 24, 0x80000000u, SIPC_FRAME_MAX_PAYLOAD + 1 };
+	uint8_t hdr[SIPC_FRAME_HDR_LEN];
+	struct sipc_frame_hdr h = { .type = SIPC_FT_REQUEST, .id = 1 };
+	struct peer p;
+	size_t i;
+
+	for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		h.len = lens[i];
+		sipc__frame_encode_hdr(hdr, &h);
+		start_fork(&p, NULL, hdr, sizeof(hdr));
+		expect_hello(&p);
+		CU_ASSERT(exited_with(finish(&p), X_PROTOCOL));
+	}
+}
+
 /* Requests and replies far larger than the 64 KiB read and flush sizes. */
 static void
 test_worker_rt_large_payload(void)
@@ -702,6 +782,10 @@ main(void)
 		  test_worker_rt_wrong_direction_type_is_protocol_error },
 		{ "test_worker_rt_max_payload_from_env",
 		  test_worker_rt_max_payload_from_env },
+		{ "test_worker_rt_absurd_reply_lengths_refused",
+		  test_worker_rt_absurd_reply_lengths_refused },
+		{ "test_worker_rt_absurd_request_lengths_refused",
+		  test_worker_rt_absurd_request_lengths_refused },
 		{ "test_worker_rt_large_payload", test_worker_rt_large_payload },
 		{ "test_worker_rt_cancel_calls_callback",
 		  test_worker_rt_cancel_calls_callback },
