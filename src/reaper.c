@@ -405,6 +405,8 @@ arm_timer(struct sipc_supervisor *s, int64_t at_ms)
 	its.it_value.tv_sec = at_ms / 1000;
 	its.it_value.tv_nsec = (at_ms % 1000) * 1000000;
 	(void)timerfd_settime(s->timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
+	/* after arming: a submit whose deadline is earlier wakes us */
+	atomic_store(&s->timer_at_ms, at_ms);
 }
 
 static void
@@ -604,6 +606,9 @@ reaper_main(void *arg)
 	pthread_mutex_unlock(&s->rlock);
 	for (;;) {
 		drain_wakeups(s);
+		/* before the deadline scan: a request inserted after it sees
+		 * this (or the time armed below) and wakes us (sipc_submit) */
+		atomic_store(&s->timer_at_ms, INT64_MAX);
 		pthread_mutex_lock(&s->rlock);
 		stop = s->rshutdown;
 		pthread_mutex_unlock(&s->rlock);

@@ -148,6 +148,10 @@ struct sipc_supervisor {
 	pthread_t reaper;
 	bool reaper_started;
 	int sig_fd, timer_fd, evt_fd;
+	/* [atomic] when the reaper's timer fires next (monotonic ms);
+	 * INT64_MAX while it scans deadlines.  A submit with an earlier
+	 * deadline wakes it, so TIMEOUT comes at the deadline. */
+	_Atomic int64_t timer_at_ms;
 	pthread_mutex_t rlock;        /* guards the fields below */
 	pthread_cond_t rcv;
 	bool rshutdown;               /* reaper: begin shutdown */

@@ -283,6 +283,11 @@ sipc_submit(sipc_supervisor *s, const struct sipc_request *req,
 		goto out;
 	}
 	atomic_fetch_add(&s->n_submitted, 1);
+	/* In the table now: a deadline before the reaper's next wake-up
+	 * needs a wake-up of its own (X2: TIMEOUT at the deadline). */
+	if (q->deadline_ms != 0 &&
+	    q->deadline_ms < atomic_load(&s->timer_at_ms))
+		sipc__reaper_wake(s);
 	sipc__journal_note_accepted(s, q);
 	/* Once dispatched, q may be answered and freed at any moment. */
 	id = q->id;
@@ -573,6 +578,7 @@ sup_alloc(const struct sipc_config *cfg, struct sipc_supervisor **ret)
 	if ((s = calloc(1, sizeof(*s))) == NULL)
 		return -ENOMEM;
 	s->sig_fd = s->timer_fd = s->evt_fd = -1;
+	atomic_init(&s->timer_at_ms, INT64_MAX);
 	pthread_mutex_init(&s->rlock, NULL);
 	sipc__cond_init(&s->rcv);
 	s->cfg = *cfg;

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "ident.h"
+#include "sipctest.h"
 #include "testlib.h"
 
 /* Fork a child that optionally renames itself, leads its own group,
@@ -221,6 +222,10 @@ test_ident_pid_reuse_not_proven(void)
 	pid_t t;
 	int st;
 
+	if (st_can_unshare(CLONE_NEWPID | CLONE_NEWNS) < 0) {
+		tl_skip("pid reuse: cannot create PID and mount namespaces");
+		return;
+	}
 	if ((t = fork()) == 0) {
 		pid_t init;
 		int ist;

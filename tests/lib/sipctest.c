@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -339,6 +340,15 @@ st_pid_dead(void *arg)
 	return !tl_pid_alive(*(pid_t *)arg);
 }
 
+/* The spawned child has run its setsid(): it leads a session. */
+static bool
+in_own_session(void *arg)
+{
+	pid_t p = *(pid_t *)arg;
+
+	return getsid(p) == p;
+}
+
 void
 st_decoys_start(struct st_decoys *d)
 {
@@ -353,9 +363,14 @@ st_decoys_start(struct st_decoys *d)
 	CU_ASSERT_FATAL(posix_spawnattr_setpgroup(&attr, 0) == 0);
 	CU_ASSERT_FATAL(posix_spawnp(&d->own_group, "sleep", NULL, &attr,
 	    argv, environ) == 0);
+	CU_ASSERT_FATAL(posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID) ==
+	    0);
+	CU_ASSERT_FATAL(posix_spawnp(&d->own_session, "sleep", NULL, &attr,
+	    argv, environ) == 0);
 	posix_spawnattr_destroy(&attr);
 	CU_ASSERT_EQUAL(getpgid(d->same_group), getpgrp());
 	CU_ASSERT_EQUAL(getpgid(d->own_group), d->own_group);
+	CU_ASSERT(tl_wait_until(in_own_session, &d->own_session, 10000));
 }
 
 /* Alive, and not even stopped: no signal at all reached them. */
@@ -366,8 +381,10 @@ st_decoys_check(const struct st_decoys *d)
 
 	CU_ASSERT(tl_pid_alive(d->same_group));
 	CU_ASSERT(tl_pid_alive(d->own_group));
+	CU_ASSERT(tl_pid_alive(d->own_session));
 	CU_ASSERT_EQUAL(waitpid(d->same_group, &st, WNOHANG), 0);
 	CU_ASSERT_EQUAL(waitpid(d->own_group, &st, WNOHANG), 0);
+	CU_ASSERT_EQUAL(waitpid(d->own_session, &st, WNOHANG), 0);
 }
 
 void
@@ -378,9 +395,12 @@ st_decoys_stop(struct st_decoys *d)
 	st_decoys_check(d);
 	CU_ASSERT(kill(d->same_group, SIGKILL) == 0);
 	CU_ASSERT(kill(d->own_group, SIGKILL) == 0);
+	CU_ASSERT(kill(d->own_session, SIGKILL) == 0);
 	CU_ASSERT_EQUAL(waitpid(d->same_group, &st, 0), d->same_group);
 	CU_ASSERT(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
 	CU_ASSERT_EQUAL(waitpid(d->own_group, &st, 0), d->own_group);
+	CU_ASSERT(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	CU_ASSERT_EQUAL(waitpid(d->own_session, &st, 0), d->own_session);
 	CU_ASSERT(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
 }
 
@@ -454,4 +474,22 @@ st_copy_file(const char *from, const char *to)
 	if (close(out) < 0 && rc == 0)
 		rc = -errno;
 	return rc;
+}
+
+int
+st_can_unshare(int flags)
+{
+	pid_t pid;
+	int st;
+
+	fflush(NULL);
+	if ((pid = fork()) < 0)
+		return -errno;
+	if (pid == 0)
+		_exit(unshare(flags) < 0 ? (errno & 0xff) : 0);
+	if (waitpid(pid, &st, 0) != pid)
+		return -ECHILD;
+	if (!WIFEXITED(st))
+		return -EINTR;
+	return -WEXITSTATUS(st);
 }

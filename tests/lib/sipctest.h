@@ -160,11 +160,11 @@ bool st_pid_dead(void *arg);
 
 /*
  * Two `sleep` processes the library must never signal: one in this
- * process's group, one in a group of its own.  st_decoys_check() asserts
- * both are alive and not even stopped; st_decoys_stop() checks, then
- * kills and reaps them.
+ * process's group, one in a group of its own, one in a session of its
+ * own.  st_decoys_check() asserts all are alive and not even stopped;
+ * st_decoys_stop() checks, then kills and reaps them.
  */
-struct st_decoys { pid_t same_group, own_group; };
+struct st_decoys { pid_t same_group, own_group, own_session; };
 void st_decoys_start(struct st_decoys *d);
 void st_decoys_check(const struct st_decoys *d);
 void st_decoys_stop(struct st_decoys *d);
@@ -186,5 +186,11 @@ void st_no_core_files(void);
 
 /* Copy a file, mode 0755 (an executable fixture).  0 or -errno. */
 int st_copy_file(const char *from, const char *to);
+
+/* Can a child of this process unshare() these namespaces (CLONE_NEW*)?
+ * Probed in a forked child, so this process is untouched.  0 when it
+ * can, else -errno (EPERM without root).  Tests that need namespaces
+ * call tl_skip() when it fails. */
+int st_can_unshare(int flags);
 
 #endif
