@@ -12,6 +12,10 @@
  *     pointer are exactly as before the call;
  *   - a loaded configuration can be validated: sipc__config_validate()
  *     returns 0 or SIPC_E_CONFIG with a message;
+ *   - tighten only: a load that is not the first file over an unset
+ *     environment never leaves the production level (production or
+ *     unset) and never drops a required guarantee; the file is loaded a
+ *     second time after the environment to try the overlay route;
  *   - no leak (the store is freed; LeakSanitizer checks each input).
  * Single-threaded (libFuzzer calls it from one thread).
  */
@@ -58,6 +62,24 @@ check_validate(const struct sipc_config *cfg)
 	CHECK(r == 0 || (r == SIPC_E_CONFIG && err[0] != '\0'));
 }
 
+static bool
+prod_level(enum sipc_environment e)
+{
+	return e != SIPC_ENV_DEVELOPMENT && e != SIPC_ENV_TEST;
+}
+
+static void
+check_tighten(const struct sipc_config *before, const struct sipc_config *cfg,
+    bool first_file)
+{
+	bool relax = first_file && before->loaded_sources == 0 &&
+	    before->environment == SIPC_ENV_UNSET;
+
+	if (!relax && prod_level(before->environment))
+		CHECK(prod_level(cfg->environment));
+	CHECK((before->required_guarantees & ~cfg->required_guarantees) == 0);
+}
+
 static void
 load_file(const uint8_t *data, size_t size, struct sipc_config *cfg,
     sipc_config_store **store)
@@ -75,6 +97,7 @@ load_file(const uint8_t *data, size_t size, struct sipc_config *cfg,
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", memfd);
 	r = sipc_config_load_file(path, cfg, store, err, sizeof(err));
 	check_result(r, err, &before, cfg, sb, *store);
+	check_tighten(&before, cfg, true);
 	if (r == 0)
 		check_validate(cfg);
 }
@@ -106,6 +129,7 @@ load_env(const uint8_t *data, size_t size, struct sipc_config *cfg,
 	envp[n] = NULL;
 	r = sipc_config_load_env(envp, cfg, store, err, sizeof(err));
 	check_result(r, err, &before, cfg, sb, *store);
+	check_tighten(&before, cfg, false);
 	if (r == 0)
 		check_validate(cfg);
 	free(envp);
@@ -123,6 +147,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	sipc_config_init(&cfg);
 	load_file(data, size, &cfg, &store);
 	load_env(data, size, &cfg, &store);
+	load_file(data, size, &cfg, &store);
 	sipc_config_store_free(store);
 	return 0;
 }
