@@ -18,13 +18,13 @@
  * runtime writes an ACCEPT frame for that request to the channel, in the
  * same write as the replies earlier handlers left buffered.  It never
  * accepts a request before the handlers in front of it were called, so
- * if the worker dies inside a handler, the supervisor holds the replies
- * those handlers gave and an ACCEPT for the running request only: every
- * request behind it provably never started and is sent to another worker
- * instead of being reported "may have run".  A handler that keeps its id
- * and replies later has started all the same.  Work with side effects
- * must not begin before the handler is called (not in an idle callback
- * for a request whose handler has not run).
+ * if the worker dies inside a handler, the supervisor holds every reply
+ * the earlier handlers gave, the running request's ACCEPT, and no ACCEPT
+ * for any request behind it: those provably never started and are sent
+ * to another worker instead of being reported "may have run".  A handler
+ * that keeps its id and replies later has started all the same (its
+ * request stays "may have run" until the reply).  Work with side effects
+ * for a request must not begin before its handler is called.
  */
 #ifndef SIPC_WORKER_H
 #define SIPC_WORKER_H
