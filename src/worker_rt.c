@@ -11,8 +11,8 @@
  * to whatever earlier handlers left buffered and writes it all in one
  * write().  So ACCEPT(N+1) travels with REPLY(N), the first ACCEPT of a
  * batch goes alone, and when a handler crashes the supervisor holds the
- * replies of every earlier handler and an ACCEPT for this request only:
- * the requests behind it are provably unstarted and move elsewhere.  A
+ * replies of every earlier handler, this request's ACCEPT, and no ACCEPT
+ * of the requests behind it: those provably never started.  A
  * handler that keeps its id and replies later still started at its own
  * ACCEPT, so "started" stays per request.  Replies of the last handler of
  * a batch are written when the buffer passes 64 KiB and before the
@@ -443,10 +443,11 @@ rt_accept_all(sipc_worker *w, const struct rt_batch *b)
 
 /*
  * The handler of `id` is about to start: ACCEPT(id) must be in the
- * socket before its first side effect.  It goes out in the same write as
- * the replies earlier handlers buffered, which costs no extra system call
- * while requests stream, and which a crash in this handler cannot take
- * back: the supervisor then sees those replies and this one ACCEPT.
+ * socket before its first side effect (bytes still in this process die
+ * with it).  It goes out in the same write as the replies earlier
+ * handlers buffered, so streaming requests cost one write per handler,
+ * and a crash in this handler cannot take those replies back: the
+ * supervisor sees them, this ACCEPT, and nothing of the requests behind.
  */
 static int
 rt_accept(sipc_worker *w, uint64_t id)
