@@ -107,18 +107,23 @@ runs_of(const char *log, uint32_t crc)
 	return n;
 }
 
+#define NO_HANG UINT32_MAX
+
 /*
  * Submit n requests together (request k makes the worker exit inside
- * its handler; bit i of idem marks request i idempotent), let the worker
- * read them in one go, and check what start evidence promises: exactly
- * one UNKNOWN, the crashing request; every request before it OK; every
+ * its handler; request `hang` < k, if any, keeps its id and never
+ * replies, as a handler that answers later would; bit i of idem marks
+ * request i idempotent), let the worker read them in one go, and check
+ * what start evidence promises: UNKNOWN exactly for the requests whose
+ * handlers had started and not answered (the crashing one, the hanging
+ * one); every other request before the crash OK; every
  * request behind it never reported "may have run", and it ends OK, or
  * (one worker, no other slot to move to yet) REJECTED and never ran, in
  * which case it is resubmitted to the restarted worker and ends OK.
  * Every request ran exactly once by the execution log.
  */
 static void
-run_batch(unsigned n, unsigned k, unsigned idem)
+run_batch(unsigned n, unsigned k, unsigned idem, unsigned hang)
 {
 	static struct st_outslot slot[MAXN];
 	struct st_gen_want gen2 = { 0, 2 };
@@ -135,6 +140,10 @@ run_batch(unsigned n, unsigned k, unsigned idem)
 			/* "\0CMD" command: die inside the handler */
 			memcpy(r.payload[i], "\0CMDcrash exit 3", 16);
 			r.len[i] = 16;
+		} else if (i == hang) {
+			/* keep the id, reply never (a deferred reply) */
+			memcpy(r.payload[i], "\0CMDhang", 8);
+			r.len[i] = 8;
 		} else {
 			snprintf(r.payload[i], sizeof(r.payload[i]),
 			    "batch %u crash %u request %u", n, k, i);
@@ -157,7 +166,11 @@ run_batch(unsigned n, unsigned k, unsigned idem)
 
 		CU_ASSERT_EQUAL(box.calls[i], 1);
 		unknown += res->outcome == SIPC_OUTCOME_UNKNOWN;
-		if (i < k) {
+		if (i == hang) {
+			/* started at its ACCEPT, never answered */
+			CU_ASSERT_EQUAL(res->outcome, SIPC_OUTCOME_UNKNOWN);
+			CU_ASSERT(res->may_have_run);
+		} else if (i < k) {
 			CU_ASSERT_EQUAL(res->outcome, SIPC_OUTCOME_OK);
 			CU_ASSERT(res->reply_len == r.len[i] &&
 			    memcmp(res->reply, r.payload[i], r.len[i]) == 0);
@@ -173,7 +186,7 @@ run_batch(unsigned n, unsigned k, unsigned idem)
 			    !res->may_have_run));
 		}
 	}
-	CU_ASSERT_EQUAL(unknown, 1);
+	CU_ASSERT_EQUAL(unknown, hang == NO_HANG ? 1 : 2);
 
 	/* What was refused unsent runs now, on the restarted worker. */
 	CU_ASSERT_FATAL(st_stats_wait(r.s, st_pred_gen_ready, &gen2, WAIT_MS));
@@ -203,19 +216,19 @@ run_batch(unsigned n, unsigned k, unsigned idem)
 static void
 test_accept_crash_first_of_16(void)
 {
-	run_batch(16, 0, 0);
+	run_batch(16, 0, 0, NO_HANG);
 }
 
 static void
 test_accept_crash_middle_of_16(void)
 {
-	run_batch(16, 7, 0);
+	run_batch(16, 7, 0, NO_HANG);
 }
 
 static void
 test_accept_crash_last_of_16(void)
 {
-	run_batch(16, 15, 0);
+	run_batch(16, 15, 0, NO_HANG);
 }
 
 /* Eight requests together, request 0 exits inside its handler, half of
@@ -224,7 +237,16 @@ test_accept_crash_last_of_16(void)
 static void
 test_accept_crash_first_of_8_half_idempotent(void)
 {
-	run_batch(8, 0, 0xaa);
+	run_batch(8, 0, 0xaa, NO_HANG);
+}
+
+/* Handlers that answer later: request 2 keeps its id, request 5 exits.
+ * "Started" is per request: 2 and 5 are UNKNOWN, 0, 1, 3, 4 OK, and
+ * nothing behind 5 may have run. */
+static void
+test_accept_deferred_reply_stays_started(void)
+{
+	run_batch(16, 5, 0, 2);
 }
 
 static const tl_test accept_tests[] = {
@@ -233,6 +255,8 @@ static const tl_test accept_tests[] = {
 	{ "test_accept_crash_last_of_16", test_accept_crash_last_of_16 },
 	{ "test_accept_crash_first_of_8_half_idempotent",
 	  test_accept_crash_first_of_8_half_idempotent },
+	{ "test_accept_deferred_reply_stays_started",
+	  test_accept_deferred_reply_stays_started },
 	{ NULL, NULL },
 };
 
