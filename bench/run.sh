@@ -82,7 +82,7 @@ fi
 if [ $sipc_ok = 1 ]; then
 	state="$BIN/state"
 	rm -rf "$state"
-	for sec in call pipe spawn mem scale stall journal; do
+	for sec in call pipe spawn mem scale stall journal accept; do
 		run "sipc_$sec" 300 "$BIN/sipc_bench" $q --fixtures "$FIX" \
 		    --state-dir "$state" --stall-ms "$STALL_MS" "$sec"
 	done
@@ -124,6 +124,11 @@ ratio req_64_vs_newline_proto sipc_pipe_w1_64_msgs newline_proto_64_reqs '>=' 5
 ratio stall_healthy_vs_3_workers sipc_stall_healthy_msgs sipc_stall_base3_msgs '>=' 0.9
 ratio stall_rss_growth_vs_ceiling sipc_stall_rss_growth sipc_stall_mem_ceiling '<=' 1.0
 ratio stall_detect_vs_timeout sipc_stall_detect_ms sipc_stall_timeout_ms '<=' 1.1
+# The price of exact start evidence (ACCEPT right before each handler)
+# against the old whole-batch ACCEPT, same worker, same run.
+ratio accept_exact_vs_batch_call_64_p50 sipc_accept_exact_call_64_p50 sipc_accept_batch_call_64_p50 '<=' 1.1
+ratio accept_exact_vs_batch_pipe_64_msgs sipc_accept_exact_pipe_64_msgs sipc_accept_batch_pipe_64_msgs '>=' 0.9
+ratio accept_exact_vs_batch_pipe_64_cpu sipc_accept_exact_pipe_64_cpu_per_req sipc_accept_batch_pipe_64_cpu_per_req '<=' 1.1
 emit "note targets: $met met, $missed missed${missed_names:+:$missed_names}"
 
 # Context, not targets: the same figures against the baselines with the

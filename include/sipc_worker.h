@@ -12,10 +12,19 @@
  * The runtime is single-threaded: call everything from the thread that
  * called sipc_worker_open().  A handler may reply at once or keep the id
  * and reply later (out of order), from a later handler call or an idle
- * callback.  Before calling the handler for a request the runtime sends
- * an ACCEPT frame for it (batched), so the supervisor can prove that a
- * request without ACCEPT never started.  Work with side effects must not
- * begin before the handler is called.
+ * callback.
+ *
+ * Start evidence.  Right before it calls the handler for a request, the
+ * runtime writes an ACCEPT frame for that request to the channel, in the
+ * same write as the replies earlier handlers left buffered.  It never
+ * accepts a request before the handlers in front of it were called, so
+ * if the worker dies inside a handler, the supervisor holds every reply
+ * the earlier handlers gave, the running request's ACCEPT, and no ACCEPT
+ * for any request behind it: those provably never started and are sent
+ * to another worker instead of being reported "may have run".  A handler
+ * that keeps its id and replies later has started all the same (its
+ * request stays "may have run" until the reply).  Work with side effects
+ * for a request must not begin before its handler is called.
  */
 #ifndef SIPC_WORKER_H
 #define SIPC_WORKER_H
@@ -48,8 +57,9 @@ typedef void (*sipc_worker_idle)(sipc_worker *w, void *arg);
  */
 int sipc_worker_open(sipc_worker **ret);
 
-/* Queue a reply / an error reply for `id`.  Buffered; flushed before the
- * runtime blocks and whenever the buffer passes 64 KiB. */
+/* Queue a reply / an error reply for `id`.  Buffered; flushed with the
+ * next ACCEPT (before the next handler is called), before the runtime
+ * blocks, and whenever the buffer passes 64 KiB. */
 int sipc_worker_reply(sipc_worker *w, uint64_t id, const void *buf,
                       size_t len);
 int sipc_worker_error(sipc_worker *w, uint64_t id, uint32_t code,

@@ -5,14 +5,26 @@
  * sipc_worker_open(); there are no locks.  The handler, cancel and idle
  * callbacks are called from sipc_worker_run() on that thread.
  *
- * Loop shape: read up to 64 KiB, decode every complete frame in it, send
- * one ACCEPT per REQUEST of that batch in a single write, then dispatch
- * the batch in arrival order.  Replies are buffered and written when the
- * buffer passes 64 KiB and before the runtime blocks in read() again, so
- * a burst of small requests costs few system calls.  Memory is bounded by
- * one read buffer, the frames decoded from it (at most one of them large)
- * and the output buffer; a reply larger than the buffer threshold is
- * written directly instead of being copied.
+ * Loop shape: read up to 64 KiB, decode every complete frame in it, then
+ * dispatch that batch in arrival order.  Start evidence is exact: right
+ * before calling the handler of a request, the runtime appends ACCEPT(id)
+ * to whatever earlier handlers left buffered and writes it all in one
+ * write().  So ACCEPT(N+1) travels with REPLY(N), the first ACCEPT of a
+ * batch goes alone, and when a handler crashes the supervisor holds the
+ * replies of every earlier handler, this request's ACCEPT, and no ACCEPT
+ * of the requests behind it: those provably never started.  A
+ * handler that keeps its id and replies later still started at its own
+ * ACCEPT, so "started" stays per request.  Replies of the last handler of
+ * a batch are written when the buffer passes 64 KiB and before the
+ * runtime blocks in read() again.  Memory is bounded by one read buffer,
+ * the frames decoded from it (at most one of them large) and the output
+ * buffer; a reply larger than the buffer threshold is written directly
+ * instead of being copied.
+ *
+ * The old rule (one ACCEPT per request of the batch, all in one write
+ * before the first handler) stays behind sipc__worker_accept_batch() in
+ * worker_rt.h, for the benchmark that prices exact ACCEPTs; nothing else
+ * may use it.
  */
 #include "sipc_worker.h"
 
@@ -30,6 +42,7 @@
 
 #include "frame.h"
 #include "sipc.h"
+#include "worker_rt.h"
 
 #define RT_READ_CHUNK (64u * 1024)
 #define RT_DIRECT_MIN (16 * 1024) /* payload bytes worth a direct read */
@@ -45,6 +58,7 @@ struct sipc_worker {
 	size_t out_cap;
 	sipc_worker_cancel cancel_fn;
 	sipc_worker_idle idle_fn;
+	bool accept_batch;          /* bench only: ACCEPT a batch up front */
 };
 
 /* Write all of buf, retrying on EINTR and short writes. */
@@ -221,6 +235,12 @@ sipc_worker_fd(const sipc_worker *w)
 	return w->fd;
 }
 
+void
+sipc__worker_accept_batch(sipc_worker *w, bool on)
+{
+	w->accept_batch = on;
+}
+
 /* Parse a decimal environment variable in [lo, hi]; *ret untouched if
  * unset.  Returns 0, or SIPC_E_CONFIG when set but malformed. */
 static int
@@ -345,7 +365,7 @@ sipc_worker_close(sipc_worker *w)
 	free(w);
 }
 
-/* Frames decoded from one read: the unit that ACCEPTs cover. */
+/* Frames decoded from one read, dispatched in arrival order. */
 struct rt_batch {
 	struct sipc_frame *f;
 	size_t n;
@@ -416,9 +436,44 @@ rt_decode(sipc_worker *w, const uint8_t *buf, size_t len, struct rt_batch *b)
 	return 0;
 }
 
+/* The old rule, bench only: ACCEPT every request of the batch in one
+ * write before the first handler runs. */
+static int
+rt_accept_all(sipc_worker *w, const struct rt_batch *b)
+{
+	int r;
+
+	for (size_t i = 0; i < b->n; i++)
+		if (b->f[i].hdr.type == SIPC_FT_REQUEST &&
+		    (r = rt_send(w, SIPC_FT_ACCEPT, b->f[i].hdr.id, NULL, 0,
+		    NULL, 0)) < 0)
+			return r;
+	return sipc_worker_flush(w);
+}
+
 /*
- * ACCEPT every request of the batch in one write, then dispatch in order.
- * Returns 1 after SHUTDOWN, 0 to continue, or a negative error.
+ * The handler of `id` is about to start: ACCEPT(id) must be in the
+ * socket before its first side effect (bytes still in this process die
+ * with it).  It goes out in the same write as the replies earlier
+ * handlers buffered, so streaming requests cost one write per handler,
+ * and a crash in this handler cannot take those replies back: the
+ * supervisor sees them, this ACCEPT, and nothing of the requests behind.
+ */
+static int
+rt_accept(sipc_worker *w, uint64_t id)
+{
+	int r;
+
+	if (w->accept_batch)
+		return 0;       /* rt_accept_all() did it */
+	if ((r = rt_send(w, SIPC_FT_ACCEPT, id, NULL, 0, NULL, 0)) < 0)
+		return r;
+	return sipc_worker_flush(w);
+}
+
+/*
+ * Dispatch the batch in arrival order, each REQUEST right after its
+ * ACCEPT.  Returns 1 after SHUTDOWN, 0 to continue, or a negative error.
  */
 static int
 rt_dispatch(sipc_worker *w, struct rt_batch *b, sipc_worker_handler fn,
@@ -427,17 +482,14 @@ rt_dispatch(sipc_worker *w, struct rt_batch *b, sipc_worker_handler fn,
 	struct sipc_frame *f;
 	int r;
 
-	for (size_t i = 0; i < b->n; i++)
-		if (b->f[i].hdr.type == SIPC_FT_REQUEST &&
-		    (r = rt_send(w, SIPC_FT_ACCEPT, b->f[i].hdr.id, NULL, 0,
-		    NULL, 0)) < 0)
-			return r;
-	if ((r = sipc_worker_flush(w)) < 0)
+	if (w->accept_batch && (r = rt_accept_all(w, b)) < 0)
 		return r;
 	for (size_t i = 0; i < b->n; i++) {
 		f = &b->f[i];
 		switch (f->hdr.type) {
 		case SIPC_FT_REQUEST:
+			if ((r = rt_accept(w, f->hdr.id)) < 0)
+				return r;
 			fn(w, f->hdr.id, f->payload, f->hdr.len, arg);
 			break;
 		case SIPC_FT_CANCEL:

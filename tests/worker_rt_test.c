@@ -25,7 +25,8 @@
 #define DEADLINE_MS 20000
 
 /* Child exit statuses chosen by child_main() below. */
-enum { X_OPENFAIL = 10, X_PROTOCOL = 9, X_EPIPE = 32, X_OTHER = 1 };
+enum { X_OPENFAIL = 10, X_PROTOCOL = 9, X_EPIPE = 32, X_OTHER = 1,
+	X_DIED = 42 };
 
 extern char **environ;
 
@@ -83,6 +84,9 @@ child_handler(sipc_worker *w, uint64_t id, const uint8_t *p, size_t len,
 
 	if (len == 3 && memcmp(p, "err", 3) == 0) {
 		sipc_worker_error(w, id, 7, "bad", 3);
+	} else if (len == 3 && memcmp(p, "die", 3) == 0) {
+		/* A crash inside the handler: nothing buffered survives. */
+		_exit(X_DIED);
 	} else if (len == 4 && memcmp(p, "hold", 4) == 0) {
 		/* reply only if cancelled */
 	} else if (len == 7 && memcmp(p, "hugelen", 7) == 0) {
@@ -336,10 +340,14 @@ test_worker_rt_hello(void)
 	CU_ASSERT(exited_with(finish(&p), 0)); /* our close is EOF: exit 0 */
 }
 
-/* Requests that arrive in one read: every ACCEPT goes out before the
- * first handler runs, then the replies follow in order. */
+/*
+ * Requests that arrive in one read: each is ACCEPTed only when its
+ * handler is about to run, so on the wire ACCEPT(N+1) follows REPLY(N).
+ * Request 3 keeps its id without replying (a deferred reply): it started
+ * at its own ACCEPT and the next one is accepted right behind it.
+ */
 static void
-test_worker_rt_accepts_whole_batch_first(void)
+test_worker_rt_accepts_each_right_before_its_handler(void)
 {
 	uint8_t pre[5 * 64], *pl;
 	size_t n = 0;
@@ -349,13 +357,15 @@ test_worker_rt_accepts_whole_batch_first(void)
 
 	for (int i = 1; i <= 5; i++) {
 		snprintf(msg, sizeof(msg), "msg%d", i);
-		n += put_frame(pre + n, SIPC_FT_REQUEST, (uint64_t)i, msg, 4);
+		n += put_frame(pre + n, SIPC_FT_REQUEST, (uint64_t)i,
+		    i == 3 ? "hold" : msg, 4);
 	}
 	start_fork(&p, NULL, pre, n);
 	expect_hello(&p);
-	for (int i = 1; i <= 5; i++)
-		free(expect(&p, SIPC_FT_ACCEPT, (uint64_t)i, NULL));
 	for (int i = 1; i <= 5; i++) {
+		free(expect(&p, SIPC_FT_ACCEPT, (uint64_t)i, NULL));
+		if (i == 3)
+			continue;
 		snprintf(msg, sizeof(msg), "msg%d", i);
 		pl = expect(&p, SIPC_FT_REPLY, (uint64_t)i, &len);
 		CU_ASSERT(len == 4 && memcmp(pl, msg, 4) == 0);
@@ -363,6 +373,48 @@ test_worker_rt_accepts_whole_batch_first(void)
 	}
 	send_frame(&p, SIPC_FT_SHUTDOWN, 0, NULL, 0);
 	CU_ASSERT(exited_with(finish(&p), 0));
+}
+
+/*
+ * A handler in the middle of one read batch crashes the worker: what
+ * reached the channel is the ACCEPT and REPLY of every earlier request,
+ * the ACCEPT of the crashing one, and nothing at all for the requests
+ * behind it (provably never started).
+ */
+static void
+test_worker_rt_crash_in_batch_accepts_only_started(void)
+{
+	enum { N = 8, K = 4 };
+	uint8_t pre[N * 64], *pl;
+	struct sipc_frame f;
+	struct peer p;
+	uint32_t len;
+	char msg[16];
+	size_t n = 0;
+
+	for (int i = 1; i <= N; i++) {
+		snprintf(msg, sizeof(msg), "msg%d", i);
+		n += i == K ? put_frame(pre + n, SIPC_FT_REQUEST, (uint64_t)i,
+		    "die", 3) : put_frame(pre + n, SIPC_FT_REQUEST,
+		    (uint64_t)i, msg, 4);
+	}
+	start_fork(&p, NULL, pre, n);
+	expect_hello(&p);
+	for (int i = 1; i < K; i++) {
+		free(expect(&p, SIPC_FT_ACCEPT, (uint64_t)i, NULL));
+		snprintf(msg, sizeof(msg), "msg%d", i);
+		pl = expect(&p, SIPC_FT_REPLY, (uint64_t)i, &len);
+		CU_ASSERT(len == 4 && memcmp(pl, msg, 4) == 0);
+		free(pl);
+	}
+	free(expect(&p, SIPC_FT_ACCEPT, K, NULL));
+	/* Then end of stream: no frame names a request behind K. */
+	memset(&f, 0, sizeof(f));
+	CU_ASSERT_EQUAL(recv_frame(&p, &f), 1);
+	if (f.payload != NULL)
+		CU_FAIL("a frame after the crashing request's ACCEPT");
+	free(f.payload);
+	CU_ASSERT(exited_with(finish(&p), X_DIED));
 }
 
 /* Interleaved traffic: for every id, ACCEPT strictly before REPLY. */
@@ -767,8 +819,10 @@ main(void)
 {
 	tl_suite("worker_rt", (tl_test[]){
 		{ "test_worker_rt_hello", test_worker_rt_hello },
-		{ "test_worker_rt_accepts_whole_batch_first",
-		  test_worker_rt_accepts_whole_batch_first },
+		{ "test_worker_rt_accepts_each_right_before_its_handler",
+		  test_worker_rt_accepts_each_right_before_its_handler },
+		{ "test_worker_rt_crash_in_batch_accepts_only_started",
+		  test_worker_rt_crash_in_batch_accepts_only_started },
 		{ "test_worker_rt_accept_precedes_reply",
 		  test_worker_rt_accept_precedes_reply },
 		{ "test_worker_rt_error_frame_encoding",

@@ -189,7 +189,8 @@ read_exec_log(uint64_t nrec, const char *log_path)
 
 struct tally {
 	uint64_t requests, by[5], idem, sync, cmd, refused, reruns,
-	    never_ran, may_ran;
+	    never_ran, may_ran, unknown_never_ran, unknown_never_ran_cut,
+	    unknown_never_ran_self_exit;
 };
 
 /* Check one record against its outcome and its executions. */
@@ -242,10 +243,53 @@ check_rec(struct rec *r, unsigned runs, struct tally *t)
 	t->never_ran += !r->may_run;
 	t->may_ran += r->may_run && r->outcome != SIPC_OUTCOME_OK &&
 	    r->outcome != SIPC_OUTCOME_WORKER_ERROR;
+	/* "May have run" because its worker ended, yet it never ran.  A
+	 * worker ends with at most one request accepted and not yet begun,
+	 * unless it broke the protocol: then the bytes after the violation
+	 * are never decoded and nothing it held is provably unstarted. */
+	if (r->outcome == SIPC_OUTCOME_UNKNOWN && runs == 0) {
+		if (r->error == SIPC_E_PROTOCOL)
+			t->unknown_never_ran_cut++;
+		else
+			t->unknown_never_ran++;
+		/* A fixture exits on its own only inside a handler, after
+		 * logging it: the request it was running did run, and those
+		 * behind it were never accepted. */
+		if (r->exit_kind == SIPC_EXIT_CODE &&
+		    r->error != SIPC_E_PROTOCOL)
+			t->unknown_never_ran_self_exit++;
+	}
+}
+
+/*
+ * Start evidence is exact when requests reported "may have run" that the
+ * execution log shows never ran are at most one per worker death (a
+ * worker can be killed between a request's ACCEPT and its handler's
+ * first side effect), and none at all where the worker exited by itself
+ * inside a handler.  `deaths` counts the workers that ended before
+ * sipc_destroy() (every outcome had arrived by then).
+ */
+static void
+check_start_evidence(const struct tally *t, uint64_t deaths)
+{
+	printf("soak: start evidence worker_deaths %" PRIu64
+	    " unknown_never_ran %" PRIu64 " (limit %" PRIu64 "), of them after"
+	    " the worker exited inside a handler %" PRIu64 " (limit 0);"
+	    " unknown_never_ran_after_violation %" PRIu64 " (no limit)\n",
+	    deaths, t->unknown_never_ran, deaths,
+	    t->unknown_never_ran_self_exit, t->unknown_never_ran_cut);
+	if (t->unknown_never_ran > deaths)
+		violation("unknown_never_ran %" PRIu64 " exceeds one per "
+		    "worker death (%" PRIu64 "): start evidence is not exact",
+		    t->unknown_never_ran, deaths);
+	if (t->unknown_never_ran_self_exit > 0)
+		violation("%" PRIu64 " requests behind a handler that exited "
+		    "were reported \"may have run\" but never ran",
+		    t->unknown_never_ran_self_exit);
 }
 
 void
-check_all(uint64_t nrec, const char *log_path)
+check_all(uint64_t nrec, const char *log_path, uint64_t deaths)
 {
 	uint16_t *runs = read_exec_log(nrec, log_path);
 	struct tally t = { 0 };
@@ -257,7 +301,6 @@ check_all(uint64_t nrec, const char *log_path)
 		free(r->payload);
 		r->payload = NULL;
 	}
-	free(runs);
 	printf("soak: requests %" PRIu64 " ok %" PRIu64 " worker_error %"
 	    PRIu64 " rejected %" PRIu64 " timeout %" PRIu64 " unknown %"
 	    PRIu64 "\n", t.requests, t.by[SIPC_OUTCOME_OK],
@@ -268,5 +311,8 @@ check_all(uint64_t nrec, const char *log_path)
 	    " ran_more_than_once %" PRIu64 " said_never_ran %" PRIu64
 	    " said_may_have_run %" PRIu64 "\n", t.idem, t.sync, t.cmd,
 	    t.refused, t.reruns, t.never_ran, t.may_ran);
+	if (runs != NULL)
+		check_start_evidence(&t, deaths);
+	free(runs);
 }
 

@@ -24,6 +24,9 @@
  *     with matching length and checksum; a non-idempotent id ran at most
  *     once, an idempotent one at most 1 + idempotent_retries times; an
  *     outcome saying "never ran" (may_have_run false) never ran; an OK ran;
+ *   - start evidence is exact: UNKNOWN outcomes whose request never ran
+ *     are at most one per worker death (those after a protocol violation
+ *     are printed apart: a violation voids the evidence);
  *   - memory held stayed under the ceiling; after destroy, descriptors,
  *     threads and children are back to baseline and no zombie remains.
  */
@@ -54,7 +57,7 @@
 #define MAX_CHUNKS 16384u
 #define MAX_VIOLATIONS_SHOWN 50
 
-enum { F_KILL, F_STOP, F_STOPREAD, F_BADFRAME, F_MIDFRAME, F_N };
+enum { F_KILL, F_STOP, F_STOPREAD, F_BADFRAME, F_MIDFRAME, F_CRASH, F_N };
 
 struct caller {
 	pthread_t th;
@@ -81,6 +84,7 @@ static struct {
 	_Atomic uint64_t accepted, outcomes;
 	_Atomic uint64_t faults[F_N], faults_skipped;
 	_Atomic uint64_t log_msgs[4];
+	_Atomic uint64_t worker_deaths;      /* "worker ended" log lines */
 	_Atomic uint64_t mem_max, rss_max_kb;
 	_Atomic uint64_t nviol;
 	pthread_mutex_t viol_mu;
@@ -235,6 +239,7 @@ record_outcome(struct rec *r, const struct sipc_result *res, bool sync)
 	r->outcome = (uint8_t)res->outcome;
 	r->error = (int16_t)res->error;
 	r->may_run = res->may_have_run;
+	r->exit_kind = (uint8_t)res->exit.kind;
 	if (sync)
 		r->id = res->request_id;
 	if (res->outcome == SIPC_OUTCOME_OK && ((r->flags & RF_CMD) ||
@@ -424,6 +429,8 @@ fault_command(unsigned kind)
 	static const char *const cmds[F_N] = {
 		[F_STOPREAD] = "stopread", [F_BADFRAME] = "badframe",
 		[F_MIDFRAME] = "midframe",
+		/* a handler that kills its worker: the poison document */
+		[F_CRASH] = "crash exit 7",
 	};
 	size_t n = strlen(cmds[kind]);
 	uint64_t idx;
@@ -543,6 +550,10 @@ on_log(void *arg, enum sipc_log_level level, uint32_t worker_id,
 	(void)arg;
 	if ((unsigned)level < 4)
 		atomic_fetch_add(&g.log_msgs[level], 1);
+	/* Logged once per generation that ended, before its requests are
+	 * settled (CONTRACT E1). */
+	if (strncmp(msg, "worker ended:", 13) == 0)
+		atomic_fetch_add(&g.worker_deaths, 1);
 	if (g.verbose && level != SIPC_LOG_DIAG)
 		fprintf(stderr, "soak: log %d worker %u gen %u pid %d: %s\n",
 		    (int)level, worker_id, generation, (int)pid, msg);
@@ -713,6 +724,7 @@ main(int argc, char **argv)
 	const char *env_set[2] = { env, NULL };
 	struct sipc_config cfg;
 	struct baseline b0;
+	uint64_t deaths;
 	int rc;
 
 	parse_args(argc, argv);
@@ -743,15 +755,16 @@ main(int argc, char **argv)
 	}
 	run_load();
 	print_stats();
+	deaths = atomic_load(&g.worker_deaths);
 	sipc_destroy(g.sup);
 	g.sup = NULL;
 	baseline_check(&b0);
-	check_all(atomic_load(&g.nrec), g.log_path);
+	check_all(atomic_load(&g.nrec), g.log_path, deaths);
 	printf("soak: faults kill %" PRIu64 " stop %" PRIu64 " stopread %"
-	    PRIu64 " badframe %" PRIu64 " midframe %" PRIu64 " (skipped %"
-	    PRIu64 ")\n", g.faults[F_KILL], g.faults[F_STOP],
+	    PRIu64 " badframe %" PRIu64 " midframe %" PRIu64 " crash %" PRIu64
+	    " (skipped %" PRIu64 ")\n", g.faults[F_KILL], g.faults[F_STOP],
 	    g.faults[F_STOPREAD], g.faults[F_BADFRAME], g.faults[F_MIDFRAME],
-	    g.faults_skipped);
+	    g.faults[F_CRASH], g.faults_skipped);
 	printf("soak: memory mem_held max %" PRIu64 " ceiling %zu, VmRSS max "
 	    "%" PRIu64 " kB (bookkeeping %" PRIu64 " kB), log error %" PRIu64
 	    " warn %" PRIu64 "\n", g.mem_max, cfg.mem_ceiling, g.rss_max_kb,

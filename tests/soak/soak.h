@@ -23,6 +23,7 @@ struct rec {
 	_Atomic uint32_t ncb;     /* completions seen */
 	uint8_t flags;            /* RF_* */
 	uint8_t outcome, may_run;
+	uint8_t exit_kind;        /* the result's exit.kind */
 	int16_t error;
 };
 
@@ -37,6 +38,8 @@ void violation(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* check.c */
 void baseline_get(struct baseline *b);
 void baseline_check(const struct baseline *b0);
-void check_all(uint64_t nrec, const char *log_path);
+/* Every record against its outcome and the execution log; `deaths` is
+ * the number of workers that ended before sipc_destroy(). */
+void check_all(uint64_t nrec, const char *log_path, uint64_t deaths);
 
 #endif

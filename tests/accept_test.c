@@ -1,0 +1,269 @@
+/*
+ * accept_test.c - exact start evidence through the whole library: one
+ * echo worker gets a batch of requests in a single read, one handler of
+ * the batch kills the worker, and only that request may be reported
+ * "may have run".  Real processes: the echo fixture, its execution log
+ * (SIPC_EXEC_LOG, one line per handler started) and a FIFO gate
+ * (SIPC_ECHO_GATE) that holds the worker after HELLO until the whole
+ * batch sits in its socket.
+ *
+ * Threads: the CUnit thread drives; outcomes arrive in an st_outbox on
+ * library threads.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "crc32c.h"
+#include "rmtree.h"
+#include "sipctest.h"
+
+#define WAIT_MS 20000
+#define MAXN 16
+
+struct batch_run {
+	sipc_supervisor *s;
+	char dir[64], log[96], gate[96];
+	char env_log[128], env_gate[128];
+	const char *env[3];
+	int gate_fd;
+	char payload[MAXN][48];
+	size_t len[MAXN];
+	uint32_t crc[MAXN];
+};
+
+static struct st_outbox box = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+/* One echo worker (max_inflight 16), held at its gate after HELLO. */
+static void
+run_start(struct batch_run *r)
+{
+	struct sipc_config c;
+
+	memset(r, 0, sizeof(*r));
+	r->gate_fd = -1;
+	snprintf(r->dir, sizeof(r->dir), "/tmp/sipc-accept-XXXXXX");
+	CU_ASSERT_FATAL(mkdtemp(r->dir) != NULL);
+	snprintf(r->log, sizeof(r->log), "%s/exec.log", r->dir);
+	snprintf(r->gate, sizeof(r->gate), "%s/gate", r->dir);
+	CU_ASSERT_FATAL(mkfifo(r->gate, 0600) == 0);
+	snprintf(r->env_log, sizeof(r->env_log), "SIPC_EXEC_LOG=%s", r->log);
+	snprintf(r->env_gate, sizeof(r->env_gate), "SIPC_ECHO_GATE=%s",
+	    r->gate);
+	r->env[0] = r->env_log;
+	r->env[1] = r->env_gate;
+	r->env[2] = NULL;
+	st_cfg_base(&c, "echo", NULL, 1);
+	c.env_set = r->env;
+	c.max_inflight = 16;
+	r->s = st_start(&c, 1, WAIT_MS);
+}
+
+struct written { unsigned n; };
+
+/* Slot 0 has all n requests written to its socket (counted after the
+ * send) and none answered. */
+static bool
+all_written(const struct sipc_stats *st, void *arg)
+{
+	const struct written *w = arg;
+
+	return st->nworkers == 1 && st->workers[0].frames_out >= w->n &&
+	    st->workers[0].inflight == w->n;
+}
+
+/* The worker waits in open() for a writer; a non-blocking open for
+ * writing succeeds once it is there (ENXIO before). */
+static bool
+gate_open(void *arg)
+{
+	struct batch_run *r = arg;
+
+	r->gate_fd = open(r->gate, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+	return r->gate_fd >= 0;
+}
+
+/* How many execution-log lines name a payload with this checksum. */
+static unsigned
+runs_of(const char *log, uint32_t crc)
+{
+	unsigned long long id;
+	unsigned len, c, n = 0;
+	char line[128];
+	FILE *f = fopen(log, "re");
+	int pid;
+
+	if (f == NULL)
+		return 0;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "%d %llu %u %x", &pid, &id, &len, &c) == 4 &&
+		    c == crc)
+			n++;
+	fclose(f);
+	return n;
+}
+
+#define NO_HANG UINT32_MAX
+
+/*
+ * Submit n requests together (request k makes the worker exit inside
+ * its handler; request `hang` < k, if any, keeps its id and never
+ * replies, as a handler that answers later would; bit i of idem marks
+ * request i idempotent), let the worker read them in one go, and check
+ * what start evidence promises: UNKNOWN exactly for the requests whose
+ * handlers had started and not answered (the crashing one, the hanging
+ * one); every other request before the crash OK; every
+ * request behind it never reported "may have run", and it ends OK, or
+ * (one worker, no other slot to move to yet) REJECTED and never ran, in
+ * which case it is resubmitted to the restarted worker and ends OK.
+ * Every request ran exactly once by the execution log.
+ */
+static void
+run_batch(unsigned n, unsigned k, unsigned idem, unsigned hang)
+{
+	static struct st_outslot slot[MAXN];
+	struct st_gen_want gen2 = { 0, 2 };
+	struct written wr = { n };
+	struct batch_run r;
+	unsigned i, unknown = 0;
+
+	st_outbox_reset(&box);
+	run_start(&r);
+	for (i = 0; i < n; i++) {
+		struct sipc_request req = { .timeout_ms = WAIT_MS };
+
+		if (i == k) {
+			/* "\0CMD" command: die inside the handler */
+			memcpy(r.payload[i], "\0CMDcrash exit 3", 16);
+			r.len[i] = 16;
+		} else if (i == hang) {
+			/* keep the id, reply never (a deferred reply) */
+			memcpy(r.payload[i], "\0CMDhang", 8);
+			r.len[i] = 8;
+		} else {
+			snprintf(r.payload[i], sizeof(r.payload[i]),
+			    "batch %u crash %u request %u", n, k, i);
+			r.len[i] = strlen(r.payload[i]);
+		}
+		r.crc[i] = sipc__crc32c(0, r.payload[i], r.len[i]);
+		req.payload = r.payload[i];
+		req.len = r.len[i];
+		req.flags = (idem >> i) & 1 ? SIPC_REQ_IDEMPOTENT : 0;
+		slot[i] = (struct st_outslot){ &box, i };
+		CU_ASSERT_FATAL(sipc_submit(r.s, &req, st_outbox_done,
+		    &slot[i], NULL) == 0);
+	}
+	CU_ASSERT_FATAL(st_stats_wait(r.s, all_written, &wr, WAIT_MS));
+	CU_ASSERT_FATAL(tl_wait_until(gate_open, &r, WAIT_MS));
+	CU_ASSERT_FATAL(st_outbox_wait(&box, n, WAIT_MS));
+
+	for (i = 0; i < n; i++) {
+		struct sipc_result *res = &box.res[i];
+
+		CU_ASSERT_EQUAL(box.calls[i], 1);
+		unknown += res->outcome == SIPC_OUTCOME_UNKNOWN;
+		if (i == hang) {
+			/* started at its ACCEPT, never answered */
+			CU_ASSERT_EQUAL(res->outcome, SIPC_OUTCOME_UNKNOWN);
+			CU_ASSERT(res->may_have_run);
+		} else if (i < k) {
+			CU_ASSERT_EQUAL(res->outcome, SIPC_OUTCOME_OK);
+			CU_ASSERT(res->reply_len == r.len[i] &&
+			    memcmp(res->reply, r.payload[i], r.len[i]) == 0);
+		} else if (i == k) {
+			CU_ASSERT_EQUAL(res->outcome, SIPC_OUTCOME_UNKNOWN);
+			CU_ASSERT_EQUAL(res->error, SIPC_E_WORKER_DIED);
+			CU_ASSERT(res->may_have_run);
+		} else {
+			/* Never started: never "may have run".  REJECTED
+			 * only while the single slot has no successor. */
+			CU_ASSERT(res->outcome == SIPC_OUTCOME_OK ||
+			    (res->outcome == SIPC_OUTCOME_REJECTED &&
+			    !res->may_have_run));
+		}
+	}
+	CU_ASSERT_EQUAL(unknown, hang == NO_HANG ? 1 : 2);
+
+	/* What was refused unsent runs now, on the restarted worker. */
+	CU_ASSERT_FATAL(st_stats_wait(r.s, st_pred_gen_ready, &gen2, WAIT_MS));
+	for (i = k + 1; i < n; i++) {
+		struct sipc_request req = { .payload = r.payload[i],
+		    .len = r.len[i], .timeout_ms = WAIT_MS };
+		struct sipc_result res;
+
+		if (box.res[i].outcome != SIPC_OUTCOME_REJECTED)
+			continue;
+		CU_ASSERT_EQUAL(runs_of(r.log, r.crc[i]), 0);
+		CU_ASSERT_FATAL(sipc_call(r.s, &req, &res) == 0);
+		CU_ASSERT_EQUAL(res.outcome, SIPC_OUTCOME_OK);
+		sipc_result_release(&res);
+	}
+	for (i = 0; i < n; i++)
+		CU_ASSERT_EQUAL(runs_of(r.log, r.crc[i]), 1);
+
+	sipc_destroy(r.s);
+	st_outbox_release(&box);
+	if (r.gate_fd >= 0)
+		close(r.gate_fd);
+	CU_ASSERT_EQUAL(rmtree(r.dir), 0);
+}
+
+/* Issue scenario: 16 requests in one read, handler k = 0, 7, 15 crashes. */
+static void
+test_accept_crash_first_of_16(void)
+{
+	run_batch(16, 0, 0, NO_HANG);
+}
+
+static void
+test_accept_crash_middle_of_16(void)
+{
+	run_batch(16, 7, 0, NO_HANG);
+}
+
+static void
+test_accept_crash_last_of_16(void)
+{
+	run_batch(16, 15, 0, NO_HANG);
+}
+
+/* Eight requests together, request 0 exits inside its handler, half of
+ * the seven behind it idempotent: exactly one UNKNOWN, and neither kind
+ * of the others is "may have run". */
+static void
+test_accept_crash_first_of_8_half_idempotent(void)
+{
+	run_batch(8, 0, 0xaa, NO_HANG);
+}
+
+/* Handlers that answer later: request 2 keeps its id, request 5 exits.
+ * "Started" is per request: 2 and 5 are UNKNOWN, 0, 1, 3, 4 OK, and
+ * nothing behind 5 may have run. */
+static void
+test_accept_deferred_reply_stays_started(void)
+{
+	run_batch(16, 5, 0, 2);
+}
+
+static const tl_test accept_tests[] = {
+	{ "test_accept_crash_first_of_16", test_accept_crash_first_of_16 },
+	{ "test_accept_crash_middle_of_16", test_accept_crash_middle_of_16 },
+	{ "test_accept_crash_last_of_16", test_accept_crash_last_of_16 },
+	{ "test_accept_crash_first_of_8_half_idempotent",
+	  test_accept_crash_first_of_8_half_idempotent },
+	{ "test_accept_deferred_reply_stays_started",
+	  test_accept_deferred_reply_stays_started },
+	{ NULL, NULL },
+};
+
+int
+main(void)
+{
+	st_no_core_files();
+	tl_suite("accept", accept_tests);
+	return tl_run();
+}
