@@ -33,7 +33,7 @@ sort -u "$tmp/pages.all" > "$tmp/pages"
 
 while read -r f; do
 	if grep -qx "$f" "$tmp/pages"; then t_ok "man_page_$f"
-	else t_fail "man_page_$f" "no man/*.3 page names $f in NAME"; fi
+	else t_fail "man_page_$f" "no page documents $f: add it to the NAME line of its group page in man/, or write man/$f.3"; fi
 done < "$tmp/public"
 while read -r f; do
 	grep -qx "$f" "$tmp/public" ||
