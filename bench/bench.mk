@@ -21,12 +21,12 @@ BENCH_SIPC  := $(BENCH_DIR)/sipc_bench
 # Baselines: one C file each, libc and pthreads only.
 $(BENCH_BASE): $(BENCH_DIR)/%: bench/%.c bench/bench.h
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(BENCH_OPT) $(XCFLAGS) -o $@ $< $(XLDFLAGS)
+	$(COMPILE) $(BENCH_OPT) -o $@ $< $(XLDFLAGS)
 
 $(BENCH_SIPC): bench/sipc_bench.c bench/sipc_load.h bench/bench.h \
 		include/sipc.h $(LIB)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(BENCH_OPT) $(XCFLAGS) -o $@ $< $(LIB) \
+	$(COMPILE) $(BENCH_OPT) -o $@ $< $(LIB) \
 		$(XLDFLAGS) $(LDLIBS_BSD)
 
 bench-sipc: $(LIB) $(FIX_BIN) $(BENCH_SIPC)

@@ -41,6 +41,7 @@
  * do, is in the section "Process-wide state" below sipc_create().
  *
  * Link with: libsipc.a -lbsd -pthread  (or `pkg-config --libs sipc`).
+ * Reference: the sipc(7) manual page and one page per function.
  */
 #ifndef SIPC_H
 #define SIPC_H
@@ -50,11 +51,22 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "sipc_version.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 #define SIPC_PROTOCOL_VERSION 1
+
+/* ---------------------------------------------------------------- version */
+
+/* The library's version as SIPC_VERSION_HEX ((major << 16) | (minor << 8)
+ * | patch) and as "major.minor.patch" (static string).  Compare them with
+ * the SIPC_VERSION_* macros to tell the headers a program was compiled
+ * with from the library it was linked with.  Any thread. */
+unsigned sipc_version(void);
+const char *sipc_version_string(void);
 
 /* ---------------------------------------------------------------- errors */
 
@@ -223,6 +235,14 @@ enum sipc_durability {
 };
 
 struct sipc_config {
+	/* ABI stamp written by sipc_config_init() from the header the caller
+	 * was compiled with: sizeof(struct sipc_config) and SIPC_VERSION_HEX.
+	 * sipc_create() refuses (SIPC_E_CONFIG, errbuf says which) a struct
+	 * without a stamp (not from sipc_config_init()), from a newer header,
+	 * or of a size this library does not know.  Never set by hand. */
+	uint32_t struct_size;
+	uint32_t version;
+
 	/* Environment this configuration is for; UNSET fails closed.  Code
 	 * may set any value; of the loaders, only the first configuration
 	 * file may choose DEVELOPMENT or TEST over UNSET, and every later
@@ -286,8 +306,16 @@ struct sipc_config {
 };
 
 /* Fill `cfg` with the documented defaults (environment UNSET, provider
- * "local", no path).  Any thread. */
-void sipc_config_init(struct sipc_config *cfg);
+ * "local", no path) and stamp it (struct_size, version).  An inline
+ * wrapper, so the stamp is the caller's header's and not the library's:
+ * sipc_config_init_abi() writes at most `size` bytes.  Any thread. */
+void sipc_config_init_abi(struct sipc_config *cfg, size_t size,
+                          unsigned version);
+static inline void
+sipc_config_init(struct sipc_config *cfg)
+{
+	sipc_config_init_abi(cfg, sizeof(*cfg), SIPC_VERSION_HEX);
+}
 
 /* ------------------------------------------------------------ supervisor */
 

@@ -32,6 +32,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sipc_version.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif

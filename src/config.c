@@ -87,8 +87,8 @@ _Static_assert(SIPC_G_ALL == (1u << (sizeof(guarantee_names) /
 
 /* ------------------------------------------------------------ defaults */
 
-void
-sipc_config_init(struct sipc_config *cfg)
+static void
+config_defaults(struct sipc_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->environment = SIPC_ENV_UNSET;
@@ -119,6 +119,48 @@ sipc_config_init(struct sipc_config *cfg)
 	cfg->state_dir = NULL;
 	cfg->durability = SIPC_DURABLE_GROUP;
 	cfg->group_commit_ms = 10;
+}
+
+/* The caller's struct is `size` bytes (its header's sizeof): write the
+ * defaults into at most that much, zero what lies beyond ours, and stamp
+ * it with the caller's figures so sipc_create() can tell a mismatch. */
+void
+sipc_config_init_abi(struct sipc_config *cfg, size_t size, unsigned version)
+{
+	struct sipc_config d;
+
+	config_defaults(&d);
+	d.struct_size = (uint32_t)size;
+	d.version = version;
+	if (size > sizeof(d)) {
+		memset((char *)cfg + sizeof(d), 0, size - sizeof(d));
+		size = sizeof(d);
+	}
+	memcpy(cfg, &d, size);
+}
+
+/* The stamp first: with the wrong size every other field is read at the
+ * wrong offset.  Only this header's size is known so far (NEWS.md). */
+static bool
+validate_stamp(const struct sipc_config *cfg, char *msg, size_t len)
+{
+	unsigned v = cfg->version;
+
+	if (cfg->struct_size == 0 && v == 0)
+		snprintf(msg, len, "struct sipc_config has no stamp: start from "
+		    "sipc_config_init()");
+	else if (v > SIPC_VERSION_HEX || (v >> 16) != SIPC_VERSION_MAJOR)
+		snprintf(msg, len, "struct sipc_config from %s sipc headers "
+		    "(%u.%u.%u) than this library (%s): rebuild against its "
+		    "headers", v > SIPC_VERSION_HEX ? "newer" : "older major",
+		    v >> 16, (v >> 8) & 0xff, v & 0xff, SIPC_VERSION_STRING);
+	else if (cfg->struct_size != sizeof(*cfg))
+		snprintf(msg, len, "struct sipc_config of unknown size %u "
+		    "(this library knows %zu): rebuild against its headers",
+		    cfg->struct_size, sizeof(*cfg));
+	else
+		return true;
+	return false;
 }
 
 /* --------------------------------------------------------------- names */
@@ -273,6 +315,8 @@ sipc__config_validate(const struct sipc_config *cfg, char *errbuf,
 		snprintf(msg, sizeof(msg), "no configuration");
 		ok = false;
 	}
+	else
+		ok = validate_stamp(cfg, msg, sizeof(msg));
 	for (i = 0; ok && i < SIPC__CFG_NKEYS; i++)
 		ok = validate_key(cfg, &sipc__cfg_keys[i], msg, sizeof(msg));
 	if (ok)

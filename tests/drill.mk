@@ -25,7 +25,7 @@ DRILL_BIN     := $(BUILD)/drill/drill
 
 $(DRILL_BIN): $(DRILL_SRC) tests/drill/drill.h $(LIB)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(XCFLAGS) -Itests/drill -o $@ $(DRILL_SRC) $(LIB) \
+	$(COMPILE) -Itests/drill -o $@ $(DRILL_SRC) $(LIB) \
 		$(XLDFLAGS) $(LDLIBS_BSD)
 
 drill: $(DRILL_BIN) $(BUILD)/fixtures/echo

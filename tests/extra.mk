@@ -19,7 +19,7 @@ SOAK_BIN     := $(BUILD)/soak/soak
 
 $(SOAK_BIN): tests/soak/soak.c tests/soak/check.c tests/soak/soak.h $(LIB)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(XCFLAGS) -Itests/soak -o $@ tests/soak/soak.c \
+	$(COMPILE) -Itests/soak -o $@ tests/soak/soak.c \
 		tests/soak/check.c $(LIB) $(XLDFLAGS) $(LDLIBS_BSD)
 
 # The watchdog inside the soak fails a hang after 10 s; the outer
@@ -50,7 +50,7 @@ FUZZ_SRC_fuzz_journal := src/journal.c src/jrec.c src/jstate.c src/ident.c \
 	src/crc32c.c src/error.c src/names.c
 
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(wildcard src/*.h) $(wildcard include/*.h) \
-		$(LIB_SRC) | $(DEPS_STAMP)
+		$(LIB_SRC) | $(PLATFORM_OK)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_SRC_$*) $(LDLIBS_BSD)
 
@@ -60,7 +60,7 @@ fuzz-build: $(FUZZ_BIN)
 # library's own encoders (after a format change).
 $(FUZZ_GEN): tests/fuzz/seedgen.c $(LIB)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(XCFLAGS) -o $@ $< $(LIB) $(XLDFLAGS) $(LDLIBS_BSD)
+	$(COMPILE) -o $@ $< $(LIB) $(XLDFLAGS) $(LDLIBS_BSD)
 
 fuzz-seeds: $(FUZZ_GEN)
 	$(FUZZ_GEN) tests/fuzz/corpus

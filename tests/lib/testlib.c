@@ -1,70 +1,14 @@
-/* testlib.c - see testlib.h. */
+/* testlib.c - see testlib.h: fixtures, clocks and resource counts.  The
+ * runner (tl_suite, tl_run, tl_skip) is in runner.c. */
 #include "testlib.h"
 
-#include <CUnit/Basic.h>
 #include <dirent.h>
-#include <pthread.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-static unsigned tl_skipped;
-
-void
-tl_skip(const char *why)
-{
-	tl_skipped++;
-	printf("SKIP(%s) ", why);
-	fflush(stdout);
-}
-
-int
-tl_run(void)
-{
-	unsigned fails;
-
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	printf("\nskipped: %u\n", tl_skipped);
-	fails = CU_get_number_of_tests_failed() + CU_get_number_of_failures();
-	if (CU_get_number_of_tests_run() == 0)
-		fails = 1;
-	CU_cleanup_registry();
-	return fails ? 1 : 0;
-}
-
-static void *
-noop_thread(void *arg)
-{
-	return arg;
-}
-
-void
-tl_suite(const char *name, const tl_test *tests)
-{
-	CU_pSuite s;
-
-	if (CU_get_registry() == NULL) {
-		pthread_t t;
-
-		/* Some runtimes (ThreadSanitizer) start a helper thread of
-		 * their own at the first pthread_create(); start one now so
-		 * it is part of every baseline a test measures. */
-		if (pthread_create(&t, NULL, noop_thread, NULL) == 0)
-			pthread_join(t, NULL);
-		if (CU_initialize_registry() != CUE_SUCCESS)
-			abort();
-	}
-	s = CU_add_suite(name, NULL, NULL);
-	if (s == NULL)
-		abort();
-	for (; tests->name != NULL; tests++)
-		if (CU_add_test(s, tests->name, tests->fn) == NULL)
-			abort();
-}
 
 const char *
 tl_fixture(const char *name)

@@ -10,8 +10,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Run every registered suite with the basic interface; returns the exit
- * status for main(): 0 when all tests pass, 1 otherwise. */
+/*
+ * Run every registered suite, each in its own forked process, so a test
+ * that changes process-wide state (signal mask and dispositions, the
+ * subreaper flag, rlimits, environment) cannot affect another suite, and
+ * a crash or hang-kill of one suite is reported as a failure of the test
+ * that was running.  Results come from CUnit's handlers in the child
+ * (per test: passed, failed with its failure records, or skipped) and
+ * travel to the parent as records.  Prints each test and a summary line;
+ * when $SIPC_TEST_COUNTS names a file, writes "ran passed failed
+ * skipped" to it (tests/run.sh sums them); when $SIPC_TEST_XML names a
+ * file, writes JUnit-style XML there.  Returns the exit status for
+ * main(): 0 when every test passed or was skipped and at least one ran.
+ */
 int tl_run(void);
 
 /* Add a suite with tests: tl_suite("frame", (tl_test[]){{"x", fn}, {0}}). */
@@ -19,9 +30,9 @@ typedef struct { const char *name; void (*fn)(void); } tl_test;
 void tl_suite(const char *name, const tl_test *tests);
 
 /* Skip the running test: it cannot run here (no root, no namespaces...).
- * Call it, then return from the test.  The reason is printed, the skip is
- * counted, and tl_run() prints "skipped: N" for tests/run.sh to sum.  A
- * skipped test is not counted as passed. */
+ * Call it, then return from the test.  The reason is printed and kept
+ * (XML), the test is counted as skipped, not passed.  A test that also
+ * failed an assertion counts as failed. */
 void tl_skip(const char *why);
 
 /* Path of a fixture binary (from $SIPC_FIXTURES, default build/fixtures). */

@@ -1,0 +1,160 @@
+/*
+ * runner_test.c - the test runner itself (tests/lib/runner.c): each
+ * suite runs in its own process, so process-wide state one suite
+ * changes (signal mask, environment) does not reach the next, a suite
+ * killed by a signal fails the test that was running and the other
+ * suites still run, skips are counted apart, and the counts and XML come
+ * out as tests/run.sh expects.
+ *
+ * The outer test re-executes this binary with RUNNER_INNER=1: the inner
+ * run registers the suites below and its tl_run() writes counts and XML
+ * to temporary files the outer test reads.  Threads: CUnit's only.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testlib.h"
+
+/* ------------------------------------------------------- inner suites */
+
+static void
+test_inner_changes_process_state(void)
+{
+	sigset_t s;
+
+	sigemptyset(&s);
+	sigaddset(&s, SIGUSR1);
+	CU_ASSERT(sigprocmask(SIG_BLOCK, &s, NULL) == 0);
+	CU_ASSERT(setenv("RUNNER_LEAK", "1", 1) == 0);
+}
+
+static void
+test_inner_sees_clean_state(void)
+{
+	sigset_t s;
+
+	CU_ASSERT(sigprocmask(SIG_BLOCK, NULL, &s) == 0);
+	CU_ASSERT(!sigismember(&s, SIGUSR1));
+	CU_ASSERT_PTR_NULL(getenv("RUNNER_LEAK"));
+}
+
+static void
+test_inner_killed(void)
+{
+	raise(SIGKILL);         /* no runtime can intercept it */
+}
+
+static void
+test_inner_never_runs(void)
+{
+	CU_FAIL("ran after its suite's process was killed");
+}
+
+static void
+test_inner_skips(void)
+{
+	tl_skip("cannot run here");
+}
+
+static void
+test_inner_after_crash(void)
+{
+	CU_PASS("a later suite still runs");
+}
+
+static int
+inner_main(void)
+{
+	tl_suite("changer", (tl_test[]){
+	    { "test_inner_changes_process_state",
+	      test_inner_changes_process_state }, { NULL, NULL } });
+	tl_suite("checker", (tl_test[]){
+	    { "test_inner_sees_clean_state", test_inner_sees_clean_state },
+	    { NULL, NULL } });
+	tl_suite("crasher", (tl_test[]){
+	    { "test_inner_killed", test_inner_killed },
+	    { "test_inner_never_runs", test_inner_never_runs },
+	    { NULL, NULL } });
+	tl_suite("skipper", (tl_test[]){
+	    { "test_inner_skips", test_inner_skips }, { NULL, NULL } });
+	tl_suite("after", (tl_test[]){
+	    { "test_inner_after_crash", test_inner_after_crash },
+	    { NULL, NULL } });
+	return tl_run();
+}
+
+/* ------------------------------------------------------- outer test */
+
+static char *
+slurp(const char *path)
+{
+	static char buf[16384];
+	size_t n = 0;
+	FILE *f = fopen(path, "re");
+
+	buf[0] = '\0';
+	if (f != NULL) {
+		n = fread(buf, 1, sizeof(buf) - 1, f);
+		buf[n] = '\0';
+		fclose(f);
+	}
+	return buf;
+}
+
+static void
+test_runner_isolates_suites_and_reports(void)
+{
+	char counts[] = "/tmp/sipc-runner-counts-XXXXXX";
+	char xml[] = "/tmp/sipc-runner-xml-XXXXXX";
+	int cfd = mkstemp(counts), xfd = mkstemp(xml), st = 0;
+	pid_t pid;
+	char *x;
+
+	CU_ASSERT_FATAL(cfd >= 0 && xfd >= 0);
+	close(cfd);
+	close(xfd);
+	pid = fork();
+	CU_ASSERT_FATAL(pid >= 0);
+	if (pid == 0) {
+		setenv("RUNNER_INNER", "1", 1);
+		setenv("SIPC_TEST_COUNTS", counts, 1);
+		setenv("SIPC_TEST_XML", xml, 1);
+		if (freopen("/dev/null", "w", stdout) == NULL)
+			_exit(127);
+		execl("/proc/self/exe", "runner_test", (char *)NULL);
+		_exit(127);
+	}
+	CU_ASSERT_FATAL(waitpid(pid, &st, 0) == pid);
+	/* One test failed (the killed one): the run fails, as a whole. */
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 1);
+	/* ran passed failed skipped: changer, checker, after pass; the
+	 * killed test fails; its suite's second test never ran. */
+	CU_ASSERT_STRING_EQUAL(slurp(counts), "5 3 1 1\n");
+	x = slurp(xml);
+	CU_ASSERT_PTR_NOT_NULL(strstr(x, "tests=\"5\" failures=\"1\" "
+	    "skipped=\"1\""));
+	CU_ASSERT_PTR_NOT_NULL(strstr(x, "name=\"test_inner_killed\""));
+	CU_ASSERT_PTR_NOT_NULL(strstr(x, "<failure message=\"suite process "
+	    "killed by signal 9"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(x, "<skipped message=\"cannot run "
+	    "here\""));
+	CU_ASSERT_PTR_NULL(strstr(x, "test_inner_never_runs"));
+	unlink(counts);
+	unlink(xml);
+}
+
+int
+main(void)
+{
+	if (getenv("RUNNER_INNER") != NULL)
+		return inner_main();
+	tl_suite("runner", (tl_test[]){
+	    { "test_runner_isolates_suites_and_reports",
+	      test_runner_isolates_suites_and_reports },
+	    { NULL, NULL } });
+	return tl_run();
+}
