@@ -102,6 +102,9 @@ enum sipc_exit_kind {
 	SIPC_EXIT_TERMINATED,     /* the supervisor ended it (reason) */
 	SIPC_EXIT_EXEC_FAILED,    /* exec failed (code = errno) */
 	SIPC_EXIT_HANDSHAKE,      /* ended or broke before a valid handshake */
+	SIPC_EXIT_LOST,           /* reaped by someone else (a host wait on a
+	                           * pid it does not own): status unknown, and
+	                           * its tree was left alone, not signalled */
 };
 const char *sipc_exit_kind_name(enum sipc_exit_kind k);
 
@@ -177,6 +180,31 @@ enum sipc_guarantee {
 #define SIPC_G_ALL ((1u << 7) - 1)
 const char *sipc_guarantee_name(unsigned one_bit);
 
+/*
+ * How a worker's process tree is contained (sipc_config.containment asks,
+ * sipc_worker_stats.containment says what each worker got).
+ *   PID_NAMESPACE   the worker runs under sipc-init, PID 1 of a new PID
+ *                   namespace (needs CAP_SYS_ADMIN): when the worker ends
+ *                   or is terminated, the kernel kills every process of
+ *                   the namespace, setsid() escapees and daemons included;
+ *                   the worker sees no host pid.
+ *   USER_NAMESPACE  the same inside a new user namespace that maps the
+ *                   caller's own uid and gid (no privilege needed where
+ *                   the kernel allows unprivileged user namespaces).
+ *   PROCESS_GROUP   fallback: the worker leads a process group; a
+ *                   descendant that calls setsid() escapes termination.
+ * AUTO (the default) takes the first of the three that works here and
+ * says which in the log and in the stats; an explicit mode is required
+ * (a worker that cannot get it does not start).
+ */
+enum sipc_containment {
+	SIPC_CONTAIN_AUTO = 0,
+	SIPC_CONTAIN_PID_NAMESPACE,
+	SIPC_CONTAIN_USER_NAMESPACE,
+	SIPC_CONTAIN_PROCESS_GROUP,
+};
+const char *sipc_containment_name(enum sipc_containment c);
+
 enum sipc_log_level { SIPC_LOG_ERROR, SIPC_LOG_WARN, SIPC_LOG_INFO, SIPC_LOG_DIAG };
 
 /* Log callback.  `msg` is escaped, NUL-terminated, valid for the call.
@@ -238,6 +266,13 @@ struct sipc_config {
 	unsigned cooldown_ms;         /* slot pause past intensity (30000) */
 
 	bool subreaper;               /* PR_SET_CHILD_SUBREAPER (false) */
+	/* Tree containment (AUTO) and the sipc-init program the namespace
+	 * modes run as PID 1 (NULL: sipc-init in the
+	 * LIBEXECDIR the library was built for).  An
+	 * init that cannot be executed makes AUTO fall back to a process
+	 * group, reported. */
+	enum sipc_containment containment;
+	const char *init_path;
 	unsigned worker_nproc_limit;  /* RLIMIT_NPROC for workers, 0 = none */
 
 	/* Durable state (optional; NULL disables journal and reconcile). */
@@ -354,6 +389,8 @@ struct sipc_worker_stats {
 	uint64_t protocol_violations;
 	uint64_t restarts;
 	struct sipc_exit last_exit;
+	/* what the current (or last) generation got; AUTO before a start */
+	enum sipc_containment containment;
 };
 
 struct sipc_stats {

@@ -293,6 +293,9 @@ tree_case(bool subreaper, bool kill_leader)
 
 	st_decoys_start(&d);
 	st_cfg_base(&c, "forker", argv, 1);
+	/* process-group mode: the fallback's tree rules (the namespace
+	 * mode's are in contain_test.c) */
+	c.containment = SIPC_CONTAIN_PROCESS_GROUP;
 	c.subreaper = subreaper;
 	s = st_start(&c, 1, WAIT_MS);
 	tree_read(s, &t);
