@@ -209,7 +209,7 @@ sipc__spawn(const struct sipc__spawn *sp, pid_t *ret_pid, int *ret_pidfd,
 	memset(&ca, 0, sizeof(ca));
 	ca.flags = CLONE_PIDFD;
 	if (sp->flags & SIPC__SPAWN_NEWPID)
-		ca.flags |= CLONE_NEWPID;
+		ca.flags |= CLONE_NEWPID | CLONE_NEWNS;
 	if (sp->flags & SIPC__SPAWN_NEWUSER)
 		ca.flags |= CLONE_NEWUSER;
 	ca.pidfd = (uint64_t)(uintptr_t)&pidfd;

@@ -24,7 +24,9 @@
 
 enum sipc__spawn_flags {
 	SIPC__SPAWN_SETPGRP = 1u << 0,  /* own process group (leader) */
-	SIPC__SPAWN_NEWPID = 1u << 1,   /* PID 1 of a new PID namespace */
+	SIPC__SPAWN_NEWPID = 1u << 1,   /* PID 1 of a new PID namespace, in a
+	                                 * mount namespace of its own (for a
+	                                 * /proc that shows only its pids) */
 	SIPC__SPAWN_NEWUSER = 1u << 2,  /* ... inside a new user namespace
 	                                 * mapping the caller's uid/gid */
 };

@@ -333,6 +333,16 @@ classify(const siginfo_t *si, struct sipc_exit *e)
 	}
 }
 
+/* Has sipc-init sent a report (the worker's end) not read yet? */
+static bool
+report_pending(const struct local_proc *p)
+{
+	struct pollfd pf = { .fd = p->report_fd, .events = POLLIN };
+
+	return p->report_fd >= 0 && poll(&pf, 1, 0) == 1 &&
+	    (pf.revents & POLLIN);
+}
+
 /* The worker's exact status as sipc-init reported it; false if none. */
 static bool
 init_report(struct local_proc *p, struct sipc_exit *ret)
@@ -390,6 +400,15 @@ local_try_end(void *h, struct sipc_exit *ret)
 		}
 		mark_lost(p);
 		return local_try_end(h, ret);
+	}
+	if (r == 0 && report_pending(p)) {
+		/* The worker has ended and its init is on its way out (it
+		 * exits right after reporting): wait for it, so the end is
+		 * seen as soon as the worker's channel closes. */
+		(void)sipc__pidfd_wait_exit(p->pidfd);
+		r = sipc__pidfd_observe(p->pidfd, &si);
+		if (r == -ECHILD)
+			return local_try_end(h, ret);
 	}
 	if (r <= 0)
 		return r;

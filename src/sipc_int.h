@@ -211,6 +211,10 @@ void sipc__outcome(struct sipc_supervisor *s, struct sipc__req *q,
 int sipc__dispatch_requeue(struct sipc_supervisor *s, struct sipc__req *q, int avoid);
 
 /* worker threads (worker.c) */
+/* Bound on a dead worker's final drain (what was buffered when it was
+ * seen gone): the reaper waits at most this long per worker end for its
+ * reader, whatever a surviving descendant keeps writing. */
+#define SIPC__FINAL_DRAIN_MS 100
 int sipc__worker_threads_start(struct sipc__slot *sl);
 void sipc__worker_threads_stop(struct sipc__slot *sl);
 void sipc__slot_diag_tail(struct sipc__slot *sl, char **ret);

@@ -7,6 +7,8 @@
  * the report socket to the supervisor (init_proto.h).
  *
  * What it does, and why each matters:
+ *   - mounts a /proc of its own namespace (it runs in a mount namespace
+ *     of its own), so the worker sees no host process;
  *   - starts the worker with the same hygiene the library applies
  *     (signal mask and dispositions reset, only 0-3 open, parent-death
  *     signal armed and re-checked: getppid() is 1 here in every case);
@@ -37,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
@@ -187,6 +190,14 @@ main(int argc, char **argv)
 		report(SIPC__INIT_EXEC_FAILED, errno);
 		return 127;
 	}
+	/* A /proc of this namespace only, so the worker does not even see
+	 * the host's processes (the mount namespace is ours alone). */
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+	    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+	    NULL) < 0)
+		fprintf(stderr, "sipc-init: /proc of the namespace not mounted: "
+		    "%s (host pids stay visible, not signallable)\n",
+		    strerror(errno));
 	/* The supervisor may have died before the parent-death signal was
 	 * armed: then its end of the socket is already closed. */
 	if (supervisor_gone(0))
