@@ -301,10 +301,19 @@ typedef struct sipc_supervisor sipc_supervisor;
  * directory if any (SIPC_E_LOCKED names the holder), start the reaper
  * and the pool.  Workers become ready asynchronously: see
  * sipc_wait_ready().  `errbuf` (may be NULL) receives a human-readable
- * reason on failure; *ret is untouched then.  Blocks SIGCHLD in the
- * calling thread (see CONTRACT.md: block it in threads created before
- * this call, or leave its disposition alone; SIGCHLD set to SIG_IGN is
- * SIPC_E_CONFIG).  Any thread; not async-signal-safe.
+ * reason on failure; *ret is untouched then.  Any thread; not
+ * async-signal-safe.
+ *
+ * Process-wide state: none is touched.  The library reads no SIGCHLD
+ * (workers are watched through pidfds), changes no signal mask or
+ * disposition of the host's threads, and sets the subreaper flag only
+ * when cfg->subreaper asks.  The host keeps its own SIGCHLD handler,
+ * signalfd, SIG_IGN or wait(): they work for its own children.  What a
+ * host wait(-1) can still take is the library's direct child (execve
+ * makes it a SIGCHLD child again): in the namespace modes that is the
+ * worker's sipc-init, which has already reported the worker's exact
+ * status; in process-group mode it is the worker, whose end is then
+ * SIPC_EXIT_LOST and whose group is no longer signalled.
  */
 int sipc_create(const struct sipc_config *cfg, char *errbuf, size_t errlen,
                 sipc_supervisor **ret);
