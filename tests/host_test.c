@@ -34,14 +34,15 @@
 #define HOST_KIDS 24
 #define CHURN 4
 
-static pid_t kids[HOST_KIDS];
+/* written by the CUnit thread, read by the host's reaping thread */
+static _Atomic pid_t kids[HOST_KIDS];
 static atomic_int reaped_kids, reaped_strangers;
 
 static bool
 is_kid(pid_t p)
 {
 	for (int i = 0; i < HOST_KIDS; i++)
-		if (kids[i] == p)
+		if (atomic_load(&kids[i]) == p)
 			return true;
 	return false;
 }
@@ -90,7 +91,7 @@ fork_kids(void)
 				;
 			_exit(i & 0x7f);
 		}
-		kids[i] = p;
+		atomic_store(&kids[i], p);
 	}
 	close(go[0]);
 	close(go[1]);
