@@ -141,6 +141,9 @@ enum sipc_exit_kind {
 	SIPC_EXIT_TERMINATED,     /* the supervisor ended it (reason) */
 	SIPC_EXIT_EXEC_FAILED,    /* exec failed (code = errno) */
 	SIPC_EXIT_HANDSHAKE,      /* ended or broke before a valid handshake */
+	SIPC_EXIT_LOST,           /* reaped by someone else (a host wait on a
+	                           * pid it does not own): status unknown, and
+	                           * its tree was left alone, not signalled */
 };
 const char *sipc_exit_kind_name(enum sipc_exit_kind k);
 
@@ -215,6 +218,31 @@ enum sipc_guarantee {
 };
 #define SIPC_G_ALL ((1u << 7) - 1)
 const char *sipc_guarantee_name(unsigned one_bit);
+
+/*
+ * How a worker's process tree is contained (sipc_config.containment asks,
+ * sipc_worker_stats.containment says what each worker got).
+ *   PID_NAMESPACE   the worker runs under sipc-init, PID 1 of a new PID
+ *                   namespace (needs CAP_SYS_ADMIN): when the worker ends
+ *                   or is terminated, the kernel kills every process of
+ *                   the namespace, setsid() escapees and daemons included;
+ *                   the worker sees no host pid.
+ *   USER_NAMESPACE  the same inside a new user namespace that maps the
+ *                   caller's own uid and gid (no privilege needed where
+ *                   the kernel allows unprivileged user namespaces).
+ *   PROCESS_GROUP   fallback: the worker leads a process group; a
+ *                   descendant that calls setsid() escapes termination.
+ * AUTO (the default) takes the first of the three that works here and
+ * says which in the log and in the stats; an explicit mode is required
+ * (a worker that cannot get it does not start).
+ */
+enum sipc_containment {
+	SIPC_CONTAIN_AUTO = 0,
+	SIPC_CONTAIN_PID_NAMESPACE,
+	SIPC_CONTAIN_USER_NAMESPACE,
+	SIPC_CONTAIN_PROCESS_GROUP,
+};
+const char *sipc_containment_name(enum sipc_containment c);
 
 enum sipc_log_level { SIPC_LOG_ERROR, SIPC_LOG_WARN, SIPC_LOG_INFO, SIPC_LOG_DIAG };
 
@@ -294,6 +322,13 @@ struct sipc_config {
 	unsigned cooldown_ms;         /* slot pause past intensity (30000) */
 
 	bool subreaper;               /* PR_SET_CHILD_SUBREAPER (false) */
+	/* Tree containment (AUTO) and the sipc-init program the namespace
+	 * modes run as PID 1 (NULL: sipc-init in the
+	 * LIBEXECDIR the library was built for).  An
+	 * init that cannot be executed makes AUTO fall back to a process
+	 * group, reported. */
+	enum sipc_containment containment;
+	const char *init_path;
 	unsigned worker_nproc_limit;  /* RLIMIT_NPROC for workers, 0 = none */
 
 	/* Durable state (optional; NULL disables journal and reconcile). */
@@ -330,12 +365,11 @@ typedef struct sipc_supervisor sipc_supervisor;
  * directory if any (SIPC_E_LOCKED names the holder), start the reaper
  * and the pool.  Workers become ready asynchronously: see
  * sipc_wait_ready().  `errbuf` (may be NULL) receives a human-readable
- * reason on failure; *ret is untouched then.  Blocks SIGCHLD in the
- * calling thread and reads it through a signalfd (see "Process-wide
- * state" below; SIGCHLD set to SIG_IGN is SIPC_E_CONFIG).  `cfg` and
- * everything it points at may be freed when this returns, except
- * cfg->log_arg, used until sipc_destroy() returns.  Any thread; not
- * async-signal-safe.
+ * reason on failure; *ret is untouched then.  `cfg` and everything it
+ * points at may be freed when this returns, except cfg->log_arg, used
+ * until sipc_destroy() returns.  Any thread; not async-signal-safe.
+ *
+ * Process-wide state: see the section that follows.
  */
 int sipc_create(const struct sipc_config *cfg, char *errbuf, size_t errlen,
                 sipc_supervisor **ret);
@@ -344,29 +378,28 @@ int sipc_create(const struct sipc_config *cfg, char *errbuf, size_t errlen,
  * Process-wide state: what the library does to the process that links it
  * (the local provider; workers are ordinary children of this process).
  *
- *   - SIGCHLD mask.  sipc_create() blocks SIGCHLD in the calling thread
- *     and leaves it blocked.  Every library thread runs with every signal
- *     blocked, so no process-directed signal is ever handled on a library
- *     thread.
- *   - SIGCHLD reading.  Each supervisor's reaper thread holds a signalfd
- *     for SIGCHLD and reads it dry on every wake.  SIGCHLD does not
- *     queue: when no host thread leaves it unblocked, the signalfd can
- *     consume the one SIGCHLD that also announced the exit of a host's
- *     own child, so a host handler or host signalfd may miss it (a host
- *     should reap its own children by pid, e.g. on a timer or pidfd).
- *     When a host thread does take a SIGCHLD, the reaper still sees every
- *     worker exit: it rescans its workers on every wake, at least every
- *     250 ms.
- *   - SIGCHLD disposition.  Not changed.  SIG_IGN or SA_NOCLDWAIT at
- *     sipc_create() is refused with SIPC_E_CONFIG, because the kernel
- *     would reap workers before their status is read.
+ *   - SIGCHLD.  Not read, not blocked, disposition not changed.  Workers
+ *     are cloned with a pidfd and watched through it (the reaper polls
+ *     the pidfds), so a host's SIGCHLD handler, signalfd or SIG_IGN keeps
+ *     working for its own children.  Caveat, a kernel fact: execve()
+ *     makes the library's direct child an ordinary SIGCHLD child again,
+ *     so it raises SIGCHLD in the host when it ends and a host wait(-1)
+ *     (or SIG_IGN) can reap it.  In the namespace modes that child is
+ *     the worker's sipc-init, which has already reported the worker's
+ *     exact wait status over its socket: nothing is lost.  In
+ *     process-group mode it is the worker itself: its end is then
+ *     SIPC_EXIT_LOST and its group is never signalled after that.
+ *   - Signal masks.  Every library thread runs with every signal
+ *     blocked, so no process-directed signal is handled on a library
+ *     thread; the host's threads' masks are not changed.
  *   - Subreaper.  Only with cfg.subreaper: PR_SET_CHILD_SUBREAPER is set
  *     for the whole process while at least one such supervisor exists,
  *     and cleared when the last one is destroyed unless the host had set
  *     it before.  While it is set, orphans of ANY descendant are adopted
  *     by this process; the library reaps only members of process groups
  *     its own workers led, and the host must reap the rest.
- *   - Children.  Workers (and, in subreaper mode, their adopted
+ *   - Children.  Workers (in the namespace modes, their sipc-init; in
+ *     subreaper mode also their adopted
  *     descendants) are children of this process.  The library reaps them
  *     by pidfd and by the process group of its own workers; it never
  *     waits for -1 and never signals a process it did not start.
@@ -380,12 +413,12 @@ int sipc_create(const struct sipc_config *cfg, char *errbuf, size_t errlen,
  *     sipc_config_load_env()), the working directory, umask, rlimits
  *     (cfg.worker_nproc_limit is applied to workers only).
  *
- * A host must not, while a supervisor exists:
- *   - set SIGCHLD to SIG_IGN or use SA_NOCLDWAIT;
+ * A host should not, while a supervisor exists:
  *   - call wait(), waitpid(-1 or a negative group, ...) or waitid(P_ALL
- *     or P_PGID, ...): that takes a worker's status from the library (the
- *     worker is then reported as exit CODE -1 and its group cannot be
- *     swept); waiting for its own children by pid is fine;
+ *     or P_PGID, ...), or set SIGCHLD to SIG_IGN, in process-group mode:
+ *     that can take a worker's status from the library (the worker is
+ *     then reported as SIPC_EXIT_LOST and its group is left alone);
+ *     waiting for its own children by pid is always fine;
  *   - signal a worker or its process group itself, or clear
  *     PR_SET_CHILD_SUBREAPER while a subreaper-mode supervisor exists;
  *   - use a supervisor in the child of a fork() (only the forking thread
@@ -483,6 +516,8 @@ struct sipc_worker_stats {
 	uint64_t protocol_violations;
 	uint64_t restarts;
 	struct sipc_exit last_exit;
+	/* what the current (or last) generation got; AUTO before a start */
+	enum sipc_containment containment;
 };
 
 struct sipc_stats {

@@ -294,6 +294,9 @@ validate_cross(const struct sipc_config *cfg, char *msg, size_t len)
 	else if (cfg->mem_ceiling < cfg->ring_bytes)
 		snprintf(msg, len, "mem_ceiling: %zu must be >= ring_bytes "
 		    "(%zu)", cfg->mem_ceiling, cfg->ring_bytes);
+	else if ((unsigned)cfg->containment > SIPC_CONTAIN_PROCESS_GROUP)
+		snprintf(msg, len, "containment: unknown value %u",
+		    (unsigned)cfg->containment);
 	else if (cfg->restart_cap_ms < cfg->restart_base_ms)
 		snprintf(msg, len, "restart_cap_ms: %u must be >= "
 		    "restart_base_ms (%u)", cfg->restart_cap_ms,

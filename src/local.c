@@ -1,186 +1,323 @@
 /*
- * local.c - the local adapter: workers are ordinary child processes of
- * the process that links sipc.
+ * local.c - the local adapter: workers are children of the process that
+ * links sipc, cloned with clone3() and a pidfd (clone.c), and watched
+ * only through that pidfd: the library never reads SIGCHLD.
  *
- * It gives descriptor hygiene, a process group per worker, pidfd
- * identity and owned-only reaping.  It gives NO namespace, secret,
- * network, user or host isolation and declares no guarantee
- * (PRODUCTION_BOUNDARY.md); provider selection refuses it outside
- * development and test configurations.
+ * What the host can still do: execve() makes every process report to its
+ * parent with SIGCHLD again (the kernel resets exit_signal at exec), so
+ * the host's SIGCHLD handler also hears about our children, and a host
+ * wait(-1), or SIGCHLD set to SIG_IGN, can reap our direct child.  In the
+ * namespace modes that child is sipc-init, which reports the worker's
+ * exact wait status over a socket before it exits: nothing is lost.  In
+ * process-group mode the worker itself is taken; its end is then LOST
+ * (status unknown, and its group is not signalled since its id is no
+ * longer pinned).
  *
- * Threads: the reaper thread calls every op (provider.h).
+ * Containment, strongest first (sipc.h, enum sipc_containment):
+ *   PID_NAMESPACE / USER_NAMESPACE: the child is sipc-init, PID 1 of a new
+ *     PID namespace; it starts the worker, reaps orphans, passes TERM on,
+ *     reports the worker's wait status over a socket, and exits when the
+ *     worker does.  When it exits the kernel kills the whole namespace
+ *     before its pidfd even becomes readable, so "observed ended" means
+ *     "tree gone".  KILL is one SIGKILL to the init.
+ *   PROCESS_GROUP: the worker leads a group; TERM/KILL go to the leader
+ *     by pidfd and to the group while the leader, unreaped, pins its id.
  *
- * Why posix_spawn: the host is multi-threaded, so between fork and exec
- * only async-signal-safe work is allowed.  glibc's posix_spawn runs the
- * child on a CLONE_VM|CLONE_VFORK stack, applies the file actions (among
- * them close-from, glibc 2.34+) and reports an exec failure as its
- * return value, so there is no hand-written child code at all.
+ * It gives NO mount, network, user-credential or secret isolation and
+ * declares no guarantee (PRODUCTION_BOUNDARY.md); provider selection
+ * refuses it outside development and test configurations.
+ *
+ * Ownership rules (never a stranger):
+ *   - a pid is signalled only through its pidfd; a group only after
+ *     proof that the leader is still our unreaped child (running, or a
+ *     zombie answering waitid(WNOWAIT)).  A leader reaped by someone else
+ *     (ECHILD) is "lost": its group id is free and may name a stranger,
+ *     so nothing more is signalled and the end is classified LOST;
+ *   - a handle released before its end kills and reaps first.
+ *
+ * Threads: the reaper thread calls every op (provider.h); no state is
+ * shared between handles.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/pidfd.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "ident.h"
+#include "init_proto.h"
 #include "provider.h"
+#include "clone.h"
 
+#ifndef SIPC_LIBEXECDIR
+#define SIPC_LIBEXECDIR "/usr/local/libexec/sipc"
+#endif
 /* The protocol descriptor number every worker finds its channel on. */
 #define SIPC_PROTO_FD 3
-/* Child-side descriptors are moved at least this high before the file
- * actions run, so no dup2() target can clobber another source. */
-#define LOCAL_FD_FLOOR 10
+/* Bound on sipc-init's first report (worker exec'd or not). */
+#define INIT_START_MS 10000
 
 struct local_proc {
-	pid_t pid;
+	pid_t pid;                    /* leader (or init), host pid */
 	pid_t pgid;
 	int pidfd;
+	int report_fd;                /* namespace modes: init's reports */
+	enum sipc_containment mode;
 	bool ended;
+	bool lost;                    /* reaped behind our back */
+	struct sipc_exit exit;        /* once ended: how */
 };
 
-static int
-move_high(int fd)
-{
-	int nfd;
+struct launch_fds {
+	int sv[2], dp[2], rp[2], devnull;
+};
 
-	if (fd >= LOCAL_FD_FLOOR)
-		return fd;
-	nfd = fcntl(fd, F_DUPFD_CLOEXEC, LOCAL_FD_FLOOR);
-	close(fd);
-	return nfd;
+static void
+fds_close(struct launch_fds *f)
+{
+	for (int i = 0; i < 2; i++) {
+		if (f->sv[i] >= 0)
+			close(f->sv[i]);
+		if (f->dp[i] >= 0)
+			close(f->dp[i]);
+		if (f->rp[i] >= 0)
+			close(f->rp[i]);
+	}
+	if (f->devnull >= 0)
+		close(f->devnull);
+}
+
+/* Channel, diagnostics pipe, report socket, /dev/null; child ends high. */
+static int
+fds_open(struct launch_fds *f)
+{
+	*f = (struct launch_fds){ { -1, -1 }, { -1, -1 }, { -1, -1 }, -1 };
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, f->sv) < 0 ||
+	    pipe2(f->dp, O_CLOEXEC) < 0 ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, f->rp) < 0 ||
+	    (f->devnull = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
+		return -errno;
+	if ((f->sv[1] = sipc__fd_high(f->sv[1])) < 0)
+		return f->sv[1];
+	if ((f->dp[1] = sipc__fd_high(f->dp[1])) < 0)
+		return f->dp[1];
+	if ((f->rp[1] = sipc__fd_high(f->rp[1])) < 0)
+		return f->rp[1];
+	if ((f->devnull = sipc__fd_high(f->devnull)) < 0)
+		return f->devnull;
+	return 0;
+}
+
+/* The worker's environment as seen from inside a namespace: its parent
+ * (sipc-init) is pid 1 there, so SIPC_PARENT_PID says 1 and the worker
+ * runtime's parent check holds in every mode. */
+static char **
+ns_env(char *const *envp)
+{
+	static char ppid1[] = "SIPC_PARENT_PID=1";
+	size_t n = 0, i;
+	char **e;
+
+	while (envp[n] != NULL)
+		n++;
+	if ((e = calloc(n + 1, sizeof(*e))) == NULL)
+		return NULL;
+	for (i = 0; i < n; i++)
+		e[i] = strncmp(envp[i], "SIPC_PARENT_PID=", 16) == 0 ? ppid1 :
+		    envp[i];
+	return e;
+}
+
+/* argv for sipc-init: init, worker path, the worker's argv. */
+static char **
+ns_argv(const char *init, const struct sipc__launch *l)
+{
+	size_t n = 0, i;
+	char **a;
+
+	while (l->argv[n] != NULL)
+		n++;
+	if ((a = calloc(n + 3, sizeof(*a))) == NULL)
+		return NULL;
+	a[0] = (char *)init;
+	a[1] = (char *)l->path;
+	for (i = 0; i < n; i++)
+		a[2 + i] = l->argv[i];
+	return a;
+}
+
+/* Read one report from sipc-init, waiting up to ms.  1, 0 (none), <0. */
+static int
+read_report(int fd, int ms, struct sipc__init_msg *ret)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	ssize_t n;
+	int r;
+
+	while ((r = poll(&p, 1, ms)) < 0 && errno == EINTR)
+		;
+	if (r <= 0)
+		return r < 0 ? -errno : 0;
+	n = recv(fd, ret, sizeof(*ret), MSG_DONTWAIT | MSG_WAITALL);
+	return n == (ssize_t)sizeof(*ret) ? 1 : 0;
 }
 
 static int
-spawn_setup(posix_spawn_file_actions_t *fa, posix_spawnattr_t *attr,
-            int child_sock, int diag_w)
+spawn_mode(const struct sipc__launch *l, const char *init,
+           enum sipc_containment mode, struct launch_fds *f,
+           struct local_proc *p, int *ret_errno)
 {
-	sigset_t none, all;
+	struct sipc__spawn sp = { .path = l->path, .argv = l->argv,
+	    .envp = l->envp, .flags = SIPC__SPAWN_SETPGRP,
+	    .nproc_limit = l->nproc_limit,
+	    .fds = { f->devnull, f->dp[1], f->dp[1], f->sv[1], -1 } };
+	char **argv = NULL, **env = NULL;
+	struct sipc__init_msg m;
 	int rc;
 
-	sigemptyset(&none);
-	sigfillset(&all);
-	sigdelset(&all, SIGKILL);
-	sigdelset(&all, SIGSTOP);
-	if ((rc = posix_spawn_file_actions_addopen(fa, 0, "/dev/null",
-	    O_RDONLY, 0)) != 0 ||
-	    (rc = posix_spawn_file_actions_adddup2(fa, diag_w, 1)) != 0 ||
-	    (rc = posix_spawn_file_actions_adddup2(fa, diag_w, 2)) != 0 ||
-	    (rc = posix_spawn_file_actions_adddup2(fa, child_sock,
-	    SIPC_PROTO_FD)) != 0 ||
-	    /* Everything above the protocol descriptor goes, including
-	     * descriptors the host forgot to mark close-on-exec. */
-	    (rc = posix_spawn_file_actions_addclosefrom_np(fa,
-	    SIPC_PROTO_FD + 1)) != 0)
-		return -rc;
-	if ((rc = posix_spawnattr_setflags(attr, POSIX_SPAWN_SETPGROUP |
-	    POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF)) != 0 ||
-	    (rc = posix_spawnattr_setpgroup(attr, 0)) != 0 ||
-	    (rc = posix_spawnattr_setsigmask(attr, &none)) != 0 ||
-	    (rc = posix_spawnattr_setsigdefault(attr, &all)) != 0)
-		return -rc;
-	return 0;
+	if (mode != SIPC_CONTAIN_PROCESS_GROUP) {
+		sp.flags |= SIPC__SPAWN_NEWPID;
+		if (mode == SIPC_CONTAIN_USER_NAMESPACE)
+			sp.flags |= SIPC__SPAWN_NEWUSER;
+		sp.fds[4] = f->rp[1];
+		if ((argv = ns_argv(init, l)) == NULL ||
+		    (env = ns_env(l->envp)) == NULL) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		sp.path = init;
+		sp.argv = argv;
+		sp.envp = env;
+	}
+	if ((rc = sipc__spawn(&sp, &p->pid, &p->pidfd, ret_errno)) < 0)
+		goto out;
+	p->pgid = p->pid;
+	p->mode = mode;
+	if (mode == SIPC_CONTAIN_PROCESS_GROUP)
+		goto out;
+	/* The init says whether the worker itself could be exec'd. */
+	rc = read_report(f->rp[0], INIT_START_MS, &m);
+	if (rc == 1 && m.kind == SIPC__INIT_STARTED) {
+		rc = 0;
+		goto out;
+	}
+	if (rc == 1 && m.kind == SIPC__INIT_EXEC_FAILED) {
+		*ret_errno = m.value;
+		rc = SIPC_E_EXEC;
+	} else {
+		rc = rc < 0 ? rc : -EPROTO;
+	}
+	(void)pidfd_send_signal(p->pidfd, SIGKILL, NULL, 0);
+	(void)sipc__pidfd_reap(p->pidfd);
+	close(p->pidfd);
+	p->pidfd = -1;
+out:
+	free(argv);
+	free(env);
+	return rc;
+}
+
+/* May AUTO try the next, weaker mode after this error? */
+static bool
+mode_refused(int rc)
+{
+	return rc == -EPERM || rc == -EINVAL || rc == -ENOSPC ||
+	    rc == -EUSERS || rc == -EACCES || rc == -ENOSYS;
 }
 
 static int
 local_launch(void *prov, const struct sipc__launch *l,
              struct sipc__chan *ret_chan, void **ret_handle, int *ret_errno)
 {
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t attr;
+	static const enum sipc_containment order[] = {
+		SIPC_CONTAIN_PID_NAMESPACE, SIPC_CONTAIN_USER_NAMESPACE,
+		SIPC_CONTAIN_PROCESS_GROUP };
+	const char *init = l->init_path ? l->init_path :
+	    SIPC_LIBEXECDIR "/sipc-init";
 	struct local_proc *p = NULL;
-	int sv[2] = { -1, -1 }, dp[2] = { -1, -1 }, pidfd = -1, rc;
-	bool fa_init = false, attr_init = false;
-	pid_t pid;
+	struct launch_fds f;
+	char why[96] = "";
+	size_t i;
+	int rc;
 
+	if ((unsigned)l->contain > SIPC_CONTAIN_PROCESS_GROUP)
+		return -EINVAL;
 	if ((p = calloc(1, sizeof(*p))) == NULL)
 		return -ENOMEM;
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0 ||
-	    pipe2(dp, O_CLOEXEC) < 0) {
-		rc = -errno;
+	p->pidfd = p->report_fd = -1;
+	if ((rc = fds_open(&f)) < 0)
 		goto fail;
+	rc = -EINVAL;
+	for (i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+		if (l->contain != SIPC_CONTAIN_AUTO && l->contain != order[i])
+			continue;
+		if (order[i] != SIPC_CONTAIN_PROCESS_GROUP &&
+		    access(init, X_OK) < 0) {
+			rc = -errno;
+			snprintf(why, sizeof(why), "%s: %s", init, strerror(errno));
+			if (l->contain == SIPC_CONTAIN_AUTO)
+				continue;
+		} else {
+			rc = spawn_mode(l, init, order[i], &f, p, ret_errno);
+			if (rc < 0 && why[0] == '\0')
+				snprintf(why, sizeof(why), "%s: %s",
+				    sipc_containment_name(order[i]),
+				    sipc_strerror(rc));
+		}
+		if (rc == 0 || l->contain != SIPC_CONTAIN_AUTO ||
+		    !mode_refused(rc))
+			break;
 	}
-	if ((sv[1] = move_high(sv[1])) < 0 || (dp[1] = move_high(dp[1])) < 0) {
-		rc = -errno;
+	if (rc < 0)
 		goto fail;
+	if (p->mode != SIPC_CONTAIN_PROCESS_GROUP) {
+		p->report_fd = f.rp[0];
+		f.rp[0] = -1;
 	}
-	if ((rc = -posix_spawn_file_actions_init(&fa)) != 0)
-		goto fail;
-	fa_init = true;
-	if ((rc = -posix_spawnattr_init(&attr)) != 0)
-		goto fail;
-	attr_init = true;
-	if ((rc = spawn_setup(&fa, &attr, sv[1], dp[1])) != 0)
-		goto fail;
-	rc = posix_spawn(&pid, l->path, &fa, &attr, l->argv, l->envp);
-	if (rc != 0) {
-		*ret_errno = rc;
-		rc = SIPC_E_EXEC;
-		goto fail;
-	}
-	/* The child is ours and unreaped (only this thread reaps it), so
-	 * the pid cannot have been reused yet: the pidfd names it. */
-	if ((pidfd = pidfd_open(pid, 0)) < 0) {
-		rc = -errno;
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-		goto fail;
-	}
-	if (l->nproc_limit > 0) {
-		/* posix_spawn cannot run setrlimit in the child, so the limit
-		 * is applied right after exec: a worker that forks in its
-		 * first instructions may beat it, and the kernel does not
-		 * enforce RLIMIT_NPROC for root (PRODUCTION_BOUNDARY.md). */
-		struct rlimit rl = { l->nproc_limit, l->nproc_limit };
-
-		(void)prlimit(pid, RLIMIT_NPROC, &rl, NULL);
-	}
-	close(sv[1]);
-	close(dp[1]);
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&attr);
-	p->pid = pid;
-	p->pgid = pid;
-	p->pidfd = pidfd;
-	ret_chan->proto_fd = sv[0];
-	ret_chan->diag_fd = dp[0];
-	ret_chan->pid = pid;
-	ret_chan->pgid = pid;
-	if (sipc__proc_starttime(pid, &ret_chan->starttime) < 0)
+	ret_chan->proto_fd = f.sv[0];
+	ret_chan->diag_fd = f.dp[0];
+	f.sv[0] = f.dp[0] = -1;
+	fds_close(&f);
+	ret_chan->pid = p->pid;
+	ret_chan->pgid = p->pgid;
+	ret_chan->contain = p->mode;
+	snprintf(ret_chan->contain_why, sizeof(ret_chan->contain_why), "%s",
+	    p->mode == SIPC_CONTAIN_PID_NAMESPACE ? "" : why);
+	if (sipc__proc_starttime(p->pid, &ret_chan->starttime) < 0)
 		ret_chan->starttime = 0;
 	*ret_handle = p;
 	return 0;
 fail:
-	if (fa_init)
-		posix_spawn_file_actions_destroy(&fa);
-	if (attr_init)
-		posix_spawnattr_destroy(&attr);
-	for (int i = 0; i < 2; i++) {
-		if (sv[i] >= 0)
-			close(sv[i]);
-		if (dp[i] >= 0)
-			close(dp[i]);
-	}
+	fds_close(&f);
 	free(p);
 	return rc;
+}
+
+static void
+classify_status(int st, struct sipc_exit *e)
+{
+	memset(e, 0, sizeof(*e));
+	if (WIFEXITED(st)) {
+		e->code = WEXITSTATUS(st);
+		e->kind = e->code == 0 ? SIPC_EXIT_CLEAN : SIPC_EXIT_CODE;
+	} else {
+		e->kind = SIPC_EXIT_SIGNAL;
+		e->signo = WTERMSIG(st);
+		e->core_dumped = WCOREDUMP(st);
+	}
 }
 
 static void
 classify(const siginfo_t *si, struct sipc_exit *e)
 {
 	memset(e, 0, sizeof(*e));
-	if (si->si_pid == 0) {          /* status lost (reaped elsewhere) */
-		e->kind = SIPC_EXIT_CODE;
-		e->code = -1;
-		return;
-	}
 	switch (si->si_code) {
 	case CLD_EXITED:
 		e->kind = si->si_status == 0 ? SIPC_EXIT_CLEAN : SIPC_EXIT_CODE;
@@ -196,47 +333,96 @@ classify(const siginfo_t *si, struct sipc_exit *e)
 	}
 }
 
+/* Has sipc-init sent a report (the worker's end) not read yet? */
+static bool
+report_pending(const struct local_proc *p)
+{
+	struct pollfd pf = { .fd = p->report_fd, .events = POLLIN };
+
+	return p->report_fd >= 0 && poll(&pf, 1, 0) == 1 &&
+	    (pf.revents & POLLIN);
+}
+
+/* The worker's exact status as sipc-init reported it; false if none. */
+static bool
+init_report(struct local_proc *p, struct sipc_exit *ret)
+{
+	struct sipc__init_msg m;
+	bool got = false;
+
+	while (p->report_fd >= 0 && read_report(p->report_fd, 0, &m) == 1)
+		if (m.kind == SIPC__INIT_EXITED) {
+			classify_status(m.value, ret);
+			got = true;
+		}
+	return got;
+}
+
+static void
+mark_lost(struct local_proc *p)
+{
+	p->lost = true;
+	p->ended = true;
+	p->exit = (struct sipc_exit){ .kind = SIPC_EXIT_LOST, .code = -1 };
+	if (p->pidfd >= 0)
+		close(p->pidfd);
+	p->pidfd = -1;
+}
+
 /*
  * Terminal observation before the final reap: WNOWAIT leaves the zombie
  * in place, and the zombie keeps its pid and process group id from being
- * reused, so the group sweep below can only reach this worker's tree.
- * Only after the sweep is the leader reaped.
+ * reused, so the group sweep can only reach this worker's tree.  In the
+ * namespace modes there is nothing left to sweep: the init's exit
+ * emptied the namespace first.  Only then is the process reaped.
  */
 static int
 local_try_end(void *h, struct sipc_exit *ret)
 {
 	struct local_proc *p = h;
 	siginfo_t si;
+	int r;
 
-	if (p->ended)
+	if (p->ended) {
+		*ret = p->exit;
 		return 1;
-	memset(&si, 0, sizeof(si));
-	if (waitid(P_PIDFD, (id_t)p->pidfd, &si,
-	    WEXITED | WNOHANG | WNOWAIT) < 0) {
-		if (errno == EINTR)
-			return 0;
-		if (errno != ECHILD)
-			return -errno;
-		/* Someone else reaped our child (a host calling wait(-1),
-		 * against the contract): it is gone, status unknown, and
-		 * its group can no longer be swept safely. */
-		goto gone;
 	}
-	if (si.si_pid == 0)
-		return 0;
-	(void)kill(-p->pgid, SIGKILL);
-	{
-		siginfo_t si2;
-
-		while (waitid(P_PIDFD, (id_t)p->pidfd, &si2, WEXITED) < 0 &&
-		    errno == EINTR)
-			;
+	if ((r = sipc__pidfd_observe(p->pidfd, &si)) == -ECHILD) {
+		/* Reaped by someone else.  A namespace's init reported the
+		 * worker's status before it exited, and its exit emptied the
+		 * namespace: nothing is lost.  Otherwise it is. */
+		if (init_report(p, ret)) {
+			p->exit = *ret;
+			p->ended = true;
+			close(p->pidfd);
+			p->pidfd = -1;
+			return 1;
+		}
+		mark_lost(p);
+		return local_try_end(h, ret);
 	}
-gone:
+	if (r == 0 && report_pending(p)) {
+		/* The worker has ended and its init is on its way out (it
+		 * exits right after reporting): wait for it, so the end is
+		 * seen as soon as the worker's channel closes. */
+		(void)sipc__pidfd_wait_exit(p->pidfd);
+		r = sipc__pidfd_observe(p->pidfd, &si);
+		if (r == -ECHILD)
+			return local_try_end(h, ret);
+	}
+	if (r <= 0)
+		return r;
+	if (p->mode == SIPC_CONTAIN_PROCESS_GROUP)
+		(void)kill(-p->pgid, SIGKILL);
+	(void)sipc__pidfd_reap(p->pidfd);
+	classify(&si, ret);
+	/* The init reports the worker's own status just before exiting;
+	 * no report means the init itself was killed (our KILL). */
+	(void)init_report(p, ret);
+	p->exit = *ret;
 	p->ended = true;
 	close(p->pidfd);
 	p->pidfd = -1;
-	classify(&si, ret);
 	return 1;
 }
 
@@ -245,26 +431,59 @@ local_signal_tree(void *h, enum sipc__tree_sig which)
 {
 	struct local_proc *p = h;
 	int sig = which == SIPC__SIG_KILL ? SIGKILL : SIGTERM;
+	siginfo_t si;
+	int r;
 
 	if (p->ended)
 		return 0;
-	/* Leader by pidfd (cannot hit a reused pid), then the group: its
-	 * id is the leader's pid, pinned while the leader is unreaped. */
-	if (pidfd_send_signal(p->pidfd, sig, NULL, 0) < 0 && errno != ESRCH)
-		return -errno;
-	(void)kill(-p->pgid, sig);
+	/* Namespace modes: the init passes TERM on; KILL to the init
+	 * empties the namespace. */
+	if (pidfd_send_signal(p->pidfd, sig, NULL, 0) < 0) {
+		if (errno != ESRCH)
+			return -errno;
+		/* Exited.  Our zombie still pins the group id; a child
+		 * reaped by someone else does not, and its group id may
+		 * already name a stranger's group. */
+		if ((r = sipc__pidfd_observe(p->pidfd, &si)) == -ECHILD) {
+			/* try_end classifies it (reported, or lost) */
+			return 0;
+		}
+		if (r < 0)
+			return r;
+	}
+	if (p->mode == SIPC_CONTAIN_PROCESS_GROUP)
+		(void)kill(-p->pgid, sig);
 	return 0;
+}
+
+static int
+local_end_fd(void *h)
+{
+	struct local_proc *p = h;
+
+	return p->ended ? -1 : p->pidfd;
 }
 
 static void
 local_release(void *h)
 {
 	struct local_proc *p = h;
+	struct sipc_exit e;
 
 	if (p == NULL)
 		return;
+	if (!p->ended) {
+		/* Never leave an unowned process behind: kill the tree,
+		 * then observe (sweep) and reap like a normal end. */
+		(void)local_signal_tree(p, SIPC__SIG_KILL);
+		if (!p->ended)
+			(void)sipc__pidfd_wait_exit(p->pidfd);
+		(void)local_try_end(p, &e);
+	}
 	if (p->pidfd >= 0)
 		close(p->pidfd);
+	if (p->report_fd >= 0)
+		close(p->report_fd);
 	free(p);
 }
 
@@ -274,5 +493,6 @@ const struct sipc__provider sipc__provider_local = {
 	.launch = local_launch,
 	.try_end = local_try_end,
 	.signal_tree = local_signal_tree,
+	.end_fd = local_end_fd,
 	.release = local_release,
 };

@@ -32,6 +32,7 @@ sipc_exit_kind_name(enum sipc_exit_kind k)
 	case SIPC_EXIT_TERMINATED: return "terminated";
 	case SIPC_EXIT_EXEC_FAILED: return "exec_failed";
 	case SIPC_EXIT_HANDSHAKE: return "handshake";
+	case SIPC_EXIT_LOST: return "lost";
 	}
 	return "invalid";
 }
@@ -62,6 +63,18 @@ sipc_worker_state_name(enum sipc_worker_state s)
 	case SIPC_WS_STOPPING: return "stopping";
 	case SIPC_WS_COOLDOWN: return "cooldown";
 	case SIPC_WS_FAILED: return "failed";
+	}
+	return "invalid";
+}
+
+const char *
+sipc_containment_name(enum sipc_containment c)
+{
+	switch (c) {
+	case SIPC_CONTAIN_AUTO: return "auto";
+	case SIPC_CONTAIN_PID_NAMESPACE: return "pid_namespace";
+	case SIPC_CONTAIN_USER_NAMESPACE: return "user_namespace";
+	case SIPC_CONTAIN_PROCESS_GROUP: return "process_group";
 	}
 	return "invalid";
 }
@@ -100,6 +113,9 @@ sipc_exit_format(const struct sipc_exit *e, char *buf, size_t len)
 		raw_end(e, raw, sizeof(raw));
 		return snprintf(buf, len, "ended before completing the "
 		    "handshake; %s", raw);
+	case SIPC_EXIT_LOST:
+		return snprintf(buf, len, "lost child: reaped by someone else, "
+		    "exit status unknown; its tree was not signalled");
 	}
 	return snprintf(buf, len, "invalid exit");
 }

@@ -25,6 +25,8 @@ struct sipc__launch {
 	char *const *envp;            /* full environment for the worker */
 	uint32_t slot, generation;
 	unsigned nproc_limit;         /* 0 = none */
+	enum sipc_containment contain;/* asked for (AUTO: best available) */
+	const char *init_path;        /* sipc-init; NULL: installed default */
 };
 
 /* Channels handed back by launch.  The core owns both descriptors. */
@@ -34,6 +36,10 @@ struct sipc__chan {
 	pid_t pid;                    /* for stats and logs; 0 if none */
 	pid_t pgid;
 	uint64_t starttime;           /* clock ticks since boot, 0 if unknown */
+	enum sipc_containment contain;/* what the worker got */
+	/* Why AUTO did not get the strongest mode ("" if it did); for the
+	 * log. */
+	char contain_why[96];
 };
 
 enum sipc__tree_sig { SIPC__SIG_TERM, SIPC__SIG_KILL };
@@ -50,14 +56,19 @@ struct sipc__provider {
 	              int *ret_errno);
 	/* Non-blocking.  0: still running.  1: ended; the provider has
 	 * observed the end, swept the worker's tree, released the process
-	 * (reaped), and filled *ret (kind CLEAN/CODE/SIGNAL).  <0: error. */
+	 * (reaped), and filled *ret (kind CLEAN/CODE/SIGNAL, or LOST when
+	 * someone else reaped it: then nothing was swept).  <0: error. */
 	int (*try_end)(void *handle, struct sipc_exit *ret);
 	/* Signal the worker's whole tree.  Never reaches a process the
 	 * provider cannot prove belongs to this worker; a no-op after
 	 * try_end returned 1. */
 	int (*signal_tree)(void *handle, enum sipc__tree_sig sig);
-	/* Free the handle (after try_end returned 1, or on destroy after
-	 * a final KILL and end). */
+	/* A descriptor that polls readable (POLLIN) once the worker has
+	 * ended, for the reaper's poll(); -1 if the provider has none (the
+	 * reaper then rescans on its timer). */
+	int (*end_fd)(void *handle);
+	/* Free the handle.  A worker not yet ended is killed (tree
+	 * included) and reaped first: nothing is ever left unowned. */
 	void (*release)(void *handle);
 };
 

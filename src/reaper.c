@@ -1,12 +1,13 @@
 /*
  * reaper.c - the one thread that owns worker processes.
  *
- * It waits on three descriptors: a signalfd for SIGCHLD, a timerfd for
- * deadlines, grace periods, stalls and respawns, and an eventfd that
- * other library threads write to ("look again").  On every wake it
- * rescans every owned worker, so a SIGCHLD consumed elsewhere (a host
- * thread that left it unblocked) costs at most one timer period, never
- * a missed exit.
+ * It waits on each live worker's pidfd (readable once that worker has
+ * exited), a timerfd for deadlines, grace periods, stalls and respawns,
+ * and an eventfd that other library threads write to ("look again").
+ * Workers are cloned with exit_signal = 0: they raise no SIGCHLD, so the
+ * library neither needs nor touches the host's SIGCHLD, and a host
+ * wait(-1) cannot take them.  On every wake it rescans every owned
+ * worker.
  *
  * It spawns every worker itself, so registering a new worker can never
  * race with reaping it: a worker that exits at once is simply found on
@@ -28,7 +29,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
@@ -109,6 +109,25 @@ note_start_error(struct sipc_supervisor *s, int err)
 	pthread_mutex_unlock(&s->rlock);
 }
 
+/* Say how the worker's tree is contained whenever it changes (the first
+ * start included): a fallback is reported, never hidden. */
+static void
+note_containment(struct sipc__slot *sl, const struct sipc__chan *ch)
+{
+	if (sl->containment == ch->contain)
+		return;
+	if (ch->contain == SIPC_CONTAIN_PID_NAMESPACE)
+		sipc__log(sl->sup, SIPC_LOG_INFO, sl, "tree containment: %s",
+		    sipc_containment_name(ch->contain));
+	else
+		sipc__log(sl->sup, SIPC_LOG_WARN, sl, "tree containment: %s%s%s%s",
+		    sipc_containment_name(ch->contain),
+		    ch->contain == SIPC_CONTAIN_PROCESS_GROUP ?
+		    " (a descendant that calls setsid() escapes)" : "",
+		    ch->contain_why[0] ? "; stronger mode refused: " : "",
+		    ch->contain_why);
+}
+
 static void
 spawn_slot(struct sipc__slot *sl, int64_t now)
 {
@@ -128,7 +147,8 @@ spawn_slot(struct sipc__slot *sl, int64_t now)
 	}
 	l = (struct sipc__launch){ .path = s->cfg.path, .argv = s->argv,
 	    .envp = env, .slot = sl->idx, .generation = sl->generation,
-	    .nproc_limit = s->cfg.worker_nproc_limit };
+	    .nproc_limit = s->cfg.worker_nproc_limit,
+	    .contain = s->cfg.containment, .init_path = s->cfg.init_path };
 	rc = s->prov->launch(s->prov_state, &l, &ch, &sl->handle, &eno);
 	free_env(s, env);
 	if (rc < 0)
@@ -153,8 +173,10 @@ spawn_slot(struct sipc__slot *sl, int64_t now)
 	sl->killed = false;
 	sl->term_reason = SIPC_TERM_NONE;
 	atomic_store(&sl->last_progress_ms, now);
+	note_containment(sl, &ch);
 	pthread_mutex_lock(&sl->lock);
 	sl->pid = ch.pid;
+	sl->containment = ch.contain;
 	sl->state = SIPC_WS_STARTING;
 	sl->accepts = false;
 	sl->diag_tail_len = sl->diag_tail_pos = 0;
@@ -255,7 +277,10 @@ on_end(struct sipc__slot *sl, struct sipc_exit *e, int64_t now)
 	/* A worker that never completed the handshake failed to start,
 	 * whoever ended it (handshake timeout, bad version); the reason
 	 * stays attached.  Only shutdown during start-up is not a fault. */
-	if (before_ready && sl->term_reason != SIPC_TERM_SHUTDOWN) {
+	if (e->kind == SIPC_EXIT_LOST) {
+		/* say so whatever we were doing: the status is unknown */
+		e->reason = sl->term_reason;
+	} else if (before_ready && sl->term_reason != SIPC_TERM_SHUTDOWN) {
 		e->kind = SIPC_EXIT_HANDSHAKE;
 		e->reason = sl->term_reason;
 	} else if (sl->term_reason != SIPC_TERM_NONE) {
@@ -412,13 +437,37 @@ arm_timer(struct sipc_supervisor *s, int64_t at_ms)
 static void
 drain_wakeups(struct sipc_supervisor *s)
 {
-	struct signalfd_siginfo si;
 	uint64_t v;
 
-	while (read(s->sig_fd, &si, sizeof(si)) == sizeof(si))
-		;
 	(void)read(s->timer_fd, &v, sizeof(v));
 	(void)read(s->evt_fd, &v, sizeof(v));
+}
+
+/*
+ * Sleep until the timer fires, another thread wakes us, or a live
+ * worker ends: its end descriptor (a pidfd) polls readable the moment it
+ * exits.  No SIGCHLD is involved, so nothing a host does with SIGCHLD
+ * can delay or hide an exit from this loop.  pfd has nslots + 2 entries
+ * (NULL: timer and wake-up only; the timer's rescan still finds every
+ * end).  timeout_ms -1: no timeout.
+ */
+static void
+wait_events(struct sipc_supervisor *s, struct pollfd *pfd, int timeout_ms)
+{
+	struct pollfd two[2];
+	nfds_t n = 0;
+	int fd;
+
+	if (pfd == NULL)
+		pfd = two;
+	pfd[n++] = (struct pollfd){ .fd = s->timer_fd, .events = POLLIN };
+	pfd[n++] = (struct pollfd){ .fd = s->evt_fd, .events = POLLIN };
+	for (unsigned i = 0; pfd != two && i < s->nslots; i++)
+		if (s->slots[i].handle != NULL &&
+		    (fd = s->prov->end_fd(s->slots[i].handle)) >= 0)
+			pfd[n++] = (struct pollfd){ .fd = fd, .events = POLLIN };
+	while (poll(pfd, n, timeout_ms) < 0 && errno == EINTR)
+		;
 }
 
 /* Reap orphans adopted as subreaper, but only members of a process
@@ -518,10 +567,9 @@ note_group(struct sipc_supervisor *s, pid_t leader, pid_t *groups,
 }
 
 static void
-shutdown_all(struct sipc_supervisor *s, pid_t *groups, unsigned *ngroups)
+shutdown_all(struct sipc_supervisor *s, struct pollfd *pfd, pid_t *groups,
+             unsigned *ngroups)
 {
-	struct pollfd pfd[2] = { { .fd = s->sig_fd, .events = POLLIN },
-	    { .fd = s->timer_fd, .events = POLLIN } };
 	int64_t now = sipc__now_ms(), next, term_at;
 	unsigned i;
 
@@ -563,7 +611,7 @@ shutdown_all(struct sipc_supervisor *s, pid_t *groups, unsigned *ngroups)
 		if (!any_live(s))
 			break;
 		arm_timer(s, next);
-		(void)poll(pfd, 2, -1);
+		wait_events(s, pfd, -1);
 		drain_wakeups(s);
 	}
 	for (i = 0; i < s->nslots; i++) {
@@ -578,7 +626,7 @@ shutdown_all(struct sipc_supervisor *s, pid_t *groups, unsigned *ngroups)
 	term_at = sipc__now_ms() + s->cfg.grace_ms + ORPHAN_WAIT_MS;
 	reap_orphans(s, groups, ngroups);
 	while (*ngroups > 0 && sipc__now_ms() < term_at) {
-		(void)poll(pfd, 1, 10);
+		wait_events(s, NULL, 10);
 		drain_wakeups(s);
 		reap_orphans(s, groups, ngroups);
 	}
@@ -588,9 +636,7 @@ static void *
 reaper_main(void *arg)
 {
 	struct sipc_supervisor *s = arg;
-	struct pollfd pfd[3] = { { .fd = s->sig_fd, .events = POLLIN },
-	    { .fd = s->timer_fd, .events = POLLIN },
-	    { .fd = s->evt_fd, .events = POLLIN } };
+	struct pollfd *pfd = calloc(s->nslots + 2, sizeof(*pfd));
 	pid_t groups[MAX_ORPHAN_GROUPS];
 	unsigned ngroups = 0, i;
 	int64_t now, next;
@@ -639,33 +685,30 @@ reaper_main(void *arg)
 			next = min64(next, now + s->cfg.group_commit_ms);
 		count_ready(s);
 		arm_timer(s, next);
-		while (poll(pfd, 3, -1) < 0 && errno == EINTR)
-			;
+		wait_events(s, pfd, -1);
 	}
-	shutdown_all(s, groups, &ngroups);
+	shutdown_all(s, pfd, groups, &ngroups);
 	count_ready(s);
+	free(pfd);
 	return NULL;
 }
 
 /*
  * Start the reaper with every signal blocked (its children and the
- * worker threads it creates inherit that mask).  SIGCHLD must already
- * be blocked in the calling thread: the signalfd only sees signals that
- * are blocked in every thread that could otherwise take them.
+ * worker threads it creates inherit that mask, and no host signal
+ * handler ever runs on a library thread).  The host's own signal mask
+ * and dispositions are left as they were.
  */
 int
 sipc__reaper_start(struct sipc_supervisor *s)
 {
-	sigset_t chld, all, old;
+	sigset_t all, old;
 	int rc;
 
-	sigemptyset(&chld);
-	sigaddset(&chld, SIGCHLD);
-	s->sig_fd = signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
 	s->timer_fd = timerfd_create(CLOCK_MONOTONIC,
 	    TFD_NONBLOCK | TFD_CLOEXEC);
 	s->evt_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (s->sig_fd < 0 || s->timer_fd < 0 || s->evt_fd < 0)
+	if (s->timer_fd < 0 || s->evt_fd < 0)
 		return -errno;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);

@@ -4,7 +4,7 @@
  * Threads:
  *   - callers: sipc_submit/sipc_call/sipc_stats_get/sipc_destroy
  *   - per worker slot: one reader, one writer (worker.c)
- *   - one reaper (reaper.c): signalfd + timerfd + eventfd; spawns, reaps,
+ *   - one reaper (reaper.c): pidfds + timerfd + eventfd; spawns, reaps,
  *     classifies, settles, enforces deadlines, stalls and grace periods.
  *
  * Locks, in the only order they may be nested:
@@ -91,6 +91,7 @@ struct sipc__slot {
 	                               * the end of the stream: unread bytes
 	                               * may hold ACCEPTs */
 	struct sipc_exit last_exit;
+	enum sipc_containment containment; /* what this generation got */
 	char *diag_tail;              /* ring of the last diag bytes */
 	size_t diag_tail_len, diag_tail_pos;
 	/* [table] (counts written-unanswered on the current generation) */
@@ -226,6 +227,10 @@ void sipc__outcome(struct sipc_supervisor *s, struct sipc__req *q,
 int sipc__dispatch_requeue(struct sipc_supervisor *s, struct sipc__req *q, int avoid);
 
 /* worker threads (worker.c) */
+/* Bound on a dead worker's final drain (what was buffered when it was
+ * seen gone): the reaper waits at most this long per worker end for its
+ * reader, whatever a surviving descendant keeps writing. */
+#define SIPC__FINAL_DRAIN_MS 100
 int sipc__worker_threads_start(struct sipc__slot *sl);
 void sipc__worker_threads_stop(struct sipc__slot *sl);
 void sipc__slot_diag_tail(struct sipc__slot *sl, char **ret);

@@ -537,6 +537,7 @@ sup_free(struct sipc_supervisor *s)
 	free((char *)s->cfg.path);
 	free((char *)s->cfg.provider);
 	free((char *)s->cfg.state_dir);
+	free((char *)s->cfg.init_path);
 	free(s->pool_budget);
 	sipc__table_fini(&s->table);
 	if (s->subreaper_held)
@@ -550,23 +551,6 @@ sup_free(struct sipc_supervisor *s)
 	pthread_mutex_destroy(&s->rlock);
 	pthread_cond_destroy(&s->rcv);
 	free(s);
-}
-
-/* A host that ignores SIGCHLD (or sets SA_NOCLDWAIT) makes the kernel
- * reap every child at once: exit statuses would be lost. */
-static int
-check_sigchld(char *errbuf, size_t errlen)
-{
-	struct sigaction sa;
-
-	if (sigaction(SIGCHLD, NULL, &sa) < 0)
-		return -errno;
-	if (sa.sa_handler == SIG_IGN || (sa.sa_flags & SA_NOCLDWAIT)) {
-		snprintf(errbuf, errlen, "SIGCHLD is ignored (or SA_NOCLDWAIT "
-		    "is set): worker exits cannot be observed");
-		return SIPC_E_CONFIG;
-	}
-	return 0;
 }
 
 static int
@@ -587,11 +571,13 @@ sup_alloc(const struct sipc_config *cfg, struct sipc_supervisor **ret)
 	s->cfg.path = xstrdup(cfg->path);
 	s->cfg.provider = xstrdup(cfg->provider ? cfg->provider : "local");
 	s->cfg.state_dir = xstrdup(cfg->state_dir);
+	s->cfg.init_path = xstrdup(cfg->init_path);
 	s->nslots = cfg->workers;
 	atomic_init(&s->next_id, 1);
 	*ret = s;
 	if (s->cfg.path == NULL || s->cfg.provider == NULL ||
-	    (cfg->state_dir != NULL && s->cfg.state_dir == NULL))
+	    (cfg->state_dir != NULL && s->cfg.state_dir == NULL) ||
+	    (cfg->init_path != NULL && s->cfg.init_path == NULL))
 		return -ENOMEM;
 	if ((rc = sipc__table_init(&s->table, cfg->workers *
 	    cfg->ring_frames)) < 0)
@@ -611,7 +597,6 @@ sipc_create(const struct sipc_config *cfg, char *errbuf, size_t errlen,
 	const struct sipc__provider *prov = NULL;
 	struct sipc_supervisor *s = NULL;
 	char dummy[1];
-	sigset_t chld;
 	int rc;
 
 	if (errbuf == NULL || errlen == 0) {
@@ -625,8 +610,6 @@ sipc_create(const struct sipc_config *cfg, char *errbuf, size_t errlen,
 		return rc;
 	/* Fail closed before anything is allocated or spawned. */
 	if ((rc = sipc__provider_select(cfg, errbuf, errlen, &prov)) < 0)
-		return rc;
-	if ((rc = check_sigchld(errbuf, errlen)) < 0)
 		return rc;
 	if (access(cfg->path, X_OK) < 0) {
 		rc = errno;
@@ -643,12 +626,8 @@ sipc_create(const struct sipc_config *cfg, char *errbuf, size_t errlen,
 	if (cfg->state_dir != NULL &&
 	    (rc = sipc__durable_open(s, errbuf, errlen)) < 0)
 		goto fail;
-	/* The signalfd sees SIGCHLD only where it is blocked; every library
-	 * thread inherits this mask.  CONTRACT.md says what the host does
-	 * about threads it created earlier. */
-	sigemptyset(&chld);
-	sigaddset(&chld, SIGCHLD);
-	pthread_sigmask(SIG_BLOCK, &chld, NULL);
+	/* No process-wide signal state is touched: workers raise no
+	 * SIGCHLD (exit_signal 0) and the reaper watches their pidfds. */
 	if ((rc = sipc__reaper_start(s)) < 0)
 		goto fail;
 	pthread_mutex_lock(&s->rlock);
@@ -729,6 +708,7 @@ sipc_stats_get(sipc_supervisor *s, struct sipc_stats *ret)
 		w[i].state = sl->state;
 		w[i].queued = sl->ring.count;
 		w[i].last_exit = sl->last_exit;
+		w[i].containment = sl->containment;
 		pthread_mutex_unlock(&sl->lock);
 		w[i].inflight = atomic_load(&sl->inflight);
 		w[i].bytes_in = atomic_load(&sl->bytes_in);

@@ -23,7 +23,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -525,7 +527,7 @@ proto_lost(struct reader *r)
  * fewer than going through the read buffer.  Returns the recv() result,
  * or 0 with *used false when the direct path does not apply. */
 static ssize_t
-proto_direct(struct reader *r, int fd, bool nonblock, bool *used)
+proto_direct(struct reader *r, int fd, bool nonblock, size_t max, bool *used)
 {
 	struct sipc_frame f;
 	uint8_t *dst;
@@ -536,7 +538,7 @@ proto_direct(struct reader *r, int fd, bool nonblock, bool *used)
 	*used = need >= DIRECT_MIN;
 	if (!*used)
 		return 0;
-	n = recv(fd, dst, need, nonblock ? MSG_DONTWAIT : 0);
+	n = recv(fd, dst, need < max ? need : max, nonblock ? MSG_DONTWAIT : 0);
 	if (n <= 0)
 		return n;
 	atomic_fetch_add(&r->sl->bytes_in, (uint64_t)n);
@@ -557,7 +559,7 @@ drain_fd(struct reader *r, int fd, bool proto, bool nonblock)
 	bool direct = false;
 
 	for (;;) {
-		if (proto && (n = proto_direct(r, fd, nonblock, &direct),
+		if (proto && (n = proto_direct(r, fd, nonblock, SIZE_MAX, &direct),
 		    direct)) {
 			if (n < 0 && errno == EINTR)
 				continue;
@@ -586,6 +588,46 @@ drain_fd(struct reader *r, int fd, bool proto, bool nonblock)
 	}
 }
 
+/*
+ * The final drain, once the worker is gone: take what was buffered at
+ * that moment (FIONREAD), no more, and stop at `until`.  A descendant
+ * that kept the channel or the diagnostics pipe (a daemon, a setsid()
+ * escapee) may write for ever; it must not keep this thread, nor the
+ * reaper that joins it, from finishing.  Returns true at end of stream.
+ */
+static bool
+final_drain(struct reader *r, int fd, bool proto, int64_t until)
+{
+	size_t left = 0, want;
+	int avail = 0;
+	bool direct = false;
+	ssize_t n;
+	char c;
+
+	if (ioctl(fd, FIONREAD, &avail) == 0 && avail > 0)
+		left = (size_t)avail;
+	while (left > 0 && !(proto && r->proto_done) &&
+	    sipc__now_ms() < until) {
+		want = left < READ_BUF ? left : READ_BUF;
+		n = proto ? proto_direct(r, fd, true, left, &direct) : 0;
+		if (proto && !direct) {
+			n = recv(fd, r->buf, want, MSG_DONTWAIT);
+			if (n > 0)
+				proto_bytes(r, r->buf, (size_t)n);
+		} else if (!proto) {
+			n = read(fd, r->buf, want);
+			if (n > 0)
+				diag_feed(r, r->buf, (size_t)n);
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n == 0;
+		left -= (size_t)n;
+	}
+	return proto && recv(fd, &c, 1, MSG_DONTWAIT | MSG_PEEK) == 0;
+}
+
 static bool
 reader_should_exit(struct reader *r)
 {
@@ -603,6 +645,7 @@ reader_loop(struct reader *r)
 {
 	struct sipc__slot *sl = r->sl;
 	struct pollfd pfd[3];
+	int64_t until;
 	uint64_t ev;
 
 	for (;;) {
@@ -632,15 +675,16 @@ reader_loop(struct reader *r)
 		}
 	}
 	/* The process is gone: what it wrote is still buffered in the
-	 * kernel.  Take it all (replies first), then stop. */
-	if (!r->proto_done && !drain_fd(r, sl->proto_fd, true, true) &&
+	 * kernel.  Take that (replies first), bounded, then stop. */
+	until = sipc__now_ms() + SIPC__FINAL_DRAIN_MS;
+	if (!r->proto_done && final_drain(r, sl->proto_fd, true, until) &&
 	    !r->proto_done && sipc__decoder_partial(&r->dec)) {
 		r->at_eof = true;
 		violation(r, SIPC_E_PROTOCOL, "truncated frame at end of stream",
 		    0);
 	}
 	if (!r->diag_done)
-		(void)drain_fd(r, sl->diag_fd, false, true);
+		(void)final_drain(r, sl->diag_fd, false, until);
 	if (r->line_len > 0)
 		diag_emit(r);
 }

@@ -134,6 +134,8 @@ test_accept_rule_written_unaccepted_moves(void)
 	c.max_inflight = 2;
 	c.ring_frames = 8;
 	c.stall_ms = 1000;
+	/* The worker's own pid (from its execution log) names its slot. */
+	c.containment = SIPC_CONTAIN_PROCESS_GROUP;
 	s = st_start(&c, 2, WAIT_MS);
 
 	/* Worker W starts "stopread": its handler runs (logged) and never

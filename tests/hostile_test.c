@@ -116,6 +116,8 @@ hostile_cfg(char **argv)
 	struct sipc_config c;
 
 	st_cfg_init(&c, argv[0], argv, 2);
+	/* the fixtures report pids and groups as the host sees them */
+	c.containment = SIPC_CONTAIN_PROCESS_GROUP;
 	c.max_payload = 64 * 1024;
 	c.ring_bytes = 1u << 20;
 	c.mem_ceiling = CEILING;

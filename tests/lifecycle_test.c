@@ -381,6 +381,8 @@ test_lifecycle_settle_unwritten_moves(void)
 
 	st_outbox_reset(&box);
 	st_cfg_base(&c, "echo", argv, 2);
+	/* replies carry the worker's own pid, compared with the result's */
+	c.containment = SIPC_CONTAIN_PROCESS_GROUP;
 	c.max_inflight = 1;
 	s = st_start(&c, 2, WAIT_MS);
 	st_submit_cmd(s, "hang", 0, &o[0]);

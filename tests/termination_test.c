@@ -11,6 +11,7 @@
  * threads and touch only mutex-guarded captures (sipctest.c).  Waits are on
  * events with generous deadlines, never fixed sleeps.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -283,6 +284,28 @@ tree_read(sipc_supervisor *s, struct tree *t)
 	CU_ASSERT_EQUAL(getsid(t->escapee), t->escapee);
 }
 
+/* The tree as the worker sees it from inside its namespace: the
+ * replies are inner pids; the escapee left the group for a session. */
+static void
+tree_read_ns(sipc_supervisor *s, struct tree *t)
+{
+	struct sipc_result r;
+	char buf[200];
+	int le, gr, da, es;
+
+	st_call_cmd(s, NULL, WAIT_MS, 0, &r);
+	CU_ASSERT_FATAL(r.outcome == SIPC_OUTCOME_OK &&
+	    r.reply_len < sizeof(buf));
+	memcpy(buf, r.reply, r.reply_len);
+	buf[r.reply_len] = '\0';
+	sipc_result_release(&r);
+	CU_ASSERT_FATAL(sscanf(buf, "leader=%d group=%d daemon=%d escapee=%d",
+	    &le, &gr, &da, &es) == 4);
+	*t = (struct tree){ le, gr, da, es };
+	CU_ASSERT_EQUAL(le, 2);          /* PID 1 is sipc-init */
+	CU_ASSERT(es > 0);
+}
+
 /* The documented non-guarantee: a setsid escapee survives; the test
  * pins that down, then ends it itself (reaping it if it became ours). */
 static void
@@ -308,6 +331,9 @@ tree_case(bool subreaper, bool kill_leader)
 
 	st_decoys_start(&d);
 	st_cfg_base(&c, "forker", argv, 1);
+	/* process-group mode: the fallback's tree rules (the namespace
+	 * mode's are in contain_test.c) */
+	c.containment = SIPC_CONTAIN_PROCESS_GROUP;
 	c.subreaper = subreaper;
 	s = st_start(&c, 1, WAIT_MS);
 	tree_read(s, &t);
@@ -367,7 +393,261 @@ test_termination_tree_subreaper_on_shutdown(void)
 	tree_case(true, false);
 }
 
+/* ------------------------------------------------------- namespaces */
+
+/*
+ * In the namespace mode the fixture's pids are those of the worker's
+ * namespace.  The test finds the host pids itself: every process whose
+ * /proc/PID/ns/pid is the namespace of the worker's sipc-init (the pid
+ * stats report).
+ */
+#define NS_MAX 32
+
+struct ns_tree {
+	pid_t init, worker;
+	pid_t pids[NS_MAX];
+	unsigned n;
+};
+
+static bool
+ns_of(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)pid);
+	if ((n = readlink(path, buf, len - 1)) <= 0)
+		return false;
+	buf[n] = '\0';
+	return true;
+}
+
+/* The pid inside its namespace (last NSpid field), or 0. */
+static pid_t
+inner_pid(pid_t pid)
+{
+	char path[64], line[256];
+	pid_t inner = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return 0;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (strncmp(line, "NSpid:", 6) == 0) {
+			char *last = strrchr(line, '\t');
+
+			inner = last != NULL ? (pid_t)atoi(last + 1) : 0;
+		}
+	fclose(f);
+	return inner;
+}
+
+static void
+ns_scan(pid_t init, struct ns_tree *t)
+{
+	char want[64], got[64];
+	struct dirent *e;
+	DIR *d;
+	pid_t p;
+
+	memset(t, 0, sizeof(*t));
+	t->init = init;
+	CU_ASSERT_FATAL(ns_of(init, want, sizeof(want)));
+	CU_ASSERT_FATAL((d = opendir("/proc")) != NULL);
+	while ((e = readdir(d)) != NULL) {
+		if ((p = (pid_t)atoi(e->d_name)) <= 0 || p == init)
+			continue;
+		if (!ns_of(p, got, sizeof(got)) || strcmp(got, want) != 0)
+			continue;
+		if (t->n < NS_MAX)
+			t->pids[t->n++] = p;
+		if (inner_pid(p) == 2)
+			t->worker = p;
+	}
+	closedir(d);
+}
+
+static void
+ns_all_dead(const struct ns_tree *t)
+{
+	pid_t p;
+
+	CU_ASSERT(tl_wait_until(st_pid_dead, (void *)&t->init, WAIT_MS));
+	for (unsigned i = 0; i < t->n; i++) {
+		p = t->pids[i];
+		CU_ASSERT(tl_wait_until(st_pid_dead, &p, WAIT_MS));
+	}
+}
+
+/* forker escape in a PID namespace: group child, double-forked daemon
+ * and setsid() escapee all die when the worker dies on its own and at
+ * destroy; decoys untouched; no zombie left with the host. */
+static void
+test_termination_tree_pidns(void)
+{
+	char *const argv[] = { "forker", "escape", NULL };
+	struct st_term_want tw = { SIPC_EXIT_SIGNAL, SIPC_TERM_NONE };
+	struct sipc_config c;
+	struct st_decoys d;
+	struct ns_tree t;
+	struct tree in;
+	sipc_supervisor *s;
+
+	st_decoys_start(&d);
+	st_cfg_base(&c, "forker", argv, 1);
+	c.containment = SIPC_CONTAIN_PID_NAMESPACE;
+	s = st_start(&c, 1, WAIT_MS);
+	CU_ASSERT_EQUAL(st_worker_stats(s, 0).containment,
+	    SIPC_CONTAIN_PID_NAMESPACE);
+	tree_read_ns(s, &in);
+	ns_scan(st_worker_stats(s, 0).pid, &t);
+	/* worker, group child, daemon, escapee */
+	CU_ASSERT_FATAL(t.n >= 4 && t.worker > 0);
+	CU_ASSERT(kill(t.worker, SIGKILL) == 0);
+	CU_ASSERT(st_stats_wait(s, st_pred_term, &tw, WAIT_MS));
+	CU_ASSERT_EQUAL(st_worker_stats(s, 0).last_exit.signo, SIGKILL);
+	ns_all_dead(&t);
+	st_decoys_check(&d);
+	CU_ASSERT_FATAL(st_stats_wait(s, st_pred_respawned, NULL, WAIT_MS));
+	tree_read_ns(s, &in);
+	ns_scan(st_worker_stats(s, 0).pid, &t);
+	CU_ASSERT_FATAL(t.n >= 4);
+	sipc_destroy(s);
+	ns_all_dead(&t);
+	CU_ASSERT(tl_wait_until(no_zombies, NULL, WAIT_MS));
+	st_decoys_check(&d);
+	st_decoys_stop(&d);
+}
+
+/*
+ * The supervisor dies without sipc_destroy() (a crash): each worker's
+ * sipc-init dies with it (parent-death signal from the reaper thread,
+ * report socket hung up) and the kernel empties its namespace, escapee
+ * included.  Nothing is left for a next instance to reconcile.  The
+ * supervisor runs in a forked child of the test, which reports its
+ * worker's init pid and then _exit()s.
+ */
+static void
+test_termination_pidns_dies_with_supervisor(void)
+{
+	char *const argv[] = { "forker", "escape", NULL };
+	int up[2], down[2], st;
+	struct ns_tree t;
+	pid_t host, init = 0;
+	char go = 0;
+
+	CU_ASSERT_FATAL(pipe(up) == 0 && pipe(down) == 0);
+	if ((host = fork()) == 0) {
+		struct sipc_config c;
+		struct sipc_result r;
+		sipc_supervisor *s = NULL;
+
+		close(up[0]);
+		close(down[1]);
+		st_cfg_init(&c, "forker", argv, 1);
+		c.containment = SIPC_CONTAIN_PID_NAMESPACE;
+		if (sipc_create(&c, NULL, 0, &s) < 0 ||
+		    sipc_wait_ready(s, 1, WAIT_MS) < 0)
+			_exit(2);
+		st_call_cmd(s, NULL, WAIT_MS, 0, &r);   /* tree built */
+		init = st_worker_stats(s, 0).pid;
+		if (write(up[1], &init, sizeof(init)) != sizeof(init) ||
+		    read(down[0], &go, 1) < 0)
+			_exit(3);
+		_exit(0);                   /* no destroy: a crash */
+	}
+	CU_ASSERT_FATAL(host > 0);
+	close(up[1]);
+	close(down[0]);
+	CU_ASSERT_FATAL(read(up[0], &init, sizeof(init)) == sizeof(init));
+	ns_scan(init, &t);
+	CU_ASSERT(t.n >= 4);
+	close(down[1]);                     /* let the host crash */
+	CU_ASSERT(waitpid(host, &st, 0) == host && WIFEXITED(st) &&
+	    WEXITSTATUS(st) == 0);
+	close(up[0]);
+	ns_all_dead(&t);
+}
+
+/* ------------------------------------------------------------ drains */
+
+/*
+ * A setsid() escapee keeps the worker's stderr, enlarges the pipe and
+ * writes for ever.  When the worker exits, the final drain takes what
+ * was buffered at that moment, within its time bound, and the reaper
+ * goes on: the slot is back (a new generation READY) and destroy
+ * returns, each within a bound.  Before, the drain read until the pipe
+ * was empty, which never happened: no respawn, and destroy hung.
+ * In process-group mode the escapee survives (the documented limit):
+ * the test kills it by the pid it learned from the worker.  In the
+ * namespace mode it dies with the namespace.
+ */
+#define DRAIN_BOUND_MS 3000     /* exit to READY again, or destroy */
+
+static void
+flood_case(enum sipc_containment mode)
+{
+	char *const argv[] = { "flooder", NULL };
+	struct st_gen_want g2 = { 0, 2 };
+	struct sipc_config c;
+	struct sipc_result r;
+	struct st_decoys d;
+	sipc_supervisor *s;
+	int escapee = 0;
+	int64_t t0;
+	char buf[48];
+
+	st_decoys_start(&d);
+	st_cfg_base(&c, "flooder", argv, 1);
+	c.containment = mode;
+	s = st_start(&c, 1, WAIT_MS);
+	st_call_cmd(s, NULL, WAIT_MS, 0, &r);
+	CU_ASSERT_FATAL(r.outcome == SIPC_OUTCOME_OK &&
+	    r.reply_len < sizeof(buf));
+	memcpy(buf, r.reply, r.reply_len);
+	buf[r.reply_len] = '\0';
+	sipc_result_release(&r);
+	CU_ASSERT_FATAL(sscanf(buf, "escapee=%d", &escapee) == 1);
+	if (mode != SIPC_CONTAIN_PROCESS_GROUP)
+		escapee = 0;            /* a pid inside the namespace */
+	t0 = tl_now_ms();
+	st_call_cmd(s, "exit", WAIT_MS, 0, &r);
+	CU_ASSERT_EQUAL(r.outcome, SIPC_OUTCOME_UNKNOWN);
+	sipc_result_release(&r);
+	CU_ASSERT(st_stats_wait(s, st_pred_gen_ready, &g2, DRAIN_BOUND_MS));
+	CU_ASSERT(tl_now_ms() - t0 < DRAIN_BOUND_MS);
+	/* the second generation floods too; destroy is bounded all the same */
+	t0 = tl_now_ms();
+	sipc_destroy(s);
+	CU_ASSERT(tl_now_ms() - t0 < DRAIN_BOUND_MS);
+	st_decoys_check(&d);
+	/* it may have died of the closed pipe (SIGPIPE) already */
+	if (escapee > 0)
+		(void)kill(escapee, SIGKILL);
+	st_decoys_stop(&d);
+}
+
+static void
+test_termination_flooding_escapee_bounded_pgroup(void)
+{
+	flood_case(SIPC_CONTAIN_PROCESS_GROUP);
+}
+
+static void
+test_termination_flooding_escapee_bounded_pidns(void)
+{
+	flood_case(SIPC_CONTAIN_PID_NAMESPACE);
+}
+
 static const tl_test termination_tests[] = {
+	{ "test_termination_flooding_escapee_bounded_pgroup",
+	  test_termination_flooding_escapee_bounded_pgroup },
+	{ "test_termination_flooding_escapee_bounded_pidns",
+	  test_termination_flooding_escapee_bounded_pidns },
+	{ "test_termination_tree_pidns", test_termination_tree_pidns },
+	{ "test_termination_pidns_dies_with_supervisor",
+	  test_termination_pidns_dies_with_supervisor },
 	{ "test_termination_stall", test_termination_stall },
 	{ "test_termination_deadline", test_termination_deadline },
 	{ "test_termination_channel_lost", test_termination_channel_lost },

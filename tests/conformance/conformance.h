@@ -41,5 +41,7 @@ int conf_verify_pid_namespace(const struct sipc__provider *p, void *st,
                               char *why, size_t len);
 int conf_verify_no_inherited_secrets(const struct sipc__provider *p,
                                      void *st, char *why, size_t len);
+int conf_verify_tree_containment(const struct sipc__provider *p, void *st,
+                                 char *why, size_t len);
 
 #endif

@@ -15,6 +15,8 @@
 
 const struct sipc__provider *conf_prov;
 void *conf_prov_state;
+enum sipc_containment conf_contain = SIPC_CONTAIN_PROCESS_GROUP;
+const char *conf_init_path;
 
 static char *
 xasprintf_env(const char *fmt, long v)
@@ -73,7 +75,8 @@ cw_launch_path(struct cw *w, const char *path, const char *a1,
 	w->ch.proto_fd = w->ch.diag_fd = -1;
 	sipc__decoder_init(&w->dec, CW_MAX_PAYLOAD);
 	l = (struct sipc__launch){ .path = path, .argv = argv, .envp = env,
-	    .slot = 0, .generation = 1 };
+	    .slot = 0, .generation = 1, .contain = conf_contain,
+	    .init_path = conf_init_path };
 	rc = conf_prov->launch(conf_prov_state, &l, &w->ch, &w->h, &eno);
 	env_free(env);
 	if (rc < 0) {
@@ -352,5 +355,6 @@ cw_base_check(struct cw_base b)
 bool
 cw_same_pid_view(void)
 {
-	return !(conf_prov->guarantees & SIPC_G_PID_NAMESPACE);
+	return !(conf_prov->guarantees & SIPC_G_PID_NAMESPACE) &&
+	    conf_contain == SIPC_CONTAIN_PROCESS_GROUP;
 }

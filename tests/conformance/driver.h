@@ -24,6 +24,10 @@
 /* The provider under test and its state (passed to launch). */
 extern const struct sipc__provider *conf_prov;
 extern void *conf_prov_state;
+/* Containment asked of every launch (process group unless a rule sets
+ * another) and the sipc-init the namespace modes run. */
+extern enum sipc_containment conf_contain;
+extern const char *conf_init_path;
 
 /* One launched worker and what the suite has read from it. */
 struct cw {

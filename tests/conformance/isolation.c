@@ -12,6 +12,8 @@
  * Threads: the CUnit thread only.  No locks.
  */
 #include <errno.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,6 +119,81 @@ conf_verify_no_inherited_secrets(const struct sipc__provider *p, void *st,
 	return r < 0 ? r : ok;
 }
 
+/* Wait up to ms for end of file on the diagnostics pipe: every holder
+ * of its write end is gone. */
+static bool
+diag_closed(struct cw *w, int ms)
+{
+	int64_t end = tl_now_ms() + ms;
+	struct pollfd pf = { .fd = w->ch.diag_fd, .events = POLLIN };
+	char buf[4096];
+	ssize_t n;
+
+	while (tl_now_ms() < end) {
+		if (poll(&pf, 1, (int)(end - tl_now_ms())) <= 0)
+			continue;
+		if ((n = read(w->ch.diag_fd, buf, sizeof(buf))) == 0)
+			return true;
+		if (n < 0 && errno != EINTR && errno != EAGAIN)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Tree containment, tried for real: forker escape leaves a group child,
+ * a double-forked daemon and a setsid() escapee, all holding the
+ * worker's stderr.  After TERM and the worker's end, the pipe must reach
+ * end of file: every one of them is dead.  A survivor (the escapee in
+ * process-group mode) is killed afterwards by the pid the worker gave,
+ * when that pid means the same here.
+ */
+int
+conf_verify_tree_containment(const struct sipc__provider *p, void *st,
+                             char *why, size_t len)
+{
+	const struct sipc__provider *saved = conf_prov;
+	void *saved_st = conf_prov_state;
+	long long le = 0, gr = 0, da = 0, es = 0;
+	struct sipc_hello hello;
+	struct sipc_frame f;
+	char text[200];
+	bool closed = false;
+	struct cw w;
+	int r;
+
+	conf_prov = p;
+	conf_prov_state = st;
+	if ((r = cw_launch(&w, "forker", "escape", NULL)) == 0 &&
+	    (r = cw_hello(&w, &hello)) == 0 &&
+	    (r = cw_roundtrip(&w, 1, "pids", 4, &f)) == 0) {
+		snprintf(text, sizeof(text), "%.*s", (int)f.hdr.len,
+		    (char *)f.payload);
+		free(f.payload);
+		if (sscanf(text, "leader=%lld group=%lld daemon=%lld "
+		    "escapee=%lld", &le, &gr, &da, &es) != 4 || es <= 0)
+			r = SIPC_E_PROTOCOL;
+	}
+	if (r == 0 && (r = p->signal_tree(w.h, SIPC__SIG_TERM)) == 0 &&
+	    (r = cw_wait_end(&w, DEADLINE_MS)) == 1) {
+		r = 0;
+		closed = diag_closed(&w, 2000);
+	} else if (r == 0) {
+		r = -ETIMEDOUT;
+	}
+	if (!closed && es > 0 && cw_same_pid_view())
+		(void)kill((pid_t)es, SIGKILL);
+	cw_finish(&w);
+	conf_prov = saved;
+	conf_prov_state = saved_st;
+	if (r < 0)
+		return r;
+	snprintf(why, len, "after the worker's end, its setsid() escapee "
+	    "(pid %lld as the worker saw it) %s", es, closed ? "was gone" :
+	    "still held the diagnostics pipe: it escaped");
+	return closed ? 1 : 0;
+}
+
 typedef int (*verify_fn)(const struct sipc__provider *, void *, char *,
                          size_t);
 
@@ -130,7 +207,7 @@ static const struct iso_rule {
 	{ SIPC_G_NO_INHERITED_SECRETS, conf_verify_no_inherited_secrets },
 	{ SIPC_G_RESOURCE_LIMITS, NULL },
 	{ SIPC_G_SEPARATE_USER, NULL },
-	{ SIPC_G_TREE_CONTAINMENT, NULL },
+	{ SIPC_G_TREE_CONTAINMENT, conf_verify_tree_containment },
 };
 #define NISO (sizeof(iso_rules) / sizeof(iso_rules[0]))
 _Static_assert(SIPC_G_ALL == (1u << 7) - 1, "one isolation rule per bit");

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "conformance.h"
+#include "driver.h"
 #include "testlib.h"
 
 extern char **environ;
@@ -78,6 +79,51 @@ test_conformance_selfcheck_secrets_probe_fails_on_leaky(void)
 	    &sipc__provider_local, NULL, why, sizeof(why)), 1);
 }
 
+/*
+ * The local adapter per containment mode: the pid_namespace and
+ * tree_containment probes run for real in each, and the result is
+ * printed as "conformance: mode M: RULE: provided|not provided (why)".
+ * Process-group mode must fail both probes (it gives neither); the PID
+ * namespace modes must pass both where they can be had here.
+ */
+static void
+probe_mode(enum sipc_containment mode, bool want)
+{
+	static const struct {
+		const char *name;
+		int (*fn)(const struct sipc__provider *, void *, char *, size_t);
+	} probes[] = {
+		{ "pid_namespace", conf_verify_pid_namespace },
+		{ "tree_containment", conf_verify_tree_containment },
+	};
+	char why[256];
+	int r;
+
+	conf_contain = mode;
+	conf_init_path = tl_init_path();
+	for (size_t i = 0; i < 2; i++) {
+		why[0] = '\0';
+		r = probes[i].fn(&sipc__provider_local, NULL, why, sizeof(why));
+		printf("conformance: mode %s: %s: %s (%s)\n",
+		    sipc_containment_name(mode), probes[i].name,
+		    r == 1 ? "provided" : r == 0 ? "not provided" :
+		    "could not run", r < 0 ? sipc_strerror(r) : why);
+		if (r < 0 && mode != SIPC_CONTAIN_PROCESS_GROUP)
+			continue;       /* mode unavailable here: reported */
+		CU_ASSERT_EQUAL(r, want ? 1 : 0);
+	}
+	conf_contain = SIPC_CONTAIN_PROCESS_GROUP;
+	conf_init_path = NULL;
+}
+
+static void
+test_conformance_modes_report_containment(void)
+{
+	probe_mode(SIPC_CONTAIN_PROCESS_GROUP, false);
+	probe_mode(SIPC_CONTAIN_PID_NAMESPACE, true);
+	probe_mode(SIPC_CONTAIN_USER_NAMESPACE, true);
+}
+
 int
 main(void)
 {
@@ -90,6 +136,8 @@ main(void)
 	      test_conformance_selfcheck_pid_namespace_probe_fails_on_local },
 	    { "test_conformance_selfcheck_secrets_probe_fails_on_leaky",
 	      test_conformance_selfcheck_secrets_probe_fails_on_leaky },
+	    { "test_conformance_modes_report_containment",
+	      test_conformance_modes_report_containment },
 	    { NULL, NULL } });
 	rc = tl_run();
 	conf_print_summary();

@@ -89,6 +89,7 @@ st_cfg_init(struct sipc_config *c, const char *fixture, char *const *argv,
 	c->path = fxpath;
 	c->argv = argv;
 	c->workers = workers;
+	c->init_path = tl_init_path();
 }
 
 void

@@ -20,6 +20,14 @@ tl_fixture(const char *name)
 	return buf;
 }
 
+const char *
+tl_init_path(void)
+{
+	const char *p = getenv("SIPC_INIT");
+
+	return p != NULL ? p : "build/libexec/sipc-init";
+}
+
 int64_t
 tl_now_ms(void)
 {

@@ -38,6 +38,10 @@ void tl_skip(const char *why);
 /* Path of a fixture binary (from $SIPC_FIXTURES, default build/fixtures). */
 const char *tl_fixture(const char *name);
 
+/* Path of the sipc-init program of this build ($SIPC_INIT, default
+ * build/libexec/sipc-init). */
+const char *tl_init_path(void);
+
 /* Monotonic milliseconds. */
 int64_t tl_now_ms(void);
 /* Poll `cond(arg)` every few ms until true or `timeout_ms` passes. */

@@ -1,0 +1,189 @@
+/*
+ * spawn_cost - what starting a worker costs, per way of starting it:
+ * from the spawn call until the child has exec'd, then until it is
+ * reaped, for a worker that exits at once (/bin/true by default).
+ *
+ *   posix_spawn      the previous local adapter: posix_spawn with the
+ *                    same hygiene (group, mask, dispositions, closefrom),
+ *                    then pidfd_open
+ *   clone3           clone.c: clone3 + pidfd, exit_signal 0, raw child
+ *   local/<mode>     the local adapter's launch in each containment mode
+ *                    (the namespace modes start sipc-init, which starts
+ *                    the worker and reports), then its end and release
+ *
+ * Usage: spawn_cost INIT_PATH [N [WORKER]]
+ * Prints one line per way: median and 90th percentile in microseconds.
+ * Single-threaded.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/pidfd.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clone.h"
+#include "provider.h"
+
+static char *worker = "/bin/true";
+static const char *init_path;
+
+static int64_t
+now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static int
+cmp64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void
+report(const char *name, int64_t *v, int n)
+{
+	if (n == 0) {
+		printf("%-22s unavailable here\n", name);
+		return;
+	}
+	qsort(v, (size_t)n, sizeof(*v), cmp64);
+	printf("%-22s median %6lld us   p90 %6lld us   (n=%d)\n", name,
+	    (long long)v[n / 2], (long long)v[n * 9 / 10], n);
+}
+
+static int64_t
+one_posix_spawn(void)
+{
+	char *const argv[] = { worker, NULL }, *const envp[] = { NULL };
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	sigset_t none, all;
+	int64_t t0;
+	pid_t pid;
+	int fd, st;
+
+	sigemptyset(&none);
+	sigfillset(&all);
+	sigdelset(&all, SIGKILL);
+	sigdelset(&all, SIGSTOP);
+	t0 = now_us();
+	posix_spawn_file_actions_init(&fa);
+	posix_spawnattr_init(&attr);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_addclosefrom_np(&fa, 4);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP |
+	    POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+	posix_spawnattr_setpgroup(&attr, 0);
+	posix_spawnattr_setsigmask(&attr, &none);
+	posix_spawnattr_setsigdefault(&attr, &all);
+	if (posix_spawn(&pid, worker, &fa, &attr, argv, envp) != 0)
+		return -1;
+	fd = pidfd_open(pid, 0);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&attr);
+	(void)waitpid(pid, &st, 0);
+	close(fd);
+	return now_us() - t0;
+}
+
+static int64_t
+one_clone3(void)
+{
+	char *const argv[] = { worker, NULL }, *const envp[] = { NULL };
+	struct sipc__spawn sp = { .path = worker, .argv = argv, .envp = envp,
+	    .flags = SIPC__SPAWN_SETPGRP, .fds = { -1, -1, -1, -1, -1 } };
+	int64_t t0 = now_us();
+	int pidfd, eno = 0, devnull;
+	pid_t pid;
+
+	devnull = sipc__fd_high(open("/dev/null", O_RDONLY | O_CLOEXEC));
+	sp.fds[0] = devnull;
+	if (sipc__spawn(&sp, &pid, &pidfd, &eno) < 0)
+		return -1;
+	(void)sipc__pidfd_reap(pidfd);
+	close(pidfd);
+	close(devnull);
+	return now_us() - t0;
+}
+
+static enum sipc_containment cur_mode;
+
+static int64_t
+one_local(void)
+{
+	char *const argv[] = { worker, NULL }, *const envp[] = { NULL };
+	struct sipc__launch l = { .path = worker, .argv = argv, .envp = envp,
+	    .contain = cur_mode, .init_path = init_path };
+	struct sipc__chan ch;
+	struct sipc_exit e;
+	struct pollfd pf;
+	int64_t t0 = now_us();
+	void *h;
+	int eno = 0;
+
+	memset(&ch, 0, sizeof(ch));
+	if (sipc__provider_local.launch(NULL, &l, &ch, &h, &eno) < 0)
+		return -1;
+	pf = (struct pollfd){ .fd = sipc__provider_local.end_fd(h),
+	    .events = POLLIN };
+	while (sipc__provider_local.try_end(h, &e) == 0)
+		(void)poll(&pf, 1, 100);
+	sipc__provider_local.release(h);
+	close(ch.proto_fd);
+	close(ch.diag_fd);
+	return now_us() - t0;
+}
+
+static void
+run(const char *name, int64_t (*fn)(void), int n)
+{
+	int64_t *v = calloc((size_t)n, sizeof(*v)), t;
+	int k = 0;
+
+	for (int i = 0; v != NULL && i < n; i++)
+		if ((t = fn()) >= 0)
+			v[k++] = t;
+	report(name, v, k);
+	free(v);
+}
+
+int
+main(int argc, char **argv)
+{
+	static const enum sipc_containment modes[] = {
+		SIPC_CONTAIN_PROCESS_GROUP, SIPC_CONTAIN_PID_NAMESPACE,
+		SIPC_CONTAIN_USER_NAMESPACE };
+	char name[64];
+	int n;
+
+	if (argc < 2) {
+		fprintf(stderr, "usage: spawn_cost INIT_PATH [N [WORKER]]\n");
+		return 2;
+	}
+	init_path = argv[1];
+	n = argc > 2 ? atoi(argv[2]) : 200;
+	if (argc > 3)
+		worker = argv[3];
+	printf("spawn to reaped, worker %s, %d runs each\n", worker, n);
+	run("posix_spawn", one_posix_spawn, n);
+	run("clone3", one_clone3, n);
+	for (size_t i = 0; i < 3; i++) {
+		cur_mode = modes[i];
+		snprintf(name, sizeof(name), "local/%s",
+		    sipc_containment_name(modes[i]));
+		run(name, one_local, n);
+	}
+	return 0;
+}

@@ -1,0 +1,299 @@
+/*
+ * clone.c - clone3() with a pidfd and exit_signal = 0; see clone.h.
+ *
+ * Why clone3 and not posix_spawn: the child comes with a pidfd that
+ * names it from the first instruction (no pidfd_open race), is put into
+ * new PID (and user) namespaces in the same call, and gets its parent-
+ * death signal, group and limits before exec.  exit_signal = 0 keeps it
+ * out of the host's SIGCHLD and wait(-1) until execve(), which resets the
+ * exit signal to SIGCHLD (see local.c for what that leaves to the host).
+ *
+ * The child side is written like libuv's: every signal is blocked in the
+ * parent across clone3 so no host handler can run in the child; the
+ * child resets every disposition and the mask, moves its descriptors in
+ * place, marks everything else close-on-exec, and reports execve's errno
+ * over a close-on-exec pipe before _exit(127).  It uses raw system calls
+ * only, so no libc lock, allocator or sanitizer interceptor (whose state
+ * another thread may have held at clone time) is ever entered.
+ *
+ * Threads: whichever thread spawns (the reaper).  Its lifetime matters:
+ * the child's parent-death signal follows the spawning thread.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <linux/sched.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/pidfd.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sipc.h"
+#include "clone.h"
+
+#if defined(__clang__)
+#define SIPC__CHILD_SIDE __attribute__((noreturn, noinline, \
+	no_sanitize("address", "thread", "undefined")))
+#else
+#define SIPC__CHILD_SIDE __attribute__((noreturn, noinline, \
+	no_sanitize_address, no_sanitize_thread, no_sanitize_undefined))
+#endif
+
+/* The kernel's struct sigaction for rt_sigaction (not glibc's). */
+struct sipc__ksigaction {
+	void (*handler)(int);
+	unsigned long flags;
+	void (*restorer)(void);
+	uint64_t mask;
+};
+
+int
+sipc__fd_high(int fd)
+{
+	int nfd;
+
+	if (fd >= SIPC__SPAWN_FD_FLOOR)
+		return fd;
+	nfd = fcntl(fd, F_DUPFD_CLOEXEC, SIPC__SPAWN_FD_FLOOR);
+	if (nfd < 0)
+		nfd = -errno;
+	close(fd);
+	return nfd;
+}
+
+static void SIPC__CHILD_SIDE
+child_fail(int errw, int err)
+{
+	(void)syscall(SYS_write, errw, &err, sizeof(err));
+	(void)syscall(SYS_exit_group, 127);
+	for (;;)
+		;
+}
+
+/* Runs in the child between clone3 and execve: raw system calls only. */
+static void SIPC__CHILD_SIDE
+child_side(const struct sipc__spawn *sp, int errw, int syncr, pid_t parent)
+{
+	struct sipc__ksigaction dfl = { .handler = SIG_DFL };
+	uint64_t none = 0;
+	unsigned first_free = 4;
+	char c;
+	long r;
+	int i;
+
+	if (sp->flags & SIPC__SPAWN_NEWUSER) {
+		/* Wait for the parent to write our uid and gid maps. */
+		do
+			r = syscall(SYS_read, syncr, &c, 1);
+		while (r < 0 && errno == EINTR);
+		if (r != 1)
+			child_fail(errw, EPERM);
+	}
+	/* Die with the spawning thread (the long-lived reaper); outside a
+	 * new PID namespace, re-check that the parent did not die first
+	 * (inside one, getppid() is 0: sipc-init checks its report socket
+	 * instead). */
+	if (syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		child_fail(errw, errno);
+	if (!(sp->flags & SIPC__SPAWN_NEWPID) &&
+	    syscall(SYS_getppid) != parent)
+		child_fail(errw, ESRCH);
+	if ((sp->flags & SIPC__SPAWN_SETPGRP) &&
+	    syscall(SYS_setpgid, 0, 0) < 0)
+		child_fail(errw, errno);
+	if (sp->nproc_limit > 0) {
+		struct rlimit rl = { sp->nproc_limit, sp->nproc_limit };
+
+		if (syscall(SYS_prlimit64, 0, RLIMIT_NPROC, &rl, NULL) < 0)
+			child_fail(errw, errno);
+	}
+	/* Dispositions: a host's SIG_IGN would survive execve. */
+	for (i = 1; i < 65; i++)
+		if (i != SIGKILL && i != SIGSTOP)
+			(void)syscall(SYS_rt_sigaction, i, &dfl, NULL, 8);
+	for (i = 0; i < 5; i++) {
+		if (sp->fds[i] < 0)
+			continue;
+		if (syscall(SYS_dup3, sp->fds[i], i, 0) < 0)
+			child_fail(errw, errno);
+		first_free = (unsigned)i + 1;
+	}
+	/* Everything above goes at execve, descriptors the host forgot to
+	 * mark close-on-exec included; errw stays open until then. */
+	if (syscall(SYS_close_range, first_free, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+		child_fail(errw, errno);
+	(void)syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, 8);
+	(void)syscall(SYS_execve, sp->path, sp->argv, sp->envp);
+	child_fail(errw, errno);
+}
+
+static int
+write_file(pid_t pid, const char *name, const char *text)
+{
+	char path[64];
+	int fd, rc = 0;
+	size_t n = strlen(text);
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
+	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) < 0)
+		return -errno;
+	if (write(fd, text, n) != (ssize_t)n)
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
+/* Map the caller's own uid and gid into the child's user namespace. */
+static int
+write_id_maps(pid_t pid)
+{
+	char map[64];
+	int rc;
+
+	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)getuid(),
+	    (unsigned)getuid());
+	if ((rc = write_file(pid, "uid_map", map)) < 0)
+		return rc;
+	if ((rc = write_file(pid, "setgroups", "deny")) < 0 && rc != -ENOENT)
+		return rc;
+	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)getgid(),
+	    (unsigned)getgid());
+	return write_file(pid, "gid_map", map);
+}
+
+/* Read the exec report: 0 (exec'd: EOF), the child's errno, or -errno. */
+static int
+read_exec_report(int fd)
+{
+	int err = 0;
+	ssize_t n;
+
+	do
+		n = read(fd, &err, sizeof(err));
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	return n == (ssize_t)sizeof(err) ? err : 0;
+}
+
+static void
+kill_and_reap(int pidfd)
+{
+	(void)pidfd_send_signal(pidfd, SIGKILL, NULL, 0);
+	(void)sipc__pidfd_reap(pidfd);
+}
+
+int
+sipc__spawn(const struct sipc__spawn *sp, pid_t *ret_pid, int *ret_pidfd,
+            int *ret_errno)
+{
+	int ep[2] = { -1, -1 }, sy[2] = { -1, -1 }, pidfd = -1, rc = 0, err;
+	struct clone_args ca;
+	sigset_t all, old;
+	pid_t parent = getpid();
+	long pid;
+
+	if (pipe2(ep, O_CLOEXEC) < 0)
+		return -errno;
+	if ((sp->flags & SIPC__SPAWN_NEWUSER) && pipe2(sy, O_CLOEXEC) < 0) {
+		rc = -errno;
+		goto out;
+	}
+	memset(&ca, 0, sizeof(ca));
+	ca.flags = CLONE_PIDFD;
+	if (sp->flags & SIPC__SPAWN_NEWPID)
+		ca.flags |= CLONE_NEWPID | CLONE_NEWNS;
+	if (sp->flags & SIPC__SPAWN_NEWUSER)
+		ca.flags |= CLONE_NEWUSER;
+	ca.pidfd = (uint64_t)(uintptr_t)&pidfd;
+	ca.exit_signal = 0;
+	/* No host signal handler may run in the child before its reset. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pid = syscall(SYS_clone3, &ca, sizeof(ca));
+	if (pid == 0)
+		child_side(sp, ep[1], sy[0], parent);
+	err = errno;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (pid < 0) {
+		rc = -err;
+		goto out;
+	}
+	close(ep[1]);
+	ep[1] = -1;
+	if (sp->flags & SIPC__SPAWN_NEWUSER) {
+		if ((rc = write_id_maps((pid_t)pid)) < 0 ||
+		    write(sy[1], "x", 1) != 1) {
+			rc = rc < 0 ? rc : -errno;
+			kill_and_reap(pidfd);
+			close(pidfd);
+			goto out;
+		}
+	}
+	if ((err = read_exec_report(ep[0])) != 0) {
+		(void)sipc__pidfd_reap(pidfd);
+		close(pidfd);
+		if (err < 0) {
+			rc = err;
+		} else {
+			*ret_errno = err;
+			rc = SIPC_E_EXEC;
+		}
+		goto out;
+	}
+	*ret_pid = (pid_t)pid;
+	*ret_pidfd = pidfd;
+out:
+	for (int i = 0; i < 2; i++) {
+		if (ep[i] >= 0)
+			close(ep[i]);
+		if (sy[i] >= 0)
+			close(sy[i]);
+	}
+	return rc;
+}
+
+int
+sipc__pidfd_observe(int pidfd, siginfo_t *ret)
+{
+	siginfo_t si;
+
+	memset(&si, 0, sizeof(si));
+	if (waitid(P_PIDFD, (id_t)pidfd, &si,
+	    WEXITED | WNOHANG | WNOWAIT | __WALL) < 0)
+		return errno == EINTR ? 0 : -errno;
+	if (si.si_pid == 0)
+		return 0;
+	*ret = si;
+	return 1;
+}
+
+int
+sipc__pidfd_wait_exit(int pidfd)
+{
+	siginfo_t si;
+
+	while (waitid(P_PIDFD, (id_t)pidfd, &si,
+	    WEXITED | WNOWAIT | __WALL) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return 0;
+}
+
+int
+sipc__pidfd_reap(int pidfd)
+{
+	siginfo_t si;
+
+	while (waitid(P_PIDFD, (id_t)pidfd, &si, WEXITED | __WALL) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return 0;
+}

@@ -1,0 +1,74 @@
+/*
+ * clone.h - start a child with clone3(): a pidfd from the kernel,
+ * exit_signal = 0, optional new PID (and user) namespace, and the
+ * descriptor and signal hygiene every worker gets.
+ *
+ * A child cloned with exit_signal = 0 raises no SIGCHLD in the host, is
+ * invisible to a host wait()/waitpid(-1) without __WALL, and is not
+ * auto-reaped when the host ignores SIGCHLD - but only until it calls
+ * execve(): the kernel then resets its exit signal to SIGCHLD (it "changed
+ * execution domain").  What holds for good: the pidfd names the child
+ * from the first instruction, and it is observed (WNOWAIT) and reaped
+ * only through that pidfd (sipc__pidfd_*), never by pid.
+ *
+ * Threads: the reaper thread (and tests).  The child side runs only raw
+ * system calls between clone3 and execve: no malloc, no locks, no libc
+ * wrapper that a sanitizer intercepts.
+ */
+#ifndef SIPC_CLONE_H
+#define SIPC_CLONE_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+enum sipc__spawn_flags {
+	SIPC__SPAWN_SETPGRP = 1u << 0,  /* own process group (leader) */
+	SIPC__SPAWN_NEWPID = 1u << 1,   /* PID 1 of a new PID namespace, in a
+	                                 * mount namespace of its own (for a
+	                                 * /proc that shows only its pids) */
+	SIPC__SPAWN_NEWUSER = 1u << 2,  /* ... inside a new user namespace
+	                                 * mapping the caller's uid/gid */
+};
+
+struct sipc__spawn {
+	const char *path;
+	char *const *argv;
+	char *const *envp;
+	/* Descriptors the child finds at 0, 1, 2, 3 and 4 (-1: none; 0 must
+	 * be given).  Every source must be >= SIPC__SPAWN_FD_FLOOR so no
+	 * dup2() target clobbers another source.  Everything else is
+	 * closed in the child. */
+	int fds[5];
+	unsigned flags;               /* enum sipc__spawn_flags */
+	unsigned nproc_limit;         /* RLIMIT_NPROC in the child, 0 = none */
+};
+
+#define SIPC__SPAWN_FD_FLOOR 10
+
+/*
+ * Start the child and wait until it has exec'd.  Returns 0 with its pid
+ * and pidfd (close-on-exec); SIPC_E_EXEC with *ret_errno set when execve
+ * failed (the child is reaped); -errno when clone3 failed (EPERM/EINVAL/
+ * ENOSPC/EUSERS for a namespace the caller may not create).  Nothing is
+ * left behind on failure.  The caller's descriptors are untouched.
+ */
+int sipc__spawn(const struct sipc__spawn *sp, pid_t *ret_pid, int *ret_pidfd,
+                int *ret_errno);
+
+/* Move fd to >= SIPC__SPAWN_FD_FLOOR, close-on-exec; closes the old one.
+ * Returns the new descriptor or -errno (fd closed either way). */
+int sipc__fd_high(int fd);
+
+/*
+ * Has the child behind pidfd ended?  1: it has, *ret filled, still
+ * unreaped (WNOWAIT: its pid and group id stay pinned); 0: running;
+ * -ECHILD: someone else reaped it (it is lost); other -errno.
+ */
+int sipc__pidfd_observe(int pidfd, siginfo_t *ret);
+/* Wait (blocking) until the child has ended, without reaping it. */
+int sipc__pidfd_wait_exit(int pidfd);
+/* Reap the child behind pidfd (blocking; EINTR retried).  0 or -errno. */
+int sipc__pidfd_reap(int pidfd);
+
+#endif

@@ -1,0 +1,30 @@
+/*
+ * init_proto.h - what sipc-init (PID 1 of a worker's PID namespace)
+ * tells the supervisor over its report socket (descriptor 4 in the
+ * init, never passed on to the worker).  Fixed-size records on a local
+ * stream socket, native byte order (same machine, same build).
+ *
+ * The socket also carries the supervisor's life: when the supervisor
+ * ends, its end closes, the init sees the hang-up and exits, and the
+ * kernel kills everything left in the namespace.
+ */
+#ifndef SIPC_INIT_PROTO_H
+#define SIPC_INIT_PROTO_H
+
+#include <stdint.h>
+
+#define SIPC__INIT_REPORT_FD 4
+
+enum sipc__init_kind {
+	SIPC__INIT_STARTED = 1,       /* worker exec'd; value = its pid
+	                               * inside the namespace */
+	SIPC__INIT_EXEC_FAILED = 2,   /* value = execve's errno */
+	SIPC__INIT_EXITED = 3,        /* value = the worker's wait status */
+};
+
+struct sipc__init_msg {
+	uint32_t kind;
+	int32_t value;
+};
+
+#endif

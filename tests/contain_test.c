@@ -1,0 +1,222 @@
+/*
+ * contain_test.c - ownership at the provider seam: what the local
+ * adapter does when its child was reaped behind its back (lost child,
+ * no group signal after ESRCH), when a handle is released before its
+ * worker ended (killed and reaped, never left unowned), in every
+ * containment mode this machine offers.
+ *
+ * Threads: the CUnit thread only.  Waits are on events with generous
+ * deadlines; the one negative check ("no signal reached the kid") waits
+ * a bounded time for a death that must not come.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "provider.h"
+#include "sipc.h"
+#include "sipctest.h"
+#include "testlib.h"
+
+#define WAIT_MS 10000
+#define QUIET_MS 500            /* how long a spared process must live on */
+
+struct proc {
+	struct sipc__chan ch;
+	void *h;
+};
+
+static char *const no_env[] = { NULL };
+
+static int
+launch(struct proc *p, const char *fixture, char *const *argv,
+       enum sipc_containment mode)
+{
+	struct sipc__launch l = { .path = tl_fixture(fixture), .argv = argv,
+	    .envp = no_env, .contain = mode, .init_path = tl_init_path() };
+	int eno = 0;
+
+	memset(p, 0, sizeof(*p));
+	return sipc__provider_local.launch(NULL, &l, &p->ch, &p->h, &eno);
+}
+
+static void
+proc_close(struct proc *p)
+{
+	close(p->ch.proto_fd);
+	close(p->ch.diag_fd);
+}
+
+/* Read "kid=PID" from the diagnostics pipe (pgkid). */
+static pid_t
+read_kid(struct proc *p)
+{
+	struct pollfd pf = { .fd = p->ch.diag_fd, .events = POLLIN };
+	char buf[64];
+	size_t len = 0;
+	ssize_t n;
+	int kid = 0;
+
+	while (len < sizeof(buf) - 1 && memchr(buf, '\n', len) == NULL) {
+		if (poll(&pf, 1, WAIT_MS) != 1)
+			break;
+		if ((n = read(p->ch.diag_fd, buf + len,
+		    sizeof(buf) - 1 - len)) <= 0)
+			break;
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	if (sscanf(buf, "kid=%d", &kid) != 1)
+		return -1;
+	return kid;
+}
+
+/* No such process, not even a zombie (for the library's own children). */
+static bool
+gone(void *arg)
+{
+	return kill(*(pid_t *)arg, 0) < 0 && errno == ESRCH;
+}
+
+/* Dead: gone, or a zombie (a grandchild whose reaper is not us). */
+static bool
+dead(void *arg)
+{
+	return !tl_pid_alive(*(pid_t *)arg);
+}
+
+static bool
+ended(void *arg)
+{
+	struct proc *p = arg;
+	struct sipc_exit e;
+
+	return sipc__provider_local.try_end(p->h, &e) == 1;
+}
+
+/*
+ * Issue 10 item 9.  The leader of a process-group worker is reaped by
+ * the host (a wait on a pid it does not own).  Its group id is then no
+ * longer pinned: TERM must not go to the group (the kid lives on), and
+ * the end is classified LOST.  Before the fix, ESRCH from the pidfd was
+ * followed by kill(-pgid) and the kid died; the end read "exit status -1".
+ */
+static void
+test_contain_reaped_elsewhere_is_lost_and_group_spared(void)
+{
+	char *const argv[] = { "pgkid", NULL };
+	struct sipc_exit e;
+	struct proc p;
+	siginfo_t si;
+	pid_t kid;
+
+	CU_ASSERT_FATAL(launch(&p, "pgkid", argv,
+	    SIPC_CONTAIN_PROCESS_GROUP) == 0);
+	kid = read_kid(&p);
+	CU_ASSERT_FATAL(kid > 0);
+	CU_ASSERT_EQUAL(getpgid(kid), p.ch.pgid);
+	/* the host kills and reaps the library's child behind its back */
+	CU_ASSERT(kill(p.ch.pid, SIGKILL) == 0);
+	CU_ASSERT(waitid(P_PID, (id_t)p.ch.pid, &si, WEXITED | __WALL) == 0);
+	CU_ASSERT_EQUAL(sipc__provider_local.signal_tree(p.h, SIPC__SIG_TERM), 0);
+	CU_ASSERT_EQUAL(sipc__provider_local.signal_tree(p.h, SIPC__SIG_KILL), 0);
+	CU_ASSERT_FALSE(tl_wait_until(dead, &kid, QUIET_MS));
+	CU_ASSERT_EQUAL(sipc__provider_local.try_end(p.h, &e), 1);
+	CU_ASSERT_EQUAL(e.kind, SIPC_EXIT_LOST);
+	sipc__provider_local.release(p.h);
+	proc_close(&p);
+	/* the kid is the test's to end (the library may not) */
+	CU_ASSERT(kill(kid, SIGKILL) == 0);
+}
+
+/* The same leader, dead but still our unreaped zombie: its group id is
+ * pinned, so TERM does reach the group (the kid dies), and the end is
+ * the real one (SIGKILL). */
+static void
+test_contain_zombie_leader_group_still_signalled(void)
+{
+	char *const argv[] = { "pgkid", NULL };
+	struct sipc_exit e;
+	struct proc p;
+	pid_t kid;
+
+	CU_ASSERT_FATAL(launch(&p, "pgkid", argv,
+	    SIPC_CONTAIN_PROCESS_GROUP) == 0);
+	kid = read_kid(&p);
+	CU_ASSERT_FATAL(kid > 0);
+	CU_ASSERT(kill(p.ch.pid, SIGKILL) == 0);
+	CU_ASSERT(sipc__provider_local.signal_tree(p.h, SIPC__SIG_TERM) == 0);
+	CU_ASSERT(tl_wait_until(dead, &kid, WAIT_MS));
+	CU_ASSERT(tl_wait_until(ended, &p, WAIT_MS));
+	CU_ASSERT_EQUAL(sipc__provider_local.try_end(p.h, &e), 1);
+	CU_ASSERT_EQUAL(e.kind, SIPC_EXIT_SIGNAL);
+	CU_ASSERT_EQUAL(e.signo, SIGKILL);
+	sipc__provider_local.release(p.h);
+	proc_close(&p);
+}
+
+/*
+ * Issue 10 item 10.  Releasing the handle of a live worker kills and
+ * reaps it: afterwards its pid names nothing (not even a zombie), in
+ * every mode.  Before the fix the handle's pidfd was closed and the
+ * process ran on, owned by no one.
+ */
+static void
+release_live(enum sipc_containment mode)
+{
+	char *const argv[] = { "pgkid", NULL };
+	struct proc p;
+	pid_t pid, kid;
+	int r;
+
+	if ((r = launch(&p, "pgkid", argv, mode)) < 0) {
+		CU_ASSERT(mode != SIPC_CONTAIN_PROCESS_GROUP);
+		fprintf(stderr, "contain_test: %s not available: %s\n",
+		    sipc_containment_name(mode), sipc_strerror(r));
+		return;
+	}
+	CU_ASSERT_EQUAL(p.ch.contain, mode);
+	kid = read_kid(&p);
+	CU_ASSERT_FATAL(kid > 0);
+	pid = p.ch.pid;
+	sipc__provider_local.release(p.h);
+	CU_ASSERT(gone(&pid));
+	proc_close(&p);
+	if (mode == SIPC_CONTAIN_PROCESS_GROUP) {
+		/* its group went with it (the kid's pid is host-visible) */
+		CU_ASSERT(tl_wait_until(dead, &kid, WAIT_MS));
+	}
+}
+
+static void
+test_contain_release_live_kills_and_reaps(void)
+{
+	release_live(SIPC_CONTAIN_PROCESS_GROUP);
+	release_live(SIPC_CONTAIN_PID_NAMESPACE);
+	release_live(SIPC_CONTAIN_USER_NAMESPACE);
+	CU_ASSERT_EQUAL(tl_count_zombie_children(), 0);
+}
+
+static const tl_test contain_tests[] = {
+	{ "test_contain_reaped_elsewhere_is_lost_and_group_spared",
+	  test_contain_reaped_elsewhere_is_lost_and_group_spared },
+	{ "test_contain_zombie_leader_group_still_signalled",
+	  test_contain_zombie_leader_group_still_signalled },
+	{ "test_contain_release_live_kills_and_reaps",
+	  test_contain_release_live_kills_and_reaps },
+	{ NULL, NULL },
+};
+
+int
+main(void)
+{
+	st_no_core_files();
+	tl_suite("contain", contain_tests);
+	return tl_run();
+}
