@@ -205,8 +205,10 @@ void sipc__outcome(struct sipc_supervisor *s, struct sipc__req *q,
                    uint8_t *reply, size_t reply_len, uint32_t wcode);
 
 /* dispatch (supervisor.c) */
-/* Put a never-started request on some slot's ring, avoiding `avoid`
- * (-1 = none).  Returns 0, or SIPC_E_UNAVAILABLE when no slot can take it. */
+/* Put a request that may run again (never started, or an idempotent
+ * retry) on some slot's ring: another slot than `avoid` (-1 = none)
+ * first, else `avoid` itself when its restart is planned (IDLE).
+ * Returns 0, or SIPC_E_UNAVAILABLE when no slot can take it. */
 int sipc__dispatch_requeue(struct sipc_supervisor *s, struct sipc__req *q, int avoid);
 
 /* worker threads (worker.c) */

@@ -118,15 +118,15 @@ ring_put(struct sipc_supervisor *s, struct sipc__slot *sl, struct sipc__req *q)
 	return 0;
 }
 
-int
-sipc__dispatch_requeue(struct sipc_supervisor *s, struct sipc__req *q, int avoid)
+/* Put `q` on slot idx's ring if that slot runs or will run soon:
+ * 0 queued (or already answered: the ring reference is dropped), else
+ * -EAGAIN. */
+static int
+requeue_on(struct sipc_supervisor *s, int idx, struct sipc__req *q)
 {
-	struct sipc__slot *sl;
-	int idx, rc;
+	struct sipc__slot *sl = &s->slots[idx];
+	int rc;
 
-	if ((idx = pick_slot(s, avoid, q->len)) < 0)
-		return SIPC_E_UNAVAILABLE;
-	sl = &s->slots[idx];
 	pthread_mutex_lock(&sl->lock);
 	rc = sl->state == SIPC_WS_READY || sl->state == SIPC_WS_STARTING ||
 	    sl->state == SIPC_WS_IDLE ? ring_put(s, sl, q) : -EAGAIN;
@@ -135,7 +135,27 @@ sipc__dispatch_requeue(struct sipc_supervisor *s, struct sipc__req *q, int avoid
 		sipc__req_unref(s, q);
 		return 0;
 	}
-	return rc == 0 ? 0 : SIPC_E_UNAVAILABLE;
+	return rc;
+}
+
+/*
+ * Another slot first.  When none can take it, `avoid` itself, if it is
+ * about to run again (IDLE: restart planned, not a cool-down): in a
+ * pool of one, a request that may run again waits for the restarted
+ * worker (its deadline still applies while queued) rather than being
+ * refused for want of another slot.
+ */
+int
+sipc__dispatch_requeue(struct sipc_supervisor *s, struct sipc__req *q, int avoid)
+{
+	int idx;
+
+	if ((idx = pick_slot(s, avoid, q->len)) >= 0 &&
+	    requeue_on(s, idx, q) == 0)
+		return 0;
+	if (avoid >= 0 && requeue_on(s, avoid, q) == 0)
+		return 0;
+	return SIPC_E_UNAVAILABLE;
 }
 
 /* Blocking (up to the request's deadline) or non-blocking dispatch of
