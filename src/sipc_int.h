@@ -119,13 +119,17 @@ struct sipc__table {
 	struct sipc__req **buckets;   /* [table] */
 	size_t nbuckets, count;       /* count = entries in the table */
 	unsigned pending;             /* not yet delivered */
-	/* Payload bytes of live requests.  Added to only under the table
-	 * lock (check and add are one step against the ceiling); the last
-	 * unref subtracts without it.  Waiters are counted so that a free
-	 * takes the lock only when someone waits (a missed wake-up costs a
-	 * waiter at most one WAIT_SLICE_MS). */
+	/* Payload bytes held: live requests, and reply (any received
+	 * frame's) buffers from before their allocation until delivered or
+	 * dropped.  Added to only under the table lock (check and add are
+	 * one step against the ceiling); releases subtract without it.
+	 * Waiters are counted so that a release takes the lock only when
+	 * someone waits (a missed wake-up costs a waiter at most one
+	 * WAIT_SLICE_MS). */
 	_Atomic size_t mem_held;
 	atomic_uint mem_waiters;
+	unsigned reply_waiters;       /* readers waiting for room: replies
+	                               * go first, submits do not take it */
 };
 
 struct sipc_supervisor {
@@ -175,6 +179,15 @@ struct sipc__req *sipc__req_new(const struct sipc_request *r, uint64_t id,
                                 sipc_done_fn done, void *arg);
 void sipc__req_ref(struct sipc__req *q);
 void sipc__req_unref(struct sipc_supervisor *s, struct sipc__req *q);
+
+/*
+ * The memory ceiling (table.c).  Requests are admitted only while
+ * sipc__mem_reply_reserve() bytes stay free for replies, so a reader
+ * can always get room for one maximal reply once the replies being read
+ * or delivered are done.  sipc__mem_release(): any thread, no lock.
+ */
+size_t sipc__mem_reply_reserve(const struct sipc_supervisor *s);
+void sipc__mem_release(struct sipc_supervisor *s, size_t n);
 
 int sipc__table_init(struct sipc__table *t, unsigned hint);
 void sipc__table_fini(struct sipc__table *t);

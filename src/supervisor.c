@@ -208,15 +208,19 @@ dispatch_new(struct sipc_supervisor *s, struct sipc__req *q)
 	return rc;
 }
 
-/* Reserve payload bytes under the memory ceiling. */
+/* Reserve payload bytes under the memory ceiling, leaving the reply
+ * reserve free, and none while a reader waits for reply room: replies
+ * drain the pool, new requests would only fill it (table.c). */
 static int
 reserve_memory(struct sipc_supervisor *s, struct sipc__req *q)
 {
+	size_t reserve = sipc__mem_reply_reserve(s);
 	struct timespec ts;
 	int rc = 0;
 
 	pthread_mutex_lock(&s->table.lock);
-	while (s->table.mem_held + q->len > s->cfg.mem_ceiling) {
+	while (s->table.mem_held + q->len + reserve > s->cfg.mem_ceiling ||
+	    s->table.reply_waiters > 0) {
 		if (atomic_load(&s->closing)) {
 			rc = SIPC_E_SHUTDOWN;
 			break;

@@ -38,6 +38,7 @@
 #define WRITE_BATCH 64            /* frames per sendmsg */
 #define WRITE_BATCH_BYTES (1u << 20)
 #define VIS_FLAGS (VIS_CSTYLE | VIS_OCTAL | VIS_TAB | VIS_NL)
+#define WAIT_SLICE_MS 20          /* look for an exit while waiting */
 
 void
 sipc__log(struct sipc_supervisor *s, enum sipc_log_level lvl,
@@ -230,6 +231,9 @@ struct reader {
 	bool proto_done;              /* EOF, error or violation */
 	bool at_eof;                  /* the whole stream was decoded */
 	bool diag_done;
+	bool final;                   /* final drain: never wait for room */
+	size_t held;                  /* ceiling bytes taken for the frame
+	                               * being decoded (0: none) */
 };
 
 /* Append escaped text to the slot's tail ring (slot lock held). */
@@ -475,6 +479,109 @@ on_frame(struct reader *r, struct sipc_frame *f)
 	}
 }
 
+/* ------------------------------------------------ reply memory */
+
+static bool reader_should_exit(struct reader *r);
+
+/*
+ * Take `len` bytes of the memory ceiling for a frame's payload.  When
+ * they do not fit, wait: nothing more is read from this channel
+ * meanwhile, so the worker's writes block (backpressure), and new
+ * submits take no memory (reply_waiters).  Room comes as replies being
+ * read or delivered finish (requests never take the reply reserve,
+ * table.c).  The wait is not progress: a wait that outlasts stall_ms
+ * ends the worker by the stall rule.  False when the reader must exit
+ * first, or in the final drain (which never waits) when it does not fit.
+ */
+static bool
+mem_take(struct reader *r, size_t len)
+{
+	struct sipc_supervisor *s = r->sl->sup;
+	struct sipc__table *t = &s->table;
+	struct timespec ts;
+	bool ok, waiting = false, leave;
+
+	pthread_mutex_lock(&t->lock);
+	for (;;) {
+		if ((ok = t->mem_held + len <= s->cfg.mem_ceiling)) {
+			t->mem_held += len;
+			r->held = len;
+			break;
+		}
+		if (r->final)
+			break;
+		if (!waiting)
+			t->reply_waiters++;
+		waiting = true;
+		t->mem_waiters++;
+		sipc__abstime(&ts, WAIT_SLICE_MS);
+		pthread_cond_timedwait(&t->cv, &t->lock, &ts);
+		t->mem_waiters--;
+		/* the slot lock comes before the table lock: look unlocked */
+		pthread_mutex_unlock(&t->lock);
+		leave = reader_should_exit(r);
+		pthread_mutex_lock(&t->lock);
+		if (leave)
+			break;
+	}
+	if (waiting)
+		t->reply_waiters--;
+	pthread_mutex_unlock(&t->lock);
+	return ok;
+}
+
+/*
+ * Before the decoder allocates a payload (when the header completes in
+ * p[0..n)), take its bytes from the ceiling: a reply counts before its
+ * id is even checked.  A header the decoder will refuse allocates
+ * nothing and takes nothing.
+ */
+static bool
+frame_reserve(struct reader *r, const uint8_t *p, size_t n)
+{
+	struct sipc_decoder *d = &r->dec;
+	uint8_t h[SIPC_FRAME_HDR_LEN];
+	struct sipc_frame_hdr hdr;
+	size_t k;
+
+	if (r->held > 0 || d->in_payload || d->error != 0 ||
+	    d->have + n < SIPC_FRAME_HDR_LEN)
+		return true;
+	k = SIPC_FRAME_HDR_LEN - d->have;
+	memcpy(h, d->hdr, d->have);
+	memcpy(h + d->have, p, k);
+	if (sipc__frame_decode_hdr(h, d->max_payload, &hdr) != 0 ||
+	    hdr.len == 0)
+		return true;
+	return mem_take(r, hdr.len);
+}
+
+/* No room before the reader had to stop: the rest of the stream is not
+ * decoded, so a missing ACCEPT proves nothing (settle.c). */
+static void
+mem_give_up(struct reader *r)
+{
+	struct sipc__slot *sl = r->sl;
+
+	sipc__log(sl->sup, SIPC_LOG_WARN, sl, "no room under mem_ceiling for "
+	    "a frame: the rest of the worker's stream is not read");
+	pthread_mutex_lock(&sl->lock);
+	sl->stream_cut = true;
+	pthread_mutex_unlock(&sl->lock);
+	r->proto_done = true;
+}
+
+/* A frame is complete: act on it, then return its bytes (a delivered
+ * reply belongs to the caller once its callback has returned). */
+static void
+frame_done(struct reader *r, struct sipc_frame *f)
+{
+	on_frame(r, f);
+	free(f->payload);
+	sipc__mem_release(r->sl->sup, r->held);
+	r->held = 0;
+}
+
 static void
 proto_bytes(struct reader *r, const uint8_t *p, size_t n)
 {
@@ -485,6 +592,10 @@ proto_bytes(struct reader *r, const uint8_t *p, size_t n)
 	atomic_fetch_add(&r->sl->bytes_in, n);
 	atomic_store(&r->sl->last_progress_ms, sipc__now_ms());
 	while (n > 0 && !r->proto_done) {
+		if (!frame_reserve(r, p, n)) {
+			mem_give_up(r);
+			return;
+		}
 		used = sipc__decoder_feed(&r->dec, p, n, &f, &done);
 		if (used < 0) {
 			violation(r, (int)used, sipc_strerror((int)used), 0);
@@ -492,10 +603,8 @@ proto_bytes(struct reader *r, const uint8_t *p, size_t n)
 		}
 		p += used;
 		n -= (size_t)used;
-		if (done) {
-			on_frame(r, &f);
-			free(f.payload);
-		}
+		if (done)
+			frame_done(r, &f);
 	}
 }
 
@@ -542,10 +651,8 @@ proto_direct(struct reader *r, int fd, bool nonblock, bool *used)
 	atomic_fetch_add(&r->sl->bytes_in, (uint64_t)n);
 	atomic_store(&r->sl->last_progress_ms, sipc__now_ms());
 	sipc__decoder_direct_done(&r->dec, (size_t)n, &f, &done);
-	if (done) {
-		on_frame(r, &f);
-		free(f.payload);
-	}
+	if (done)
+		frame_done(r, &f);
 	return n;
 }
 
@@ -633,6 +740,7 @@ reader_loop(struct reader *r)
 	}
 	/* The process is gone: what it wrote is still buffered in the
 	 * kernel.  Take it all (replies first), then stop. */
+	r->final = true;
 	if (!r->proto_done && !drain_fd(r, sl->proto_fd, true, true) &&
 	    !r->proto_done && sipc__decoder_partial(&r->dec)) {
 		r->at_eof = true;
@@ -670,6 +778,7 @@ reader_main(void *arg)
 		reader_loop(&r);
 	}
 	sipc__decoder_free(&r.dec);
+	sipc__mem_release(sl->sup, r.held);   /* a frame cut short */
 	free(r.buf);
 	free(r.line);
 	free(r.vis);

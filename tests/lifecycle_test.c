@@ -47,6 +47,14 @@ pred_inflight(const struct sipc_stats *st, void *arg)
 }
 
 static bool
+pred_frames_in(const struct sipc_stats *st, void *arg)
+{
+	struct slot_count *c = arg;
+
+	return st->workers[c->slot].frames_in >= c->n;
+}
+
+static bool
 pred_restarted(const struct sipc_stats *st, void *arg)
 {
 	return st->workers[0].restarts >= 1 && st->restarts >= 1 &&
@@ -373,6 +381,7 @@ test_lifecycle_settle_unwritten_moves(void)
 	struct st_outslot o[4] = { { &box, 0 }, { &box, 1 }, { &box, 2 },
 	    { &box, 3 } };
 	struct sum_want one = { 1, 0 }, two = { 2, 2 };
+	struct slot_count accepted = { 0, 2 };
 	struct sipc_config c;
 	struct sipc_stats st;
 	sipc_supervisor *s;
@@ -388,6 +397,11 @@ test_lifecycle_settle_unwritten_moves(void)
 	CU_ASSERT_FATAL(sipc_stats_get(s, &st) == 0);
 	hung = st.workers[0].inflight == 1 ? 0 : 1;
 	sipc_stats_release(&st);
+	/* its ACCEPT arrived (HELLO + ACCEPT): killed before it, the worker
+	 * would not have read the request, which would then be provably
+	 * never started and move on (to hang on the other worker) */
+	accepted.slot = hung;
+	CU_ASSERT_FATAL(st_stats_wait(s, pred_frames_in, &accepted, WAIT_MS));
 	other = 1 - hung;
 	st_submit_cmd(s, "sleep 500", 0, &o[1]);     /* least loaded: other */
 	/* two more: loads are equal, then one ahead, so at least one of
