@@ -125,7 +125,7 @@ struct sipc__table {
 	 * one step against the ceiling); releases subtract without it.
 	 * Waiters are counted so that a release takes the lock only when
 	 * someone waits (a missed wake-up costs a waiter at most one
-	 * WAIT_SLICE_MS). */
+	 * SIPC__WAIT_SLICE_MS). */
 	_Atomic size_t mem_held;
 	atomic_uint mem_waiters;
 	unsigned reply_waiters;       /* readers waiting for room: replies
@@ -184,9 +184,19 @@ void sipc__req_unref(struct sipc_supervisor *s, struct sipc__req *q);
  * The memory ceiling (table.c).  Requests are admitted only while
  * sipc__mem_reply_reserve() bytes stay free for replies, so a reader
  * can always get room for one maximal reply once the replies being read
- * or delivered are done.  sipc__mem_release(): any thread, no lock.
+ * or delivered are done.
+ *
+ * sipc__mem_take_reply(): a reader takes `len` bytes for a received
+ * frame's payload; while they do not fit it waits (if `wait`), and
+ * submits take no memory meanwhile.  Every SIPC__WAIT_SLICE_MS it asks
+ * `leave(arg)`, with no library lock held, whether to give up.  True
+ * when taken.  No lock held on entry.
+ * sipc__mem_release(): any thread, no lock.
  */
+#define SIPC__WAIT_SLICE_MS 20
 size_t sipc__mem_reply_reserve(const struct sipc_supervisor *s);
+bool sipc__mem_take_reply(struct sipc_supervisor *s, size_t len, bool wait,
+                          bool (*leave)(void *), void *arg);
 void sipc__mem_release(struct sipc_supervisor *s, size_t n);
 
 int sipc__table_init(struct sipc__table *t, unsigned hint);

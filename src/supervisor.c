@@ -25,8 +25,6 @@
 #include "provider.h"
 #include "sipc_int.h"
 
-#define WAIT_SLICE_MS 20
-
 /* Set in every library thread.  A submit from a completion callback
  * must never block: the reader running it is what frees the room. */
 _Thread_local bool sipc__lib_thread;
@@ -200,7 +198,7 @@ dispatch_new(struct sipc_supervisor *s, struct sipc__req *q)
 			rc = SIPC_E_TIMEOUT;
 			break;
 		}
-		sipc__abstime(&ts, WAIT_SLICE_MS);
+		sipc__abstime(&ts, SIPC__WAIT_SLICE_MS);
 		pthread_cond_timedwait(&sl->cv_space, &sl->lock, &ts);
 		pthread_mutex_unlock(&sl->lock);
 	}
@@ -230,7 +228,7 @@ reserve_memory(struct sipc_supervisor *s, struct sipc__req *q)
 			rc = SIPC_E_FULL;
 			break;
 		}
-		sipc__abstime(&ts, WAIT_SLICE_MS);
+		sipc__abstime(&ts, SIPC__WAIT_SLICE_MS);
 		s->table.mem_waiters++;
 		pthread_cond_timedwait(&s->table.cv, &s->table.lock, &ts);
 		s->table.mem_waiters--;

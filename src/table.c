@@ -97,6 +97,42 @@ sipc__mem_reply_reserve(const struct sipc_supervisor *s)
 	return c > m ? c - m : 0;
 }
 
+bool
+sipc__mem_take_reply(struct sipc_supervisor *s, size_t len, bool wait,
+                     bool (*leave)(void *), void *arg)
+{
+	struct sipc__table *t = &s->table;
+	struct timespec ts;
+	bool ok, waiting = false, gone;
+
+	pthread_mutex_lock(&t->lock);
+	for (;;) {
+		if ((ok = t->mem_held + len <= s->cfg.mem_ceiling)) {
+			t->mem_held += len;
+			break;
+		}
+		if (!wait)
+			break;
+		if (!waiting)
+			t->reply_waiters++;
+		waiting = true;
+		t->mem_waiters++;
+		sipc__abstime(&ts, SIPC__WAIT_SLICE_MS);
+		pthread_cond_timedwait(&t->cv, &t->lock, &ts);
+		t->mem_waiters--;
+		/* `leave` may take a slot lock, which comes before this one */
+		pthread_mutex_unlock(&t->lock);
+		gone = leave(arg);
+		pthread_mutex_lock(&t->lock);
+		if (gone)
+			break;
+	}
+	if (waiting)
+		t->reply_waiters--;
+	pthread_mutex_unlock(&t->lock);
+	return ok;
+}
+
 void
 sipc__mem_release(struct sipc_supervisor *s, size_t n)
 {

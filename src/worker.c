@@ -38,7 +38,6 @@
 #define WRITE_BATCH 64            /* frames per sendmsg */
 #define WRITE_BATCH_BYTES (1u << 20)
 #define VIS_FLAGS (VIS_CSTYLE | VIS_OCTAL | VIS_TAB | VIS_NL)
-#define WAIT_SLICE_MS 20          /* look for an exit while waiting */
 
 void
 sipc__log(struct sipc_supervisor *s, enum sipc_log_level lvl,
@@ -483,51 +482,26 @@ on_frame(struct reader *r, struct sipc_frame *f)
 
 static bool reader_should_exit(struct reader *r);
 
+static bool
+reader_leave(void *arg)
+{
+	return reader_should_exit(arg);
+}
+
 /*
- * Take `len` bytes of the memory ceiling for a frame's payload.  When
+ * Take `len` bytes of the ceiling for a frame's payload (table.c).  When
  * they do not fit, wait: nothing more is read from this channel
- * meanwhile, so the worker's writes block (backpressure), and new
- * submits take no memory (reply_waiters).  Room comes as replies being
- * read or delivered finish (requests never take the reply reserve,
- * table.c).  The wait is not progress: a wait that outlasts stall_ms
- * ends the worker by the stall rule.  False when the reader must exit
- * first, or in the final drain (which never waits) when it does not fit.
+ * meanwhile, so the worker's writes block (backpressure).  The wait is
+ * not progress: one that outlasts stall_ms ends the worker by the stall
+ * rule.  The final drain never waits.
  */
 static bool
 mem_take(struct reader *r, size_t len)
 {
-	struct sipc_supervisor *s = r->sl->sup;
-	struct sipc__table *t = &s->table;
-	struct timespec ts;
-	bool ok, waiting = false, leave;
-
-	pthread_mutex_lock(&t->lock);
-	for (;;) {
-		if ((ok = t->mem_held + len <= s->cfg.mem_ceiling)) {
-			t->mem_held += len;
-			r->held = len;
-			break;
-		}
-		if (r->final)
-			break;
-		if (!waiting)
-			t->reply_waiters++;
-		waiting = true;
-		t->mem_waiters++;
-		sipc__abstime(&ts, WAIT_SLICE_MS);
-		pthread_cond_timedwait(&t->cv, &t->lock, &ts);
-		t->mem_waiters--;
-		/* the slot lock comes before the table lock: look unlocked */
-		pthread_mutex_unlock(&t->lock);
-		leave = reader_should_exit(r);
-		pthread_mutex_lock(&t->lock);
-		if (leave)
-			break;
-	}
-	if (waiting)
-		t->reply_waiters--;
-	pthread_mutex_unlock(&t->lock);
-	return ok;
+	if (!sipc__mem_take_reply(r->sl->sup, len, !r->final, reader_leave, r))
+		return false;
+	r->held = len;
+	return true;
 }
 
 /*
