@@ -98,15 +98,19 @@ free_env(struct sipc_supervisor *s, char **env)
 static void schedule_restart(struct sipc__slot *sl, int64_t now,
                              int64_t uptime, bool before_ready);
 
+static void count_ready(struct sipc_supervisor *s);
+
 /* Remember why the last worker start failed, so sipc_wait_ready() can
- * say so instead of timing out; a worker becoming ready clears it. */
+ * say so instead of timing out; a worker becoming ready clears it.  The
+ * ready and live counts are refreshed with it: a waiter must not pair
+ * this error with a count from before the failure. */
 static void
 note_start_error(struct sipc_supervisor *s, int err)
 {
 	pthread_mutex_lock(&s->rlock);
 	s->start_err = err;
-	pthread_cond_broadcast(&s->rcv);
 	pthread_mutex_unlock(&s->rlock);
+	count_ready(s);
 }
 
 static void
@@ -175,6 +179,8 @@ spawn_slot(struct sipc__slot *sl, int64_t now)
 	sipc__log(s, SIPC_LOG_INFO, sl, "worker started");
 	return;
 fail:
+	/* before the exit is visible in stats (a host waits on either) */
+	note_start_error(s, rc == SIPC_E_EXEC ? SIPC_E_EXEC : rc);
 	{
 		struct sipc_exit e = { .kind = SIPC_EXIT_HANDSHAKE, .code = -rc };
 
@@ -191,7 +197,6 @@ fail:
 		sl->last_exit = e;
 		pthread_mutex_unlock(&sl->lock);
 	}
-	note_start_error(s, rc == SIPC_E_EXEC ? SIPC_E_EXEC : rc);
 	schedule_restart(sl, now, 0, true);
 }
 
