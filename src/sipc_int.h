@@ -128,8 +128,8 @@ struct sipc__table {
 	 * SIPC__WAIT_SLICE_MS). */
 	_Atomic size_t mem_held;
 	atomic_uint mem_waiters;
-	unsigned reply_waiters;       /* readers waiting for room: replies
-	                               * go first, submits do not take it */
+	unsigned reply_waiters;       /* [table] readers waiting for room:
+	                               * replies go first, submits wait */
 };
 
 struct sipc_supervisor {

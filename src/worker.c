@@ -11,7 +11,10 @@
  *   many frames per read(), completes requests through the table, and
  *   turns diagnostics into escaped, length-capped lines for the log
  *   callback and the slot's crash-report tail.  Diagnostics are never
- *   fed to the decoder; protocol bytes never reach the log raw.
+ *   fed to the decoder; protocol bytes never reach the log raw.  Each
+ *   frame's payload is taken from mem_ceiling before it is allocated
+ *   and given back once handled; a frame that does not fit is not read
+ *   until room comes back (table.c).
  *
  * Both threads are started and joined by the reaper thread, once per
  * generation.  Lock order: slot -> table.  Callbacks run with no lock.
