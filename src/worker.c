@@ -492,26 +492,13 @@ reader_leave(void *arg)
 }
 
 /*
- * Take `len` bytes of the ceiling for a frame's payload (table.c).  When
- * they do not fit, wait: nothing more is read from this channel
- * meanwhile, so the worker's writes block (backpressure).  The wait is
- * not progress: one that outlasts stall_ms ends the worker by the stall
- * rule.  The final drain never waits.
- */
-static bool
-mem_take(struct reader *r, size_t len)
-{
-	if (!sipc__mem_take_reply(r->sl->sup, len, !r->final, reader_leave, r))
-		return false;
-	r->held = len;
-	return true;
-}
-
-/*
  * Before the decoder allocates a payload (when the header completes in
  * p[0..n)), take its bytes from the ceiling: a reply counts before its
  * id is even checked.  A header the decoder will refuse allocates
- * nothing and takes nothing.
+ * nothing and takes nothing.  When they do not fit, wait: nothing more
+ * is read from this channel meanwhile, so the worker's writes block
+ * (backpressure).  The wait is not progress: one that outlasts stall_ms
+ * ends the worker by the stall rule.  The final drain never waits.
  */
 static bool
 frame_reserve(struct reader *r, const uint8_t *p, size_t n)
@@ -530,7 +517,11 @@ frame_reserve(struct reader *r, const uint8_t *p, size_t n)
 	if (sipc__frame_decode_hdr(h, d->max_payload, &hdr) != 0 ||
 	    hdr.len == 0)
 		return true;
-	return mem_take(r, hdr.len);
+	if (!sipc__mem_take_reply(r->sl->sup, hdr.len, !r->final,
+	    reader_leave, r))
+		return false;
+	r->held = hdr.len;
+	return true;
 }
 
 /* No room before the reader had to stop: the rest of the stream is not
