@@ -492,6 +492,12 @@ test_lifecycle_settle_accepted_not_retried(void)
 	unlink(exec_log);
 }
 
+static bool
+exec_log_started(void *arg)
+{
+	return count_lines(exec_log) >= 1;
+}
+
 /* Some worker holds one request, ACCEPTed (HELLO + ACCEPT seen). */
 static bool
 pred_one_accepted(const struct sipc_stats *st, void *arg)
@@ -532,6 +538,8 @@ test_lifecycle_settle_idempotent_retried(void)
 	rq.payload = p;
 	CU_ASSERT_FATAL(sipc_submit(s, &rq, st_outbox_done, &o, NULL) == 0);
 	CU_ASSERT_FATAL(st_stats_wait(s, pred_one_accepted, &victim, WAIT_MS));
+	/* its handler started (the exec log line comes first) */
+	CU_ASSERT_FATAL(tl_wait_until(exec_log_started, NULL, WAIT_MS));
 	CU_ASSERT_FATAL(kill(st_worker_stats(s, victim).pid, SIGKILL) == 0);
 	CU_ASSERT_FATAL(st_outbox_wait(&box, 1, WAIT_MS));
 	pthread_mutex_lock(&box.mu);
