@@ -10,6 +10,7 @@
  * any thread may).
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,11 +209,90 @@ test_replymem_counted_before_id_checked(void)
 	st_outbox_release(&box);
 }
 
+struct bytes_want { unsigned slot; uint64_t bytes_in; };
+
+static bool
+pred_bytes_in(const struct sipc_stats *st, void *arg)
+{
+	struct bytes_want *w = arg;
+
+	return st->workers[w->slot].bytes_in >= w->bytes_in;
+}
+
+/* The slot holding a request whose ACCEPT came (HELLO + ACCEPT). */
+static bool
+pred_accepted_on(const struct sipc_stats *st, void *arg)
+{
+	for (unsigned i = 0; i < st->nworkers; i++)
+		if (st->workers[i].inflight == 1 &&
+		    st->workers[i].frames_in >= 2) {
+			*(unsigned *)arg = i;
+			return true;
+		}
+	return false;
+}
+
+/*
+ * One worker's half-sent 300 kB reply holds its bytes; the other's
+ * 350 kB reply does not fit beside it under a 600 kB ceiling, so its
+ * reader waits (a ceiling under two maximal frames: the reply reserve
+ * is what one maximal request leaves, 200 kB).  That worker is killed meanwhile: the reader stops
+ * waiting (no hang), reads nothing more of the dead worker's stream,
+ * and the request is UNKNOWN.  The first reply still arrives intact,
+ * all the memory comes back, and the pool serves again.
+ */
+static void
+test_replymem_wait_ends_when_worker_dies(void)
+{
+	char *const argv[] = { "framelog", NULL };
+	struct big_box b = { .mu = PTHREAD_MUTEX_INITIALIZER,
+	    .want_len = 300000 };
+	struct st_outbox box = { .mu = PTHREAD_MUTEX_INITIALIZER };
+	struct st_outslot o = { &box, 0 };
+	struct sipc_config c;
+	struct sipc_result r;
+	struct bytes_want bw;
+	sipc_supervisor *s;
+	size_t held = 300000;
+	unsigned slow = 0, waiter;
+
+	st_cfg_base(&c, "framelog", argv, 2);
+	c.max_payload = 400000;
+	c.ring_bytes = 500000;
+	c.mem_ceiling = 600000;
+	s = st_start(&c, 2, WAIT_MS);
+	b.s = s;
+	submit_cmd(s, "slowbig 300000 3000", big_done, &b);
+	CU_ASSERT_FATAL(st_stats_wait(s, pred_mem_at_least, &held, WAIT_MS));
+	CU_ASSERT_FATAL(st_stats_wait(s, pred_accepted_on, &slow, WAIT_MS));
+	waiter = 1 - slow;
+	submit_cmd(s, "big 350000", st_outbox_done, &o);
+	/* HELLO (40) + ACCEPT (24) + the reply's header and more: read */
+	bw = (struct bytes_want){ waiter, 40 + 24 + 24 + 1 };
+	CU_ASSERT_FATAL(st_stats_wait(s, pred_bytes_in, &bw, WAIT_MS));
+	CU_ASSERT(st_worker_stats(s, waiter).completed == 0);
+	CU_ASSERT_FATAL(kill(st_worker_stats(s, waiter).pid, SIGKILL) == 0);
+	CU_ASSERT_FATAL(st_outbox_wait(&box, 1, WAIT_MS));
+	CU_ASSERT_EQUAL(box.res[0].outcome, SIPC_OUTCOME_UNKNOWN);
+	CU_ASSERT(st_log_has("no room under mem_ceiling"));
+	CU_ASSERT(st_stats_wait(s, pred_mem_zero, NULL, WAIT_MS));
+	pthread_mutex_lock(&b.mu);
+	CU_ASSERT(b.done == 1 && b.ok == 1 && b.intact == 1);
+	pthread_mutex_unlock(&b.mu);
+	st_call_cmd(s, "big 1000", WAIT_MS, 0, &r);
+	CU_ASSERT_EQUAL(r.outcome, SIPC_OUTCOME_OK);
+	sipc_result_release(&r);
+	sipc_destroy(s);
+	st_outbox_release(&box);
+}
+
 static const tl_test replymem_tests[] = {
 	{ "test_replymem_large_replies_under_small_ceiling",
 	  test_replymem_large_replies_under_small_ceiling },
 	{ "test_replymem_counted_before_id_checked",
 	  test_replymem_counted_before_id_checked },
+	{ "test_replymem_wait_ends_when_worker_dies",
+	  test_replymem_wait_ends_when_worker_dies },
 	{ NULL, NULL },
 };
 
