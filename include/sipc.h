@@ -302,7 +302,9 @@ struct sipc_config {
 	uint32_t max_payload;         /* bytes per frame payload (16 MiB) */
 	unsigned ring_frames;         /* per worker queued frames (256) */
 	size_t ring_bytes;            /* per worker queued bytes (64 MiB) */
-	size_t mem_ceiling;           /* all queued+in-flight payloads (256 MiB) */
+	size_t mem_ceiling;           /* payloads held: requests queued or in
+	                               * flight, replies until delivered
+	                               * (256 MiB); see sipc_submit() */
 	size_t diag_line_max;         /* diagnostics line cap (1024) */
 	size_t diag_tail_bytes;       /* kept per worker for reports (4096) */
 
@@ -467,7 +469,12 @@ struct sipc_request {
  * be NULL) and `done` will be called exactly once.  Backpressure: when
  * the queues are full it blocks until room or the request's deadline
  * (then `done` gets REJECTED/SIPC_E_FULL), or with SIPC_REQ_NOWAIT
- * returns SIPC_E_FULL at once and `done` is never called.  Invalid
+ * returns SIPC_E_FULL at once and `done` is never called.  Memory:
+ * requests are admitted only while min(max_payload, mem_ceiling -
+ * max_payload) bytes of mem_ceiling stay free for replies, and not while
+ * a reply waits for room; a reply counts from its frame header until its
+ * callback returns, and one that does not fit is not read (the worker
+ * waits) until room comes back.  Invalid
  * arguments (NULL, payload over max_payload) return an error and `done`
  * is never called; so does SIPC_E_SHUTDOWN once sipc_destroy() has
  * begun.  `req` and what it points at may be freed when this returns;
@@ -525,7 +532,8 @@ struct sipc_stats {
 	struct sipc_worker_stats *workers;  /* nworkers entries */
 	uint64_t submitted, completed_ok, worker_errors, rejected, timeouts,
 	    unknown, requeued, retried, protocol_violations, restarts;
-	size_t mem_held;          /* payload bytes queued or in flight */
+	size_t mem_held;          /* payload bytes held: requests queued or in
+	                           * flight, replies being read or delivered */
 	size_t mem_ceiling;
 	unsigned pending;         /* requests without an outcome yet */
 };

@@ -98,15 +98,19 @@ free_env(struct sipc_supervisor *s, char **env)
 static void schedule_restart(struct sipc__slot *sl, int64_t now,
                              int64_t uptime, bool before_ready);
 
+static void count_ready(struct sipc_supervisor *s);
+
 /* Remember why the last worker start failed, so sipc_wait_ready() can
- * say so instead of timing out; a worker becoming ready clears it. */
+ * say so instead of timing out; a worker becoming ready clears it.  The
+ * ready and live counts are refreshed with it: a waiter must not pair
+ * this error with a count from before the failure. */
 static void
 note_start_error(struct sipc_supervisor *s, int err)
 {
 	pthread_mutex_lock(&s->rlock);
 	s->start_err = err;
-	pthread_cond_broadcast(&s->rcv);
 	pthread_mutex_unlock(&s->rlock);
+	count_ready(s);
 }
 
 /* Say how the worker's tree is contained whenever it changes (the first
@@ -179,6 +183,9 @@ spawn_slot(struct sipc__slot *sl, int64_t now)
 	sl->containment = ch.contain;
 	sl->state = SIPC_WS_STARTING;
 	sl->accepts = false;
+	/* Why a start failed belongs to that generation: a version error
+	 * of the previous one must not explain this one's end. */
+	sl->violation_err = 0;
 	sl->diag_tail_len = sl->diag_tail_pos = 0;
 	pthread_mutex_unlock(&sl->lock);
 	if (s->journal != NULL)
@@ -194,6 +201,8 @@ spawn_slot(struct sipc__slot *sl, int64_t now)
 	sipc__log(s, SIPC_LOG_INFO, sl, "worker started");
 	return;
 fail:
+	/* before the exit is visible in stats (a host waits on either) */
+	note_start_error(s, rc == SIPC_E_EXEC ? SIPC_E_EXEC : rc);
 	{
 		struct sipc_exit e = { .kind = SIPC_EXIT_HANDSHAKE, .code = -rc };
 
@@ -210,7 +219,6 @@ fail:
 		sl->last_exit = e;
 		pthread_mutex_unlock(&sl->lock);
 	}
-	note_start_error(s, rc == SIPC_E_EXEC ? SIPC_E_EXEC : rc);
 	schedule_restart(sl, now, 0, true);
 }
 
@@ -234,8 +242,12 @@ schedule_restart(struct sipc__slot *sl, int64_t now, int64_t uptime,
 	delay = sipc__restart_plan(sl->policy, s->pool_budget, now, uptime,
 	    before_ready, &cool);
 	sl->respawn_at_ms = now + delay;
-	atomic_fetch_add(&sl->restarts, 1);
-	atomic_fetch_add(&s->n_restarts, 1);
+	/* A cool-down is the refusal to restart (CONTRACT P3): only a
+	 * planned respawn counts, as in the policy's own tally. */
+	if (!cool) {
+		atomic_fetch_add(&sl->restarts, 1);
+		atomic_fetch_add(&s->n_restarts, 1);
+	}
 	pthread_mutex_lock(&sl->lock);
 	sl->state = cool ? SIPC_WS_COOLDOWN : SIPC_WS_IDLE;
 	pthread_mutex_unlock(&sl->lock);
@@ -297,6 +309,9 @@ on_end(struct sipc__slot *sl, struct sipc_exit *e, int64_t now)
 	pthread_mutex_lock(&sl->lock);
 	sl->last_exit = *e;
 	sl->state = SIPC_WS_DRAINING;
+	/* CANCELs name ids this generation held; the writer is joined, so
+	 * none is sent now, and a replacement never received those ids. */
+	sl->ncancels = 0;
 	pthread_mutex_unlock(&sl->lock);
 	sipc_exit_format(e, buf, sizeof(buf));
 	sipc__log(s, e->kind == SIPC_EXIT_CLEAN ? SIPC_LOG_INFO : SIPC_LOG_WARN,
@@ -310,11 +325,15 @@ on_end(struct sipc__slot *sl, struct sipc_exit *e, int64_t now)
 		pthread_mutex_unlock(&sl->lock);
 		note_start_error(s, err);
 	}
+	/* Decide the slot's future first: requests that may run again
+	 * (never started, idempotent retries) can then wait for this very
+	 * slot when it restarts, instead of being refused because no other
+	 * slot exists (a pool of one).  In a cool-down they are refused. */
+	schedule_restart(sl, now, now - sl->started_ms, before_ready);
 	sipc__slot_diag_tail(sl, &tail);
 	sipc__settle(sl, e, tail, now);
 	free(tail);
 	sipc__journal_note_worker_gone(s, sl);
-	schedule_restart(sl, now, now - sl->started_ms, before_ready);
 }
 
 /* Is there work this worker owes or holds? */

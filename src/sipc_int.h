@@ -120,13 +120,17 @@ struct sipc__table {
 	struct sipc__req **buckets;   /* [table] */
 	size_t nbuckets, count;       /* count = entries in the table */
 	unsigned pending;             /* not yet delivered */
-	/* Payload bytes of live requests.  Added to only under the table
-	 * lock (check and add are one step against the ceiling); the last
-	 * unref subtracts without it.  Waiters are counted so that a free
-	 * takes the lock only when someone waits (a missed wake-up costs a
-	 * waiter at most one WAIT_SLICE_MS). */
+	/* Payload bytes held: live requests, and reply (any received
+	 * frame's) buffers from before their allocation until delivered or
+	 * dropped.  Added to only under the table lock (check and add are
+	 * one step against the ceiling); releases subtract without it.
+	 * Waiters are counted so that a release takes the lock only when
+	 * someone waits (a missed wake-up costs a waiter at most one
+	 * SIPC__WAIT_SLICE_MS). */
 	_Atomic size_t mem_held;
 	atomic_uint mem_waiters;
+	unsigned reply_waiters;       /* [table] readers waiting for room:
+	                               * replies go first, submits wait */
 };
 
 struct sipc_supervisor {
@@ -193,6 +197,25 @@ struct sipc__req *sipc__req_new(const struct sipc_request *r, uint64_t id,
 void sipc__req_ref(struct sipc__req *q);
 void sipc__req_unref(struct sipc_supervisor *s, struct sipc__req *q);
 
+/*
+ * The memory ceiling (table.c).  Requests are admitted only while
+ * sipc__mem_reply_reserve() bytes stay free for replies, so a reader
+ * can always get room for one maximal reply once the replies being read
+ * or delivered are done.
+ *
+ * sipc__mem_take_reply(): a reader takes `len` bytes for a received
+ * frame's payload; while they do not fit it waits (if `wait`), and
+ * submits take no memory meanwhile.  Every SIPC__WAIT_SLICE_MS it asks
+ * `leave(arg)`, with no library lock held, whether to give up.  True
+ * when taken.  No lock held on entry.
+ * sipc__mem_release(): any thread, no lock.
+ */
+#define SIPC__WAIT_SLICE_MS 20
+size_t sipc__mem_reply_reserve(const struct sipc_supervisor *s);
+bool sipc__mem_take_reply(struct sipc_supervisor *s, size_t len, bool wait,
+                          bool (*leave)(void *), void *arg);
+void sipc__mem_release(struct sipc_supervisor *s, size_t n);
+
 int sipc__table_init(struct sipc__table *t, unsigned hint);
 void sipc__table_fini(struct sipc__table *t);
 /* [table] held */
@@ -222,8 +245,10 @@ void sipc__outcome(struct sipc_supervisor *s, struct sipc__req *q,
                    uint8_t *reply, size_t reply_len, uint32_t wcode);
 
 /* dispatch (supervisor.c) */
-/* Put a never-started request on some slot's ring, avoiding `avoid`
- * (-1 = none).  Returns 0, or SIPC_E_UNAVAILABLE when no slot can take it. */
+/* Put a request that may run again (never started, or an idempotent
+ * retry) on some slot's ring: another slot than `avoid` (-1 = none)
+ * first, else `avoid` itself when its restart is planned (IDLE).
+ * Returns 0, or SIPC_E_UNAVAILABLE when no slot can take it. */
 int sipc__dispatch_requeue(struct sipc_supervisor *s, struct sipc__req *q, int avoid);
 
 /* worker threads (worker.c) */

@@ -27,7 +27,6 @@
 #include "provider.h"
 #include "sipc_int.h"
 
-#define WAIT_SLICE_MS 20
 
 /* ------------------------------------------------------------ dispatch */
 
@@ -114,15 +113,15 @@ ring_put(struct sipc_supervisor *s, struct sipc__slot *sl, struct sipc__req *q)
 	return 0;
 }
 
-int
-sipc__dispatch_requeue(struct sipc_supervisor *s, struct sipc__req *q, int avoid)
+/* Put `q` on slot idx's ring if that slot runs or will run soon:
+ * 0 queued (or already answered: the ring reference is dropped), else
+ * -EAGAIN. */
+static int
+requeue_on(struct sipc_supervisor *s, int idx, struct sipc__req *q)
 {
-	struct sipc__slot *sl;
-	int idx, rc;
+	struct sipc__slot *sl = &s->slots[idx];
+	int rc;
 
-	if ((idx = pick_slot(s, avoid, q->len)) < 0)
-		return SIPC_E_UNAVAILABLE;
-	sl = &s->slots[idx];
 	pthread_mutex_lock(&sl->lock);
 	rc = sl->state == SIPC_WS_READY || sl->state == SIPC_WS_STARTING ||
 	    sl->state == SIPC_WS_IDLE ? ring_put(s, sl, q) : -EAGAIN;
@@ -131,7 +130,27 @@ sipc__dispatch_requeue(struct sipc_supervisor *s, struct sipc__req *q, int avoid
 		sipc__req_unref(s, q);
 		return 0;
 	}
-	return rc == 0 ? 0 : SIPC_E_UNAVAILABLE;
+	return rc;
+}
+
+/*
+ * Another slot first.  When none can take it, `avoid` itself, if it is
+ * about to run again (IDLE: restart planned, not a cool-down): in a
+ * pool of one, a request that may run again waits for the restarted
+ * worker (its deadline still applies while queued) rather than being
+ * refused for want of another slot.
+ */
+int
+sipc__dispatch_requeue(struct sipc_supervisor *s, struct sipc__req *q, int avoid)
+{
+	int idx;
+
+	if ((idx = pick_slot(s, avoid, q->len)) >= 0 &&
+	    requeue_on(s, idx, q) == 0)
+		return 0;
+	if (avoid >= 0 && requeue_on(s, avoid, q) == 0)
+		return 0;
+	return SIPC_E_UNAVAILABLE;
 }
 
 /* Blocking (up to the request's deadline) or non-blocking dispatch of
@@ -176,7 +195,7 @@ dispatch_new(struct sipc_supervisor *s, struct sipc__req *q)
 			rc = SIPC_E_TIMEOUT;
 			break;
 		}
-		sipc__abstime(&ts, WAIT_SLICE_MS);
+		sipc__abstime(&ts, SIPC__WAIT_SLICE_MS);
 		pthread_cond_timedwait(&sl->cv_space, &sl->lock, &ts);
 		pthread_mutex_unlock(&sl->lock);
 	}
@@ -184,15 +203,19 @@ dispatch_new(struct sipc_supervisor *s, struct sipc__req *q)
 	return rc;
 }
 
-/* Reserve payload bytes under the memory ceiling. */
+/* Reserve payload bytes under the memory ceiling, leaving the reply
+ * reserve free, and none while a reader waits for reply room: replies
+ * drain the pool, new requests would only fill it (table.c). */
 static int
 reserve_memory(struct sipc_supervisor *s, struct sipc__req *q)
 {
+	size_t reserve = sipc__mem_reply_reserve(s);
 	struct timespec ts;
 	int rc = 0;
 
 	pthread_mutex_lock(&s->table.lock);
-	while (s->table.mem_held + q->len > s->cfg.mem_ceiling) {
+	while (s->table.mem_held + q->len + reserve > s->cfg.mem_ceiling ||
+	    s->table.reply_waiters > 0) {
 		if (atomic_load(&s->closing)) {
 			rc = SIPC_E_SHUTDOWN;
 			break;
@@ -202,7 +225,7 @@ reserve_memory(struct sipc_supervisor *s, struct sipc__req *q)
 			rc = SIPC_E_FULL;
 			break;
 		}
-		sipc__abstime(&ts, WAIT_SLICE_MS);
+		sipc__abstime(&ts, SIPC__WAIT_SLICE_MS);
 		s->table.mem_waiters++;
 		pthread_cond_timedwait(&s->table.cv, &s->table.lock, &ts);
 		s->table.mem_waiters--;

@@ -75,14 +75,75 @@ sipc__req_unref(struct sipc_supervisor *s, struct sipc__req *q)
 	if (q == NULL ||
 	    atomic_fetch_sub_explicit(&q->refs, 1, memory_order_acq_rel) != 1)
 		return;
-	atomic_fetch_sub(&s->table.mem_held, q->len);
+	sipc__mem_release(s, q->len);
+	free(q->key);
+	free(q);                       /* the payload lives in the same block */
+}
+
+/*
+ * One maximal reply (max_payload).  Validation only guarantees
+ * mem_ceiling >= max_payload + 24, so a ceiling under two maximal frames
+ * keeps what is left beside one maximal request instead: every request
+ * stays admissible, and replies larger than the reserve may then wait
+ * for request memory (the stall rule bounds that wait).
+ */
+size_t
+sipc__mem_reply_reserve(const struct sipc_supervisor *s)
+{
+	size_t c = s->cfg.mem_ceiling, m = s->cfg.max_payload;
+
+	if (c / 2 >= m)
+		return m;
+	return c > m ? c - m : 0;
+}
+
+bool
+sipc__mem_take_reply(struct sipc_supervisor *s, size_t len, bool wait,
+                     bool (*leave)(void *), void *arg)
+{
+	struct sipc__table *t = &s->table;
+	struct timespec ts;
+	bool ok, waiting = false, gone;
+
+	pthread_mutex_lock(&t->lock);
+	for (;;) {
+		if ((ok = t->mem_held + len <= s->cfg.mem_ceiling)) {
+			t->mem_held += len;
+			break;
+		}
+		if (!wait)
+			break;
+		if (!waiting)
+			t->reply_waiters++;
+		waiting = true;
+		t->mem_waiters++;
+		sipc__abstime(&ts, SIPC__WAIT_SLICE_MS);
+		pthread_cond_timedwait(&t->cv, &t->lock, &ts);
+		t->mem_waiters--;
+		/* `leave` may take a slot lock, which comes before this one */
+		pthread_mutex_unlock(&t->lock);
+		gone = leave(arg);
+		pthread_mutex_lock(&t->lock);
+		if (gone)
+			break;
+	}
+	if (waiting)
+		t->reply_waiters--;
+	pthread_mutex_unlock(&t->lock);
+	return ok;
+}
+
+void
+sipc__mem_release(struct sipc_supervisor *s, size_t n)
+{
+	if (n == 0)
+		return;
+	atomic_fetch_sub(&s->table.mem_held, n);
 	if (atomic_load(&s->table.mem_waiters) > 0) {
 		pthread_mutex_lock(&s->table.lock);
 		pthread_cond_broadcast(&s->table.cv);
 		pthread_mutex_unlock(&s->table.lock);
 	}
-	free(q->key);
-	free(q);                       /* the payload lives in the same block */
 }
 
 /* Condition variables whose timed waits must not follow wall-clock

@@ -11,7 +11,10 @@
  *   many frames per read(), completes requests through the table, and
  *   turns diagnostics into escaped, length-capped lines for the log
  *   callback and the slot's crash-report tail.  Diagnostics are never
- *   fed to the decoder; protocol bytes never reach the log raw.
+ *   fed to the decoder; protocol bytes never reach the log raw.  Each
+ *   frame's payload is taken from mem_ceiling before it is allocated
+ *   and given back once handled; a frame that does not fit is not read
+ *   until room comes back (table.c).
  *
  * Both threads are started and joined by the reaper thread, once per
  * generation.  Lock order: slot -> table.  Callbacks run with no lock.
@@ -232,6 +235,9 @@ struct reader {
 	bool proto_done;              /* EOF, error or violation */
 	bool at_eof;                  /* the whole stream was decoded */
 	bool diag_done;
+	bool final;                   /* final drain: never wait for room */
+	size_t held;                  /* ceiling bytes taken for the frame
+	                               * being decoded (0: none) */
 };
 
 /* Append escaped text to the slot's tail ring (slot lock held). */
@@ -477,6 +483,75 @@ on_frame(struct reader *r, struct sipc_frame *f)
 	}
 }
 
+/* ------------------------------------------------ reply memory */
+
+static bool reader_should_exit(struct reader *r);
+
+static bool
+reader_leave(void *arg)
+{
+	return reader_should_exit(arg);
+}
+
+/*
+ * Before the decoder allocates a payload (when the header completes in
+ * p[0..n)), take its bytes from the ceiling: a reply counts before its
+ * id is even checked.  A header the decoder will refuse allocates
+ * nothing and takes nothing.  When they do not fit, wait: nothing more
+ * is read from this channel meanwhile, so the worker's writes block
+ * (backpressure).  The wait is not progress: one that outlasts stall_ms
+ * ends the worker by the stall rule.  The final drain never waits.
+ */
+static bool
+frame_reserve(struct reader *r, const uint8_t *p, size_t n)
+{
+	struct sipc_decoder *d = &r->dec;
+	uint8_t h[SIPC_FRAME_HDR_LEN];
+	struct sipc_frame_hdr hdr;
+	size_t k;
+
+	if (r->held > 0 || d->in_payload || d->error != 0 ||
+	    d->have + n < SIPC_FRAME_HDR_LEN)
+		return true;
+	k = SIPC_FRAME_HDR_LEN - d->have;
+	memcpy(h, d->hdr, d->have);
+	memcpy(h + d->have, p, k);
+	if (sipc__frame_decode_hdr(h, d->max_payload, &hdr) != 0 ||
+	    hdr.len == 0)
+		return true;
+	if (!sipc__mem_take_reply(r->sl->sup, hdr.len, !r->final,
+	    reader_leave, r))
+		return false;
+	r->held = hdr.len;
+	return true;
+}
+
+/* No room before the reader had to stop: the rest of the stream is not
+ * decoded, so a missing ACCEPT proves nothing (settle.c). */
+static void
+mem_give_up(struct reader *r)
+{
+	struct sipc__slot *sl = r->sl;
+
+	sipc__log(sl->sup, SIPC_LOG_WARN, sl, "no room under mem_ceiling for "
+	    "a frame: the rest of the worker's stream is not read");
+	pthread_mutex_lock(&sl->lock);
+	sl->stream_cut = true;
+	pthread_mutex_unlock(&sl->lock);
+	r->proto_done = true;
+}
+
+/* A frame is complete: act on it, then return its bytes (a delivered
+ * reply belongs to the caller once its callback has returned). */
+static void
+frame_done(struct reader *r, struct sipc_frame *f)
+{
+	on_frame(r, f);
+	free(f->payload);
+	sipc__mem_release(r->sl->sup, r->held);
+	r->held = 0;
+}
+
 static void
 proto_bytes(struct reader *r, const uint8_t *p, size_t n)
 {
@@ -487,6 +562,10 @@ proto_bytes(struct reader *r, const uint8_t *p, size_t n)
 	atomic_fetch_add(&r->sl->bytes_in, n);
 	atomic_store(&r->sl->last_progress_ms, sipc__now_ms());
 	while (n > 0 && !r->proto_done) {
+		if (!frame_reserve(r, p, n)) {
+			mem_give_up(r);
+			return;
+		}
 		used = sipc__decoder_feed(&r->dec, p, n, &f, &done);
 		if (used < 0) {
 			violation(r, (int)used, sipc_strerror((int)used), 0);
@@ -494,10 +573,8 @@ proto_bytes(struct reader *r, const uint8_t *p, size_t n)
 		}
 		p += used;
 		n -= (size_t)used;
-		if (done) {
-			on_frame(r, &f);
-			free(f.payload);
-		}
+		if (done)
+			frame_done(r, &f);
 	}
 }
 
@@ -544,10 +621,8 @@ proto_direct(struct reader *r, int fd, bool nonblock, size_t max, bool *used)
 	atomic_fetch_add(&r->sl->bytes_in, (uint64_t)n);
 	atomic_store(&r->sl->last_progress_ms, sipc__now_ms());
 	sipc__decoder_direct_done(&r->dec, (size_t)n, &f, &done);
-	if (done) {
-		on_frame(r, &f);
-		free(f.payload);
-	}
+	if (done)
+		frame_done(r, &f);
 	return n;
 }
 
@@ -675,7 +750,9 @@ reader_loop(struct reader *r)
 		}
 	}
 	/* The process is gone: what it wrote is still buffered in the
-	 * kernel.  Take that (replies first), bounded, then stop. */
+	 * kernel.  Take that (replies first), bounded, then stop; the
+	 * worker is gone, so never wait for reply room. */
+	r->final = true;
 	until = sipc__now_ms() + SIPC__FINAL_DRAIN_MS;
 	if (!r->proto_done && final_drain(r, sl->proto_fd, true, until) &&
 	    !r->proto_done && sipc__decoder_partial(&r->dec)) {
@@ -714,6 +791,7 @@ reader_main(void *arg)
 		reader_loop(&r);
 	}
 	sipc__decoder_free(&r.dec);
+	sipc__mem_release(sl->sup, r.held);   /* a frame cut short */
 	free(r.buf);
 	free(r.line);
 	free(r.vis);

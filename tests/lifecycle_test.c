@@ -47,6 +47,14 @@ pred_inflight(const struct sipc_stats *st, void *arg)
 }
 
 static bool
+pred_frames_in(const struct sipc_stats *st, void *arg)
+{
+	struct slot_count *c = arg;
+
+	return st->workers[c->slot].frames_in >= c->n;
+}
+
+static bool
 pred_restarted(const struct sipc_stats *st, void *arg)
 {
 	return st->workers[0].restarts >= 1 && st->restarts >= 1 &&
@@ -58,12 +66,6 @@ static bool
 pred_restarts_at_least(const struct sipc_stats *st, void *arg)
 {
 	return st->restarts >= *(uint64_t *)arg;
-}
-
-static bool
-pred_retried(const struct sipc_stats *st, void *arg)
-{
-	return st->retried >= 1;
 }
 
 static int
@@ -373,6 +375,7 @@ test_lifecycle_settle_unwritten_moves(void)
 	struct st_outslot o[4] = { { &box, 0 }, { &box, 1 }, { &box, 2 },
 	    { &box, 3 } };
 	struct sum_want one = { 1, 0 }, two = { 2, 2 };
+	struct slot_count accepted = { 0, 2 };
 	struct sipc_config c;
 	struct sipc_stats st;
 	sipc_supervisor *s;
@@ -390,6 +393,11 @@ test_lifecycle_settle_unwritten_moves(void)
 	CU_ASSERT_FATAL(sipc_stats_get(s, &st) == 0);
 	hung = st.workers[0].inflight == 1 ? 0 : 1;
 	sipc_stats_release(&st);
+	/* its ACCEPT arrived (HELLO + ACCEPT): killed before it, the worker
+	 * would not have read the request, which would then be provably
+	 * never started and move on (to hang on the other worker) */
+	accepted.slot = hung;
+	CU_ASSERT_FATAL(st_stats_wait(s, pred_frames_in, &accepted, WAIT_MS));
 	other = 1 - hung;
 	st_submit_cmd(s, "sleep 500", 0, &o[1]);     /* least loaded: other */
 	/* two more: loads are equal, then one ahead, so at least one of
@@ -486,70 +494,74 @@ test_lifecycle_settle_accepted_not_retried(void)
 	unlink(exec_log);
 }
 
+static bool
+exec_log_started(void *arg)
+{
+	return count_lines(exec_log) >= 1;
+}
+
+/* Some worker holds one request, ACCEPTed (HELLO + ACCEPT seen). */
+static bool
+pred_one_accepted(const struct sipc_stats *st, void *arg)
+{
+	for (unsigned i = 0; i < st->nworkers; i++)
+		if (st->workers[i].inflight == 1 &&
+		    st->workers[i].frames_in >= 2) {
+			*(unsigned *)arg = i;
+			return true;
+		}
+	return false;
+}
+
 /*
- * Idempotent: retried on the other worker, succeeds there.  crash exit3 1
- * serves one request per generation and dies on the second.  Which
- * worker a request lands on is the dispatcher's choice, so the test
- * tracks which generations are spent and submits the idempotent request
- * while exactly one is: it either lands on the spent one (dies, retried
- * on the fresh one: the case under test) or on the fresh one (plain OK,
- * try again).  Any other outcome is a failure.
+ * Idempotent: retried on the other worker, succeeds there.  The request
+ * sleeps in its handler (ACCEPTed: it may have run) when its worker is
+ * killed; the other worker is READY, so the retry goes there (a slot
+ * whose restart is pending comes after a ready one), and runs it again.
  */
 static void
 test_lifecycle_settle_idempotent_retried(void)
 {
-	char *const argv[] = { "crash", "exit3", "1", NULL };
-	uint32_t spent[2] = { 0, 0 };
+	char *const argv[] = { "echo", NULL };
+	static struct st_outbox box = { .mu = PTHREAD_MUTEX_INITIALIZER };
+	struct st_outslot o = { &box, 0 };
+	struct sipc_request rq = { .flags = SIPC_REQ_IDEMPOTENT };
 	struct sipc_config c;
-	struct sipc_result r;
 	struct sipc_stats st;
 	sipc_supervisor *s;
-	bool seen = false;
-	int round;
+	unsigned victim = 0;
+	char p[32];
 
-	st_cfg_base(&c, "crash", argv, 2);
-	c.restart_intensity = 100;
-	c.pool_restart_budget = 1000;
+	st_outbox_reset(&box);
+	cfg_exec_log(&c, argv, 2);
 	s = st_start(&c, 2, WAIT_MS);
-	for (round = 0; round < 40 && !seen; round++) {
-		unsigned nspent = 0, fresh = 0;
-
-		CU_ASSERT_FATAL(sipc_wait_ready(s, 2, WAIT_MS) == 0);
-		CU_ASSERT_FATAL(sipc_stats_get(s, &st) == 0);
-		for (unsigned i = 0; i < 2; i++) {
-			if (spent[i] == st.workers[i].generation)
-				nspent++;
-			else
-				fresh = i;
-		}
-		sipc_stats_release(&st);
-		if (nspent != 1) {
-			/* spend a fresh worker, or kill a spent one */
-			st_call_cmd(s, NULL, WAIT_MS, 0, &r);
-			if (r.outcome == SIPC_OUTCOME_OK)
-				spent[r.worker_id] = r.generation;
-			else
-				CU_ASSERT_EQUAL(r.outcome, SIPC_OUTCOME_UNKNOWN);
-			sipc_result_release(&r);
-			continue;
-		}
-		st_call_cmd(s, NULL, WAIT_MS, SIPC_REQ_IDEMPOTENT, &r);
-		show("idempotent", &r);
-		CU_ASSERT_EQUAL(r.outcome, SIPC_OUTCOME_OK);
-		CU_ASSERT(r.reply_len == 4 && memcmp(r.reply, "data", 4) == 0);
-		if (r.attempts == 2) {
-			seen = true;
-			CU_ASSERT_EQUAL(r.worker_id, fresh);
-		} else {
-			CU_ASSERT_EQUAL(r.attempts, 1);
-			if (r.outcome == SIPC_OUTCOME_OK)
-				spent[r.worker_id] = r.generation;
-		}
-		sipc_result_release(&r);
-	}
-	CU_ASSERT(seen);
-	CU_ASSERT(st_stats_wait(s, pred_retried, NULL, WAIT_MS));
+	memcpy(p, "\0CMD", 4);
+	rq.len = 4 + (size_t)snprintf(p + 4, sizeof(p) - 4, "sleep 1500");
+	rq.payload = p;
+	CU_ASSERT_FATAL(sipc_submit(s, &rq, st_outbox_done, &o, NULL) == 0);
+	CU_ASSERT_FATAL(st_stats_wait(s, pred_one_accepted, &victim, WAIT_MS));
+	/* its handler started (the exec log line comes first) */
+	CU_ASSERT_FATAL(tl_wait_until(exec_log_started, NULL, WAIT_MS));
+	CU_ASSERT_FATAL(kill(st_worker_stats(s, victim).pid, SIGKILL) == 0);
+	CU_ASSERT_FATAL(st_outbox_wait(&box, 1, WAIT_MS));
+	pthread_mutex_lock(&box.mu);
+	show("idempotent", &box.res[0]);
+	CU_ASSERT_EQUAL(box.res[0].outcome, SIPC_OUTCOME_OK);
+	CU_ASSERT(box.res[0].reply_len == 5 &&
+	    memcmp(box.res[0].reply, "slept", 5) == 0);
+	CU_ASSERT(box.res[0].may_have_run);
+	CU_ASSERT_EQUAL(box.res[0].attempts, 2);
+	CU_ASSERT_EQUAL(box.res[0].worker_id, 1 - victim);
+	pthread_mutex_unlock(&box.mu);
+	CU_ASSERT_FATAL(sipc_stats_get(s, &st) == 0);
+	CU_ASSERT_EQUAL(st.retried, 1);
+	CU_ASSERT_EQUAL(st.unknown, 0);
+	sipc_stats_release(&st);
 	sipc_destroy(s);
+	CU_ASSERT_EQUAL(count_lines(exec_log), 2);   /* it ran twice */
+	unlink(exec_log);
+	st_outbox_release(&box);
+	st_outbox_reset(&box);
 }
 
 /* Idempotent, but it kills every worker: poison after two deaths. */
