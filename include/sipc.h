@@ -51,7 +51,7 @@ extern "C" {
 	X(SIPC_E_PRODUCTION, -1016, "provider lacks guarantees required in production") \
 	X(SIPC_E_NOENV, -1017, "configuration does not state its environment") \
 	X(SIPC_E_LOCKED, -1018, "state directory is locked by another instance") \
-	X(SIPC_E_JOURNAL, -1019, "journal is corrupt or unreadable")          \
+	X(SIPC_E_JOURNAL, -1019, "journal cannot be read or written")         \
 	X(SIPC_E_CANCELLED, -1020, "request cancelled")                       \
 	X(SIPC_E_STALL, -1021, "worker stalled")                              \
 	X(SIPC_E_NOTFOUND, -1022, "no such request")
@@ -76,7 +76,8 @@ const char *sipc_strerror(int err);
  *   WORKER_ERROR  the worker replied with an error frame (code + bytes).
  *   REJECTED      the request was never written to any worker.  Safe to
  *                 resubmit.  `error` says why (FULL, UNAVAILABLE,
- *                 SHUTDOWN, TOOBIG, EXEC, ...).
+ *                 SHUTDOWN, TOOBIG, EXEC, JOURNAL: its record could
+ *                 not be journalled, ...).
  *   TIMEOUT       the deadline passed.  `may_have_run` says whether the
  *                 request had been written to a worker.
  *   UNKNOWN       the request was written and the worker ended (or broke
@@ -291,8 +292,10 @@ enum sipc_req_flags {
 };
 
 /* Completion callback: exactly once per accepted submit.  Runs on a
- * library thread (the worker's reader, the reaper, or the submitting
- * thread for immediate rejections) with no library lock held.  `res`
+ * library thread (the worker's reader, the reaper, a worker's writer for
+ * a request it did not send because its journal record could not be
+ * written, or the submitting thread for immediate rejections) with no
+ * library lock held.  `res`
  * itself is valid only during the call, but the callback owns what it
  * points at: either call sipc_result_release(res) before returning, or
  * copy the struct and release the copy later (any thread).  It may
@@ -364,6 +367,12 @@ struct sipc_stats {
 	size_t mem_held;          /* payload bytes queued or in flight */
 	size_t mem_ceiling;
 	unsigned pending;         /* requests without an outcome yet */
+	/* With a state_dir: 0 while the journal is healthy; once a record
+	 * could not be written or synced, the negative error that broke it
+	 * (for good: every later submit ends REJECTED / SIPC_E_JOURNAL
+	 * until a new supervisor opens the directory; logged once at
+	 * SIPC_LOG_ERROR).  Always 0 without a state_dir. */
+	int journal_error;
 };
 
 /* Snapshot of counters.  Allocates ret->workers; free with

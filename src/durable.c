@@ -5,10 +5,19 @@
  *
  * Threads: the note_* functions run on whichever thread passes the step
  * they record (submitters, writers, readers, the reaper); the journal
- * has its own leaf lock.  A journal append that fails is logged and the
- * request goes on: durability is best effort after the instance has
- * started, and the journal then refuses further appends, which the
- * reconcile list makes visible as unresolved entries.
+ * has its own leaf lock.
+ *
+ * Fail before the side effect: a request whose ACCEPTED or WRITTEN
+ * record could not be appended is never written to a worker; it ends
+ * REJECTED / SIPC_E_JOURNAL (provably never ran), or UNKNOWN when an
+ * earlier worker that died with it may have run it.  Any failed append
+ * or sync breaks the journal for good (journal.h): the break is logged
+ * once at ERROR, shown in stats (journal_error), and every later submit
+ * is refused the same way until a new instance opens the directory.
+ * Records that fail after the break (COMPLETED, DELIVERED, workers) only
+ * leave the next instance with a more cautious list, never a false one:
+ * a request written and then answered is listed MAY_HAVE_RUN, one
+ * accepted and refused is NEVER_SENT.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -33,21 +42,38 @@ wall_deadline(const struct sipc__req *q)
 	    (q->deadline_ms - sipc__now_ms());
 }
 
+/* Log a failed journal step: the break itself once, at ERROR (later
+ * steps fail with the same error, quietly: the stats and the outcomes
+ * say it), and any other error each time. */
 static void
 jcheck(struct sipc_supervisor *s, int rc, const char *what)
 {
-	if (rc < 0)
+	bool first;
+	int broken;
+
+	if (rc >= 0)
+		return;
+	broken = sipc__journal_broken(s->journal, &first);
+	if (broken == 0)
 		sipc__log(s, SIPC_LOG_ERROR, NULL, "journal %s: %s", what,
 		    sipc_strerror(rc));
+	else if (first)
+		sipc__log(s, SIPC_LOG_ERROR, NULL, "journal broken (%s: %s): "
+		    "no request is sent until the supervisor is recreated",
+		    what, sipc_strerror(broken));
 }
 
-void
+int
 sipc__journal_note_accepted(struct sipc_supervisor *s, struct sipc__req *q)
 {
+	int rc;
+
 	if (s->journal == NULL)
-		return;
-	jcheck(s, sipc__journal_accepted(s->journal, q->id, q->key,
-	    q->payload, q->len, wall_deadline(q)), "accepted");
+		return 0;
+	rc = sipc__journal_accepted(s->journal, q->id, q->key, q->payload,
+	    q->len, wall_deadline(q));
+	jcheck(s, rc, "accepted");
+	return rc < 0 ? SIPC_E_JOURNAL : 0;
 }
 
 void
@@ -60,24 +86,74 @@ sipc__journal_note_refused(struct sipc_supervisor *s, struct sipc__req *q)
 	sipc__journal_delivered(s->journal, q->id);
 }
 
-void
+/*
+ * The writer could not journal that `q` goes to `sl`'s worker, so it is
+ * not sent.  Undo what the writer's take did (state, in-flight count,
+ * attempt) and give it its outcome, unless someone else settled it
+ * meanwhile (a timeout keeps it in the table until its worker answers:
+ * it is dropped here).  Writer thread, no lock held; the ring's
+ * reference stays the caller's.
+ */
+static void
+unsend(struct sipc_supervisor *s, struct sipc__slot *sl, struct sipc__req *q)
+{
+	struct sipc_result res;
+	bool mine, won = false, ran;
+
+	pthread_mutex_lock(&s->table.lock);
+	mine = q->in_table && q->slot == (int)sl->idx &&
+	    q->gen == sl->generation &&
+	    (q->state == SIPC__R_WRITTEN || q->state == SIPC__R_ACCEPTED);
+	if (mine) {
+		q->state = SIPC__R_GONE;
+		q->attempts--;
+		atomic_fetch_sub(&sl->inflight, 1);
+		sipc__table_remove(&s->table, q);
+		/* Not sent now; an earlier worker that died with it may
+		 * still have run it (settle.c reports that UNKNOWN too). */
+		ran = q->deaths > 0;
+		won = sipc__outcome_set(s, q, ran ? SIPC_OUTCOME_UNKNOWN :
+		    SIPC_OUTCOME_REJECTED, SIPC_E_JOURNAL, ran, &res);
+	}
+	pthread_mutex_unlock(&s->table.lock);
+	if (won)
+		sipc__outcome_deliver(s, q, &res);
+	if (mine)
+		sipc__req_unref(s, q);    /* the table's reference */
+}
+
+int
 sipc__journal_note_written(struct sipc_supervisor *s, struct sipc__slot *sl,
                            struct sipc__req *q)
 {
-	if (s->journal == NULL)
-		return;
-	jcheck(s, sipc__journal_written(s->journal, q->id, sl->idx,
-	    sl->generation, sl->pid), "written");
+	int rc;
+
+	rc = sipc__journal_written(s->journal, q->id, sl->idx, sl->generation,
+	    sl->pid);
+	if (rc == 0)
+		return 0;
+	/* SIPC_E_NOTFOUND: its outcome (a timeout) is journalled already;
+	 * the caller has it, and the worker need not start it now. */
+	if (rc != SIPC_E_NOTFOUND)
+		jcheck(s, rc, "written");
+	unsend(s, sl, q);
+	return SIPC_E_JOURNAL;
 }
 
 void
 sipc__journal_note_done(struct sipc_supervisor *s, struct sipc__req *q,
                         const struct sipc_result *res)
 {
+	int rc;
+
 	if (s->journal == NULL)
 		return;
-	jcheck(s, sipc__journal_completed(s->journal, q->id, res->outcome,
-	    res->error), "completed");
+	rc = sipc__journal_completed(s->journal, q->id, res->outcome,
+	    res->error);
+	/* A request refused for its ACCEPTED record is not in the journal:
+	 * nothing to complete. */
+	if (!(rc == SIPC_E_NOTFOUND && res->error == SIPC_E_JOURNAL))
+		jcheck(s, rc, "completed");
 }
 
 void
@@ -114,6 +190,13 @@ sipc__journal_note_worker_gone(struct sipc_supervisor *s, struct sipc__slot *sl)
 		return;
 	jcheck(s, sipc__journal_worker_gone(s->journal, sl->idx,
 	    sl->generation), "worker gone");
+}
+
+void
+sipc__journal_note_stats(struct sipc_supervisor *s, struct sipc_stats *st)
+{
+	if (s->journal != NULL)
+		st->journal_error = sipc__journal_broken(s->journal, NULL);
 }
 
 void

@@ -285,11 +285,12 @@ sipc_submit(sipc_supervisor *s, const struct sipc_request *req,
 		goto out;
 	}
 	atomic_fetch_add(&s->n_submitted, 1);
-	sipc__journal_note_accepted(s, q);
 	/* Once dispatched, q may be answered and freed at any moment. */
 	id = q->id;
 	sipc__req_ref(q);
-	rc = dispatch_new(s, q);
+	/* Not journalled as accepted: never dispatched (REJECTED below). */
+	if ((rc = sipc__journal_note_accepted(s, q)) == 0)
+		rc = dispatch_new(s, q);
 	if (rc == SIPC_E_FULL && ((q->flags & SIPC_REQ_NOWAIT) ||
 	    sipc__lib_thread)) {
 		/* Never accepted: no callback, the caller has the error. */
@@ -735,6 +736,7 @@ sipc_stats_get(sipc_supervisor *s, struct sipc_stats *ret)
 	ret->mem_held = s->table.mem_held;
 	ret->pending = s->table.pending;
 	pthread_mutex_unlock(&s->table.lock);
+	sipc__journal_note_stats(s, ret);
 	ret->mem_ceiling = s->cfg.mem_ceiling;
 	return 0;
 }

@@ -22,9 +22,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "jrec.h"
+#include "journal.h"
 #include "sipc.h"
 #include "sipctest.h"
 #include "rmtree.h"
@@ -239,6 +243,73 @@ child_half_resolve(int fd, const char *dir, size_t nresolve)
 		pause();
 }
 
+/*
+ * The instance whose journal fills up: a real file size limit
+ * (RLIMIT_FSIZE, SIGXFSZ ignored so that write() says EFBIG) lets the
+ * journal grow by exactly `fault_room` more bytes, then two requests are
+ * called: "k-a" (whose records hit the limit) and "k-b" (after the
+ * break).  Reports "ready <a outcome> <a error> <b outcome> <b error>
+ * <journal_error> <frames written to the worker> <break logged>", then
+ * waits to be killed, or with fault_clean destroys the supervisor and
+ * exits 0.
+ */
+static size_t fault_room;
+static bool fault_clean;
+
+static void __attribute__((noreturn))
+child_journal_fault(int fd, const char *dir, enum sipc_durability d)
+{
+	struct sipc_config c = cfg_for(dir, "echo", d);
+	struct sipc_request r = { .payload = "alpha", .len = 5 };
+	struct sigaction sa = { .sa_handler = SIG_IGN };
+	struct sipc_result a, b;
+	struct sipc_stats st;
+	sipc_supervisor *s = NULL;
+	struct rlimit rl;
+	struct stat sb;
+	char path[512];
+	int rc;
+
+	c.log = st_log_fn;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGXFSZ, &sa, NULL) < 0)
+		child_fail(fd, "sigaction", -errno);
+	st_log_reset();
+	if ((rc = sipc_create(&c, NULL, 0, &s)) < 0)
+		child_fail(fd, "create", rc);
+	if ((rc = sipc_wait_ready(s, 1, DEADLINE_MS)) < 0)
+		child_fail(fd, "ready", rc);
+	/* Nothing else appends now: the worker's record came before its
+	 * HELLO, and the group commit only syncs. */
+	snprintf(path, sizeof(path), "%s/journal", dir);
+	if (stat(path, &sb) < 0 || getrlimit(RLIMIT_FSIZE, &rl) < 0)
+		child_fail(fd, "journal size", -errno);
+	rl.rlim_cur = (rlim_t)sb.st_size + fault_room;
+	if (setrlimit(RLIMIT_FSIZE, &rl) < 0)
+		child_fail(fd, "setrlimit", -errno);
+	r.idempotency_key = "k-a";
+	if ((rc = sipc_call(s, &r, &a)) < 0)
+		child_fail(fd, "call k-a", rc);
+	r.idempotency_key = "k-b";
+	if ((rc = sipc_call(s, &r, &b)) < 0)
+		child_fail(fd, "call k-b", rc);
+	if ((rc = sipc_stats_get(s, &st)) < 0)
+		child_fail(fd, "stats", rc);
+	dprintf(fd, "ready %d %d %d %d %d %llu %d\n", (int)a.outcome, a.error,
+	    (int)b.outcome, b.error, st.journal_error,
+	    (unsigned long long)st.workers[0].frames_out,
+	    st_log_has("journal broken"));
+	sipc_stats_release(&st);
+	sipc_result_release(&a);
+	sipc_result_release(&b);
+	if (fault_clean) {
+		sipc_destroy(s);
+		_exit(0);
+	}
+	for (;;)
+		pause();
+}
+
 /* ------------------------------------------------------ parent side */
 
 /* Read one line from the child (generous deadline). */
@@ -281,6 +352,8 @@ spawn_child(int mode, const char *dir, enum sipc_durability d,
 		close(p[0]);
 		if (mode == 0)
 			child_crash_run(p[1], dir, d);
+		if (mode == 2)
+			child_journal_fault(p[1], dir, d);
 		child_half_resolve(p[1], dir, 2);
 	}
 	close(p[1]);
@@ -636,6 +709,141 @@ test_reconcile_clean_shutdown_leaves_nothing(void)
 	rmstate(dir);
 }
 
+/* Bytes of one record of `type` as this instance writes it for "k-a". */
+static size_t
+rec_bytes(uint8_t type)
+{
+	struct sipc__jrec rec;
+	uint8_t buf[SIPC__JREC_MAX];
+	size_t n = 0;
+
+	memset(&rec, 0, sizeof(rec));
+	rec.type = type;
+	rec.u.acc.keylen = 3;
+	CU_ASSERT_FATAL(sipc__jrec_encode(&rec, buf, sizeof(buf), &n) == 0);
+	return n;
+}
+
+struct fault_report {
+	int a_outcome, a_error, b_outcome, b_error, jerr, logged;
+	unsigned long long frames;
+};
+
+/* Run child_journal_fault with `room` bytes of journal left; crash it
+ * (or let it destroy cleanly) and return what it saw. */
+static struct fault_report
+journal_fault(const char *dir, enum sipc_durability d, size_t room,
+    bool clean)
+{
+	struct fault_report f;
+	char line[256];
+	pid_t pid;
+	int st;
+
+	fault_room = room;
+	fault_clean = clean;
+	pid = spawn_child(2, dir, d, line, sizeof(line));
+	CU_ASSERT_FATAL(sscanf(line + 6, "%d %d %d %d %d %llu %d",
+	    &f.a_outcome, &f.a_error, &f.b_outcome, &f.b_error, &f.jerr,
+	    &f.frames, &f.logged) == 7);
+	if (!clean) {
+		kill_child(pid);
+		return f;
+	}
+	CU_ASSERT(waitpid(pid, &st, 0) == pid);
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	return f;
+}
+
+/* After the WRITTEN record of k-a failed: k-a was never sent and says
+ * so (REJECTED / SIPC_E_JOURNAL, the worker got no frame at all), the
+ * journal is broken (stats, one ERROR log line), k-b is refused, and the
+ * next instance lists k-a as NEVER_SENT, which is true, and nothing
+ * else. */
+static void
+check_written_failed(const char *dir, const struct fault_report *f)
+{
+	struct sipc_unresolved *u = NULL;
+	const struct sipc_unresolved *e;
+	sipc_supervisor *s;
+	size_t n = 0;
+
+	CU_ASSERT_EQUAL(f->a_outcome, SIPC_OUTCOME_REJECTED);
+	CU_ASSERT_EQUAL(f->a_error, SIPC_E_JOURNAL);
+	CU_ASSERT_EQUAL(f->frames, 0);
+	CU_ASSERT_EQUAL(f->jerr, -EFBIG);
+	CU_ASSERT(f->logged);
+	CU_ASSERT_EQUAL(f->b_outcome, SIPC_OUTCOME_REJECTED);
+	CU_ASSERT_EQUAL(f->b_error, SIPC_E_JOURNAL);
+	s = open_next(dir, "echo");
+	CU_ASSERT_FATAL(sipc_reconcile_list(s, &u, &n) == 0);
+	CU_ASSERT_EQUAL(n, 1);
+	e = find_key(u, n, "k-a");
+	CU_ASSERT(e != NULL && e->state == SIPC_UNRESOLVED_NEVER_SENT);
+	CU_ASSERT(find_key(u, n, "k-b") == NULL);
+	sipc_reconcile_free(u);
+	sipc_destroy(s);
+}
+
+static void
+test_reconcile_written_record_failed_never_sent(void)
+{
+	char *dir = mkstate();
+	struct fault_report f;
+
+	/* Room for k-a's ACCEPTED record, not for its WRITTEN record. */
+	f = journal_fault(dir, SIPC_DURABLE_EACH,
+	    rec_bytes(SIPC__JR_ACCEPTED), false);
+	check_written_failed(dir, &f);
+	rmstate(dir);
+}
+
+/* J5 with a broken journal: a clean destroy cannot record what it could
+ * not write, and what the next instance lists still matches what ran. */
+static void
+test_reconcile_broken_journal_clean_destroy(void)
+{
+	char *dir = mkstate();
+	struct fault_report f;
+
+	f = journal_fault(dir, SIPC_DURABLE_GROUP,
+	    rec_bytes(SIPC__JR_ACCEPTED), true);
+	check_written_failed(dir, &f);
+	rmstate(dir);
+}
+
+/* k-a was written (journalled) and ran; its COMPLETED record failed: the
+ * caller has its OK, the next instance lists it MAY_HAVE_RUN (never
+ * NEVER_SENT); k-b, whose ACCEPTED record failed, was never sent and is
+ * not listed. */
+static void
+test_reconcile_completed_record_failed_may_have_run(void)
+{
+	char *dir = mkstate();
+	struct sipc_unresolved *u = NULL;
+	const struct sipc_unresolved *e;
+	struct fault_report f;
+	sipc_supervisor *s;
+	size_t n = 0;
+
+	f = journal_fault(dir, SIPC_DURABLE_EACH,
+	    rec_bytes(SIPC__JR_ACCEPTED) + rec_bytes(SIPC__JR_WRITTEN), false);
+	CU_ASSERT_EQUAL(f.a_outcome, SIPC_OUTCOME_OK);
+	CU_ASSERT_EQUAL(f.frames, 1);
+	CU_ASSERT_EQUAL(f.jerr, -EFBIG);
+	CU_ASSERT_EQUAL(f.b_outcome, SIPC_OUTCOME_REJECTED);
+	CU_ASSERT_EQUAL(f.b_error, SIPC_E_JOURNAL);
+	s = open_next(dir, "echo");
+	CU_ASSERT_FATAL(sipc_reconcile_list(s, &u, &n) == 0);
+	CU_ASSERT_EQUAL(n, 1);
+	e = find_key(u, n, "k-a");
+	CU_ASSERT(e != NULL && e->state == SIPC_UNRESOLVED_MAY_HAVE_RUN);
+	CU_ASSERT(find_key(u, n, "k-b") == NULL);
+	sipc_reconcile_free(u);
+	sipc_destroy(s);
+	rmstate(dir);
+}
+
 int
 main(void)
 {
@@ -652,6 +860,9 @@ main(void)
 	    { "test_reconcile_idempotent_across_second_crash", test_reconcile_idempotent_across_second_crash },
 	    { "test_reconcile_lock_names_holder", test_reconcile_lock_names_holder },
 	    { "test_reconcile_clean_shutdown_leaves_nothing", test_reconcile_clean_shutdown_leaves_nothing },
+	    { "test_reconcile_written_record_failed_never_sent", test_reconcile_written_record_failed_never_sent },
+	    { "test_reconcile_broken_journal_clean_destroy", test_reconcile_broken_journal_clean_destroy },
+	    { "test_reconcile_completed_record_failed_may_have_run", test_reconcile_completed_record_failed_may_have_run },
 	    { NULL, NULL } });
 	return tl_run();
 }
