@@ -96,6 +96,8 @@ load(struct sipc__journal *j, char *errbuf, size_t errlen)
 static int
 sync_to(struct sipc__journal *j, uint64_t target)
 {
+	if (j->broken)
+		return j->broken;
 	while (j->sseq < target) {
 		uint64_t upto;
 		int fd, r;

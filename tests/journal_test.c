@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,6 +25,7 @@
 #include "journal.h"
 #include "jrec.h"
 #include "rmtree.h"
+#include "sysfault.h"
 #include "testlib.h"
 
 static char base[64], dir[96];
@@ -411,6 +413,46 @@ test_journal_corrupt_magic_byte(void)
 	check_corrupt_second(1);
 }
 
+/* A damaged length field that makes record 2 of 3 seem to run past the
+ * end of the file is not a torn tail: record 3, whole and valid, follows
+ * it.  It is reported corrupt (and the file kept), not cut silently. */
+static void
+test_journal_corrupt_length_near_tail(void)
+{
+	struct sipc__journal_stats st;
+	struct sipc_unresolved *u = NULL;
+	struct sipc__journal *j;
+	size_t acc = rec_size(SIPC__JR_ACCEPTED), ins = rec_size(SIPC__JR_INSTANCE);
+	off_t full, len_at = (off_t)(ins + acc) + 4;
+	int fd;
+	uint8_t b;
+
+	mkstate();
+	crash_child(SIPC_DURABLE_EACH, three_accepted);
+	full = fsize("journal");
+	/* Low byte of record 2's length: + 0x40 runs past the two records
+	 * left (2 x acc bytes) while staying under the codec's maximum. */
+	CU_ASSERT_FATAL(acc - SIPC__JREC_HDR - 4 + 0x40 > 2 * acc - SIPC__JREC_HDR - 4);
+	fd = open(jpath("journal"), O_RDWR);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_EQUAL(pread(fd, &b, 1, len_at), 1);
+	b += 0x40;
+	CU_ASSERT_EQUAL(pwrite(fd, &b, 1, len_at), 1);
+	close(fd);
+	j = jopen(SIPC_DURABLE_EACH);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+	sipc__journal_get_stats(j, &st);
+	CU_ASSERT_EQUAL(st.corrupt, 1);
+	CU_ASSERT_EQUAL(st.torn_bytes, 0);
+	CU_ASSERT_EQUAL(st.corrupt_offset, ins + acc);
+	CU_ASSERT_EQUAL(st.corrupt_bytes, 2 * acc);
+	CU_ASSERT_EQUAL(fsize(st.corrupt_copy), full);
+	CU_ASSERT_EQUAL_FATAL(list(j, &u), 1);
+	free(u);
+	sipc__journal_close(j);
+	rmstate();
+}
+
 /* ------------------------------------------------------------ locking */
 
 static void
@@ -620,6 +662,151 @@ test_journal_argument_errors(void)
 	rmstate();
 }
 
+/* ------------------------------------------------------ broken journal */
+
+/* In a child: the journal may grow by `room` more bytes (a real
+ * RLIMIT_FSIZE; SIGXFSZ ignored, so write() fails with EFBIG).  Exit
+ * status: 0 when every expectation held, else the number of the one that
+ * failed. */
+static int
+fsize_limited(size_t room)
+{
+	struct sigaction sa = { .sa_handler = SIG_IGN };
+	struct sipc__journal *j = NULL;
+	struct rlimit rl;
+	off_t before;
+
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGXFSZ, &sa, NULL) < 0 ||
+	    sipc__journal_open(dir, SIPC_DURABLE_EACH, 0, &j, NULL, 0) != 0 ||
+	    sipc__journal_accepted(j, 1, "k1", "a", 1, 0) != 0 ||
+	    getrlimit(RLIMIT_FSIZE, &rl) < 0)
+		return 1;
+	before = fsize("journal");
+	rl.rlim_cur = (rlim_t)before + room;
+	if (setrlimit(RLIMIT_FSIZE, &rl) < 0)
+		return 2;
+	/* The record does not fit: refused, cut back to whole records. */
+	if (sipc__journal_accepted(j, 2, "k2", "b", 1, 0) != -EFBIG)
+		return 3;
+	if (fsize("journal") != before)
+		return 4;
+	if (sipc__journal_broken(j, NULL) != -EFBIG)
+		return 5;
+	/* Broken for good, even with room again: no later record may
+	 * follow one that failed. */
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_FSIZE, &rl) < 0)
+		return 6;
+	if (sipc__journal_accepted(j, 3, "k3", "c", 1, 0) != -EFBIG ||
+	    sipc__journal_written(j, 1, 0, 1, 1) != -EFBIG ||
+	    sipc__journal_sync(j) != -EFBIG || fsize("journal") != before)
+		return 7;
+	raise(SIGKILL);
+	return 8;
+}
+
+static void
+test_journal_failed_append_breaks_it(void)
+{
+	struct sipc_unresolved *u = NULL;
+	struct sipc__journal *j;
+	pid_t pid;
+	int st;
+
+	mkstate();
+	/* Half a record of room: part of it reaches the file. */
+	if ((pid = fork()) == 0)
+		_exit(fsize_limited(rec_size(SIPC__JR_ACCEPTED) / 2));
+	CU_ASSERT_FATAL(pid > 0);
+	CU_ASSERT_EQUAL_FATAL(waitpid(pid, &st, 0), pid);
+	if (!WIFSIGNALED(st))
+		fprintf(stderr, "fsize_limited: step %d\n", WEXITSTATUS(st));
+	CU_ASSERT(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	/* The next instance reads exactly the records that were made. */
+	j = jopen(SIPC_DURABLE_EACH);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+	CU_ASSERT_EQUAL_FATAL(list(j, &u), 1);
+	CU_ASSERT_EQUAL(u[0].request_id, 1);
+	CU_ASSERT_EQUAL(u[0].state, SIPC_UNRESOLVED_NEVER_SENT);
+	free(u);
+	CU_ASSERT_EQUAL(sipc__journal_broken(j, NULL), 0);
+	sipc__journal_close(j);
+	rmstate();
+}
+
+/* The state directory's descriptor in this process (found by path). */
+static int
+state_dirfd(void)
+{
+	struct dirent *e;
+	int found = -1;
+	DIR *d = opendir("/proc/self/fd");
+
+	if (d == NULL)
+		return -1;
+	while ((e = readdir(d)) != NULL) {
+		char link[64], target[256];
+		int fd = atoi(e->d_name);
+		ssize_t n;
+
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+		if (e->d_name[0] == '.' || fd == dirfd(d) ||
+		    (n = readlink(link, target, sizeof(target) - 1)) <= 0)
+			continue;
+		target[n] = '\0';
+		if (strcmp(target, dir) == 0)
+			found = fd;
+	}
+	closedir(d);
+	return found;
+}
+
+/* In a child: fsync of the state directory fails (seccomp) after open;
+ * compaction renames and then cannot make the rename durable. */
+static int
+dir_fsync_fails(void)
+{
+	struct sipc__journal_stats st;
+	struct sipc__journal *j = NULL;
+	uint64_t id = 1;
+
+	if (sipc__journal_open(dir, SIPC_DURABLE_GROUP, 0, &j, NULL, 0) != 0)
+		return 1;
+	if (sf_fail_fsync_on(state_dirfd(), EIO) < 0)
+		return 2;
+	sipc__journal_set_compact_threshold(j, 4096);
+	do {
+		if (sipc__journal_accepted(j, id, "k", "p", 1, 0) != 0)
+			return 3;
+		sipc__journal_get_stats(j, &st);
+	} while (st.compactions == 0 && ++id < 1000);
+	if (st.compactions != 1 || st.last_error != -EIO ||
+	    sipc__journal_broken(j, NULL) != -EIO)
+		return 4;
+	if (sipc__journal_accepted(j, id + 1, "k", "p", 1, 0) != -EIO ||
+	    sipc__journal_tick(j, 1000000) != -EIO)
+		return 5;
+	return 0;
+}
+
+static void
+test_journal_compaction_dir_fsync_failure_breaks_it(void)
+{
+	pid_t pid;
+	int st;
+
+	mkstate();
+	if ((pid = fork()) == 0)
+		_exit(dir_fsync_fails());
+	CU_ASSERT_FATAL(pid > 0);
+	CU_ASSERT_EQUAL_FATAL(waitpid(pid, &st, 0), pid);
+	if (WIFEXITED(st) && WEXITSTATUS(st) != 0)
+		fprintf(stderr, "dir_fsync_fails: step %d\n", WEXITSTATUS(st));
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	rmstate();
+}
+
 /* --------------------------------------------------- concurrent appends */
 
 static void *
@@ -756,6 +943,9 @@ main(void)
 	    { "test_journal_zero_filled_tail_is_torn", test_journal_zero_filled_tail_is_torn },
 	    { "test_journal_corrupt_payload_byte", test_journal_corrupt_payload_byte },
 	    { "test_journal_corrupt_magic_byte", test_journal_corrupt_magic_byte },
+	    { "test_journal_corrupt_length_near_tail", test_journal_corrupt_length_near_tail },
+	    { "test_journal_failed_append_breaks_it", test_journal_failed_append_breaks_it },
+	    { "test_journal_compaction_dir_fsync_failure_breaks_it", test_journal_compaction_dir_fsync_failure_breaks_it },
 	    { "test_journal_lock_contention_names_holder", test_journal_lock_contention_names_holder },
 	    { "test_journal_descriptors_cloexec", test_journal_descriptors_cloexec },
 	    { "test_journal_compaction_bounds_size", test_journal_compaction_bounds_size },
