@@ -473,6 +473,45 @@ void sipc_reconcile_free(struct sipc_unresolved *u);
  * is already resolved or unknown.  Any thread. */
 int sipc_reconcile_resolve(sipc_supervisor *s, const struct sipc_unresolved *u);
 
+/*
+ * Workers of previous instances that the journal says may still run (an
+ * ownership record without its end), and what sipc_create() did about
+ * each before this instance started its own workers:
+ *   TERMINATED  identity proven (a process exists now with the recorded
+ *               pid, start time, boot id and process group, pinned by a
+ *               pidfd before the check) and terminated (TERM, grace_ms,
+ *               KILL, its group too): it has exited.
+ *   NOT_PROVEN  no process matches the record now (gone, or its pid
+ *               names another process): nothing was signalled.
+ *   FAILED      the check or the termination failed (`error`): it may
+ *               still run.  Its record is kept, so the next instance
+ *               tries again.
+ */
+enum sipc_leftover_verdict {
+	SIPC_LEFTOVER_TERMINATED,
+	SIPC_LEFTOVER_NOT_PROVEN,
+	SIPC_LEFTOVER_FAILED,
+};
+
+struct sipc_leftover {
+	uint8_t instance[16];     /* the instance that spawned it */
+	uint32_t worker_id;       /* its slot and generation there */
+	uint32_t generation;
+	pid_t pid;                /* as recorded */
+	pid_t pgid;
+	uint64_t starttime;       /* clock ticks after boot, as recorded */
+	enum sipc_leftover_verdict verdict;
+	int error;                /* FAILED only: a negative error code */
+};
+
+/* The verdicts above, in the order they were reached (*ret_n may be 0
+ * and *ret NULL).  *ret is a copy owned by the caller: free it with
+ * sipc_reconcile_leftovers_free().  SIPC_E_CONFIG without a state_dir,
+ * -ENOMEM.  Any thread. */
+int sipc_reconcile_leftovers(sipc_supervisor *s, struct sipc_leftover **ret,
+                             size_t *ret_n);
+void sipc_reconcile_leftovers_free(struct sipc_leftover *l);
+
 #ifdef __cplusplus
 }
 #endif

@@ -206,21 +206,34 @@ sipc__journal_note_tick(struct sipc_supervisor *s, int64_t now)
 		jcheck(s, sipc__journal_tick(s->journal, now), "sync");
 }
 
+static enum sipc_leftover_verdict
+verdict_of(int r)
+{
+	return r == 1 ? SIPC_LEFTOVER_TERMINATED : r == 0 ?
+	    SIPC_LEFTOVER_NOT_PROVEN : SIPC_LEFTOVER_FAILED;
+}
+
 /*
  * Workers of a dead instance may still run (reparented, holding the
  * journal's promises).  Each is terminated only if its identity is
  * proven against its record (pid + start time + boot id + group); a
- * pid now used by an unrelated process is left alone.
+ * pid now used by an unrelated process is left alone.  The verdicts are
+ * kept for sipc_reconcile_leftovers() (creating thread, before any other
+ * thread exists: [const] afterwards).
  */
 static void
 terminate_leftovers(struct sipc_supervisor *s)
 {
 	struct sipc__ident *w = NULL;
+	struct sipc_leftover *v;
 	size_t n = 0, i;
 	int r;
 
-	if (sipc__journal_leftover_workers(s->journal, &w, &n) < 0)
+	if (sipc__journal_leftover_workers(s->journal, &w, &n) < 0 || n == 0)
 		return;
+	/* Without room for the verdicts the workers are still handled;
+	 * only the report is lost (the log keeps it). */
+	s->leftovers = v = calloc(n, sizeof(*v));
 	for (i = 0; i < n; i++) {
 		r = sipc__ident_terminate(&w[i], s->cfg.grace_ms);
 		sipc__log(s, r == 1 ? SIPC_LOG_WARN : SIPC_LOG_INFO, NULL,
@@ -232,6 +245,17 @@ terminate_leftovers(struct sipc_supervisor *s)
 		if (r >= 0)
 			jcheck(s, sipc__journal_leftover_gone(s->journal, &w[i]),
 			    "leftover");
+		if (v == NULL)
+			continue;
+		memcpy(v[i].instance, w[i].instance, sizeof(v[i].instance));
+		v[i].worker_id = w[i].slot;
+		v[i].generation = w[i].generation;
+		v[i].pid = w[i].pid;
+		v[i].pgid = w[i].pgid;
+		v[i].starttime = w[i].starttime;
+		v[i].verdict = verdict_of(r);
+		v[i].error = r < 0 ? r : 0;
+		s->nleftovers = i + 1;
 	}
 	free(w);
 }
@@ -241,10 +265,19 @@ sipc__durable_open(struct sipc_supervisor *s, char *errbuf, size_t errlen)
 {
 	int rc;
 
+	struct sipc__journal_stats st;
+
 	rc = sipc__journal_open(s->cfg.state_dir, s->cfg.durability,
 	    s->cfg.group_commit_ms, &s->journal, errbuf, errlen);
 	if (rc < 0)
 		return rc;
+	sipc__journal_get_stats(s->journal, &st);
+	if (st.corrupt)
+		sipc__log(s, SIPC_LOG_ERROR, NULL, "journal: corrupt record at "
+		    "byte %llu, %llu bytes from it on not read (requests "
+		    "recorded there are missing); the file as found is kept "
+		    "as %s", (unsigned long long)st.corrupt_offset,
+		    (unsigned long long)st.corrupt_bytes, st.corrupt_copy);
 	terminate_leftovers(s);
 	return 0;
 }
@@ -252,6 +285,9 @@ sipc__durable_open(struct sipc_supervisor *s, char *errbuf, size_t errlen)
 void
 sipc__durable_close(struct sipc_supervisor *s)
 {
+	free(s->leftovers);
+	s->leftovers = NULL;
+	s->nleftovers = 0;
 	if (s->journal == NULL)
 		return;
 	sipc__journal_close(s->journal);
@@ -283,4 +319,30 @@ sipc_reconcile_resolve(sipc_supervisor *s, const struct sipc_unresolved *u)
 	if (s->journal == NULL)
 		return SIPC_E_CONFIG;
 	return sipc__journal_resolve(s->journal, u->instance, u->request_id);
+}
+
+int
+sipc_reconcile_leftovers(sipc_supervisor *s, struct sipc_leftover **ret,
+                         size_t *ret_n)
+{
+	struct sipc_leftover *v = NULL;
+
+	if (s == NULL || ret == NULL || ret_n == NULL)
+		return -EINVAL;
+	if (s->journal == NULL)
+		return SIPC_E_CONFIG;
+	if (s->nleftovers > 0) {
+		if ((v = reallocarray(NULL, s->nleftovers, sizeof(*v))) == NULL)
+			return -ENOMEM;
+		memcpy(v, s->leftovers, s->nleftovers * sizeof(*v));
+	}
+	*ret = v;
+	*ret_n = s->nleftovers;
+	return 0;
+}
+
+void
+sipc_reconcile_leftovers_free(struct sipc_leftover *l)
+{
+	free(l);
 }

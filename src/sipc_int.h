@@ -143,6 +143,8 @@ struct sipc_supervisor {
 	atomic_int users;             /* callers inside the API */
 	void *pool_budget;            /* [reaper] struct sipc__pool_budget * */
 	struct sipc__journal *journal;
+	struct sipc_leftover *leftovers; /* [const] verdicts at open */
+	size_t nleftovers;               /* [const] (durable.c) */
 	bool subreaper_held;          /* [const] counted in subreaper_users */
 	/* reaper */
 	pthread_t reaper;

@@ -709,6 +709,56 @@ test_reconcile_clean_shutdown_leaves_nothing(void)
 	rmstate(dir);
 }
 
+/* The verdicts on a dead instance's workers reach the host through the
+ * reconcile API: a worker that is gone is NOT_PROVEN (nothing
+ * signalled), a live one whose identity is proven is TERMINATED. */
+static void
+test_reconcile_leftover_verdicts(void)
+{
+	char *dir = mkstate();
+	struct sipc_leftover *l = NULL;
+	struct crash_info ci;
+	sipc_supervisor *s;
+	size_t n = 9;
+
+	ci = crash_instance(dir, SIPC_DURABLE_OFF);
+	CU_ASSERT(kill(ci.worker, SIGKILL) == 0);
+	CU_ASSERT(reap_leftover(ci.worker, SIGKILL, DEADLINE_MS));
+	s = open_next(dir, "echo");
+	CU_ASSERT_FATAL(sipc_reconcile_leftovers(s, &l, &n) == 0);
+	CU_ASSERT_EQUAL_FATAL(n, 1);
+	CU_ASSERT_EQUAL(l[0].verdict, SIPC_LEFTOVER_NOT_PROVEN);
+	CU_ASSERT_EQUAL(l[0].pid, ci.worker);
+	CU_ASSERT_EQUAL(l[0].pgid, ci.worker);
+	CU_ASSERT_EQUAL(l[0].worker_id, 0);
+	CU_ASSERT_EQUAL(l[0].generation, 1);
+	CU_ASSERT(l[0].starttime > 0);
+	CU_ASSERT_EQUAL(l[0].error, 0);
+	sipc_reconcile_leftovers_free(l);
+	sipc_destroy(s);
+
+	ci = crash_instance(dir, SIPC_DURABLE_OFF);
+	CU_ASSERT_FATAL(tl_pid_alive(ci.worker));
+	s = open_next(dir, "echo");
+	CU_ASSERT(reap_leftover(ci.worker, SIGTERM, DEADLINE_MS));
+	l = NULL;
+	CU_ASSERT_FATAL(sipc_reconcile_leftovers(s, &l, &n) == 0);
+	CU_ASSERT_EQUAL_FATAL(n, 1);
+	CU_ASSERT_EQUAL(l[0].verdict, SIPC_LEFTOVER_TERMINATED);
+	CU_ASSERT_EQUAL(l[0].pid, ci.worker);
+	sipc_reconcile_leftovers_free(l);
+	sipc_destroy(s);
+
+	/* Handled once: the next instance has nothing left to judge. */
+	s = open_next(dir, "echo");
+	l = NULL;
+	CU_ASSERT(sipc_reconcile_leftovers(s, &l, &n) == 0);
+	CU_ASSERT_EQUAL(n, 0);
+	CU_ASSERT_PTR_NULL(l);
+	sipc_destroy(s);
+	rmstate(dir);
+}
+
 /* Bytes of one record of `type` as this instance writes it for "k-a". */
 static size_t
 rec_bytes(uint8_t type)
@@ -860,6 +910,7 @@ main(void)
 	    { "test_reconcile_idempotent_across_second_crash", test_reconcile_idempotent_across_second_crash },
 	    { "test_reconcile_lock_names_holder", test_reconcile_lock_names_holder },
 	    { "test_reconcile_clean_shutdown_leaves_nothing", test_reconcile_clean_shutdown_leaves_nothing },
+	    { "test_reconcile_leftover_verdicts", test_reconcile_leftover_verdicts },
 	    { "test_reconcile_written_record_failed_never_sent", test_reconcile_written_record_failed_never_sent },
 	    { "test_reconcile_broken_journal_clean_destroy", test_reconcile_broken_journal_clean_destroy },
 	    { "test_reconcile_completed_record_failed_may_have_run", test_reconcile_completed_record_failed_may_have_run },
