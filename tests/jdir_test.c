@@ -18,37 +18,17 @@
 #include <unistd.h>
 
 #include "journal.h"
-#include "rmtree.h"
+#include "jtest.h"
 #include "sysfault.h"
 #include "testlib.h"
 
-static char base[PATH_MAX], dir[PATH_MAX + 16];
-
-static void
-mkstate(void)
-{
-	char tmpl[] = "/tmp/sipc-jdir-XXXXXX";
-
-	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(tmpl));
-	/* Absolute and resolved: compared with what /proc says. */
-	CU_ASSERT_PTR_NOT_NULL_FATAL(realpath(tmpl, base));
-	snprintf(dir, sizeof(dir), "%s/state", base);
-}
-
-static void
-rmstate(void)
-{
-	if (rmtree(base) != 0)
-		fprintf(stderr, "could not remove %s\n", base);
-}
-
-/* Body run under a broker: open the journal in `dir`; 0 when it opened,
+/* Body run under a broker: open the journal in `jt_dir`; 0 when it opened,
  * 10 + errno when it failed. */
 static int
 open_body(void *arg)
 {
 	struct sipc__journal *j = NULL;
-	int r = sipc__journal_open(dir, SIPC_DURABLE_OFF, 0, &j, NULL, 0);
+	int r = sipc__journal_open(jt_dir, SIPC_DURABLE_OFF, 0, &j, NULL, 0);
 
 	if (r < 0)
 		return 10 + (-r & 0x7f);
@@ -92,12 +72,12 @@ test_jdir_lock_opened_cloexec(void)
 {
 	struct lock_seen ls = { 0, 0 };
 
-	mkstate();
+	jt_mkstate();
 	CU_ASSERT_EQUAL(sf_broker(__NR_flock, judge_flock, &ls, sizeof(ls),
 	    open_body, NULL), 0);
 	CU_ASSERT(ls.flocks >= 1);
 	CU_ASSERT_EQUAL(ls.without_cloexec, 0);
-	rmstate();
+	jt_rmstate();
 }
 
 /* ------------------------------------------------------ parent sync */
@@ -114,7 +94,7 @@ judge_fsync(pid_t pid, const uint64_t args[6], void *arg)
 	char path[PATH_MAX];
 
 	if (sf_fd_path(pid, args[0], path, sizeof(path)) < 0 ||
-	    strcmp(path, base) != 0)
+	    strcmp(path, jt_base) != 0)
 		return 0;
 	ps->syncs++;
 	return ps->fail ? -ps->fail : 0;
@@ -126,7 +106,7 @@ test_jdir_new_dir_parent_synced(void)
 	struct parent_seen ps = { 0, 0 };
 	struct stat sb;
 
-	mkstate();
+	jt_mkstate();
 	/* A new state directory: its entry in the parent is synced. */
 	CU_ASSERT_EQUAL(sf_broker(__NR_fsync, judge_fsync, &ps, sizeof(ps),
 	    open_body, NULL), 0);
@@ -136,17 +116,17 @@ test_jdir_new_dir_parent_synced(void)
 	CU_ASSERT_EQUAL(sf_broker(__NR_fsync, judge_fsync, &ps, sizeof(ps),
 	    open_body, NULL), 0);
 	CU_ASSERT_EQUAL(ps.syncs, 0);
-	rmstate();
+	jt_rmstate();
 
 	/* The parent's sync fails: so does the open, and the directory is
 	 * not left behind half-durable (a retry creates and syncs again). */
-	mkstate();
+	jt_mkstate();
 	ps = (struct parent_seen){ EIO, 0 };
 	CU_ASSERT_EQUAL(sf_broker(__NR_fsync, judge_fsync, &ps, sizeof(ps),
 	    open_body, NULL), 10 + EIO);
 	CU_ASSERT_EQUAL(ps.syncs, 1);
-	CU_ASSERT(stat(dir, &sb) < 0 && errno == ENOENT);
-	rmstate();
+	CU_ASSERT(stat(jt_dir, &sb) < 0 && errno == ENOENT);
+	jt_rmstate();
 }
 
 /* ------------------------------------------------- corrupt copies */
@@ -160,7 +140,7 @@ slurp(const char *name, size_t *len)
 	uint8_t *b;
 	int fd;
 
-	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	snprintf(p, sizeof(p), "%s/%s", jt_dir, name);
 	if ((fd = open(p, O_RDONLY | O_CLOEXEC)) < 0 || fstat(fd, &sb) < 0)
 		return NULL;
 	b = malloc((size_t)sb.st_size + 1);
@@ -184,12 +164,12 @@ damaged_journal(uint64_t first_id, size_t *len)
 	uint8_t *img;
 	int fd;
 
-	CU_ASSERT_FATAL(sipc__journal_open(dir, SIPC_DURABLE_OFF, 0, &j, NULL,
+	CU_ASSERT_FATAL(sipc__journal_open(jt_dir, SIPC_DURABLE_OFF, 0, &j, NULL,
 	    0) == 0);
 	for (uint64_t id = first_id; id < first_id + 3; id++)
 		CU_ASSERT(sipc__journal_accepted(j, id, "k", "p", 1, 0) == 0);
 	sipc__journal_close(j);
-	snprintf(p, sizeof(p), "%s/journal", dir);
+	snprintf(p, sizeof(p), "%s/journal", jt_dir);
 	CU_ASSERT_FATAL((fd = open(p, O_RDWR | O_CLOEXEC)) >= 0);
 	CU_ASSERT(pwrite(fd, "\xff", 1, 12) == 1);
 	close(fd);
@@ -205,7 +185,7 @@ open_damaged(char *copy, size_t len)
 	struct sipc__journal *j = NULL;
 	struct sipc__journal_stats st;
 
-	CU_ASSERT_FATAL(sipc__journal_open(dir, SIPC_DURABLE_OFF, 0, &j, NULL,
+	CU_ASSERT_FATAL(sipc__journal_open(jt_dir, SIPC_DURABLE_OFF, 0, &j, NULL,
 	    0) == 0);
 	sipc__journal_get_stats(j, &st);
 	CU_ASSERT_EQUAL(st.corrupt, 1);
@@ -219,7 +199,7 @@ count_copies(void)
 {
 	struct dirent *e;
 	int n = 0;
-	DIR *d = opendir(dir);
+	DIR *d = opendir(jt_dir);
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
 	while ((e = readdir(d)) != NULL)
@@ -238,7 +218,7 @@ test_jdir_corrupt_copies_kept(void)
 	uint8_t *a, *b, *ka, *kb;
 	size_t la, lb, lka = 0, lkb = 0;
 
-	mkstate();
+	jt_mkstate();
 	a = damaged_journal(1, &la);
 	open_damaged(c1, sizeof(c1));
 	b = damaged_journal(10, &lb);
@@ -253,7 +233,7 @@ test_jdir_corrupt_copies_kept(void)
 	free(b);
 	free(ka);
 	free(kb);
-	rmstate();
+	jt_rmstate();
 }
 
 int
