@@ -41,6 +41,23 @@ install(struct sock_filter *f, unsigned short n, unsigned flags)
 	return r < 0 ? -errno : (int)r;
 }
 
+bool
+sf_supported(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	pid_t pid;
+	int st;
+
+	if ((pid = fork()) < 0)
+		return false;
+	if (pid == 0)
+		_exit(install(f, 1, SECCOMP_FILTER_FLAG_NEW_LISTENER) < 0);
+	return waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+	    WEXITSTATUS(st) == 0;
+}
+
 int
 sf_fail_fsync_on(int fd, int err)
 {

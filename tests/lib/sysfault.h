@@ -8,9 +8,15 @@
 #ifndef SIPC_SYSFAULT_H
 #define SIPC_SYSFAULT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+/* Can this process use the helpers below (seccomp filters with a user
+ * notification listener)?  Probed in a forked child; a test that needs
+ * them calls tl_skip() when not. */
+bool sf_supported(void);
 
 /* In the calling thread and the children it forks from now on, for
  * good: fsync(fd) fails with -err (err > 0); other descriptors and other
