@@ -295,12 +295,12 @@ enum sipc_req_flags {
  * library thread (the worker's reader, the reaper, a worker's writer for
  * a request it did not send because its journal record could not be
  * written, or the submitting thread for immediate rejections) with no
- * library lock held.  `res`
- * itself is valid only during the call, but the callback owns what it
- * points at: either call sipc_result_release(res) before returning, or
- * copy the struct and release the copy later (any thread).  It may
- * submit new requests (such a submit never blocks: full queues give
- * SIPC_E_FULL at once); it must not call sipc_call() or sipc_destroy(). */
+ * library lock held.  `res` itself is valid only during the call, but
+ * the callback owns what it points at: either call
+ * sipc_result_release(res) before returning, or copy the struct and
+ * release the copy later (any thread).  It may submit new requests (such
+ * a submit never blocks: full queues give SIPC_E_FULL at once); it must
+ * not call sipc_call() or sipc_destroy(). */
 typedef void (*sipc_done_fn)(void *arg, struct sipc_result *res);
 
 struct sipc_request {
