@@ -27,12 +27,17 @@
 
 #define DEADLINE_MS 20000
 
+/* What k-a is, and the pool it runs on (set before the fork). */
+static const char *fault_payload = "alpha";
+static size_t fault_len = 5;
+static unsigned fault_flags, fault_workers = 1;
+
 static struct sipc_config
 cfg_for(const char *dir, enum sipc_durability d)
 {
 	struct sipc_config c;
 
-	st_cfg_init(&c, "echo", NULL, 1);
+	st_cfg_init(&c, "echo", NULL, fault_workers);
 	c.grace_ms = 300;
 	c.restart_base_ms = 20;
 	c.state_dir = dir;
@@ -54,7 +59,8 @@ child_fail(int fd, const char *what, int rc)
  * journal grow by exactly `fault_room` more bytes, then two requests are
  * called: "k-a" (whose records hit the limit) and "k-b" (after the
  * break).  Reports "ready <a outcome> <a error> <b outcome> <b error>
- * <journal_error> <frames written to the worker> <break logged>", then
+ * <journal_error> <frames written to workers> <break logged> <a may
+ * have run>", then
  * waits to be killed, or with fault_clean destroys the supervisor and
  * exits 0.
  */
@@ -65,7 +71,9 @@ static void __attribute__((noreturn))
 child_journal_fault(int fd, const char *dir, enum sipc_durability d)
 {
 	struct sipc_config c = cfg_for(dir, d);
-	struct sipc_request r = { .payload = "alpha", .len = 5 };
+	struct sipc_request r = { .payload = fault_payload, .len = fault_len,
+	    .flags = fault_flags };
+	unsigned long long frames = 0;
 	struct sigaction sa = { .sa_handler = SIG_IGN };
 	struct sipc_result a, b;
 	struct sipc_stats st;
@@ -82,9 +90,9 @@ child_journal_fault(int fd, const char *dir, enum sipc_durability d)
 	st_log_reset();
 	if ((rc = sipc_create(&c, NULL, 0, &s)) < 0)
 		child_fail(fd, "create", rc);
-	if ((rc = sipc_wait_ready(s, 1, DEADLINE_MS)) < 0)
+	if ((rc = sipc_wait_ready(s, fault_workers, DEADLINE_MS)) < 0)
 		child_fail(fd, "ready", rc);
-	/* Nothing else appends now: the worker's record came before its
+	/* Nothing else appends now: a worker's record comes before its
 	 * HELLO, and the group commit only syncs. */
 	snprintf(path, sizeof(path), "%s/journal", dir);
 	if (stat(path, &sb) < 0 || getrlimit(RLIMIT_FSIZE, &rl) < 0)
@@ -95,15 +103,17 @@ child_journal_fault(int fd, const char *dir, enum sipc_durability d)
 	r.idempotency_key = "k-a";
 	if ((rc = sipc_call(s, &r, &a)) < 0)
 		child_fail(fd, "call k-a", rc);
-	r.idempotency_key = "k-b";
+	r = (struct sipc_request){ .payload = "beta", .len = 4,
+	    .idempotency_key = "k-b" };
 	if ((rc = sipc_call(s, &r, &b)) < 0)
 		child_fail(fd, "call k-b", rc);
 	if ((rc = sipc_stats_get(s, &st)) < 0)
 		child_fail(fd, "stats", rc);
-	dprintf(fd, "ready %d %d %d %d %d %llu %d\n", (int)a.outcome, a.error,
-	    (int)b.outcome, b.error, st.journal_error,
-	    (unsigned long long)st.workers[0].frames_out,
-	    st_log_has("journal broken"));
+	for (unsigned i = 0; i < st.nworkers; i++)
+		frames += st.workers[i].frames_out;
+	dprintf(fd, "ready %d %d %d %d %d %llu %d %d\n", (int)a.outcome,
+	    a.error, (int)b.outcome, b.error, st.journal_error, frames,
+	    st_log_has("journal broken"), a.may_have_run);
 	sipc_stats_release(&st);
 	sipc_result_release(&a);
 	sipc_result_release(&b);
@@ -166,7 +176,7 @@ rec_bytes(uint8_t type)
 }
 
 struct fault_report {
-	int a_outcome, a_error, b_outcome, b_error, jerr, logged;
+	int a_outcome, a_error, b_outcome, b_error, jerr, logged, a_ran;
 	unsigned long long frames;
 };
 
@@ -184,9 +194,9 @@ journal_fault(const char *dir, enum sipc_durability d, size_t room,
 	fault_room = room;
 	fault_clean = clean;
 	pid = spawn_fault(dir, d, line, sizeof(line));
-	CU_ASSERT_FATAL(sscanf(line + 6, "%d %d %d %d %d %llu %d",
+	CU_ASSERT_FATAL(sscanf(line + 6, "%d %d %d %d %d %llu %d %d",
 	    &f.a_outcome, &f.a_error, &f.b_outcome, &f.b_error, &f.jerr,
-	    &f.frames, &f.logged) == 7);
+	    &f.frames, &f.logged, &f.a_ran) == 8);
 	if (!clean) {
 		CU_ASSERT(kill(pid, SIGKILL) == 0);
 		CU_ASSERT(waitpid(pid, &st, 0) == pid);
@@ -213,6 +223,7 @@ check_written_failed(const char *dir, const struct fault_report *f)
 
 	CU_ASSERT_EQUAL(f->a_outcome, SIPC_OUTCOME_REJECTED);
 	CU_ASSERT_EQUAL(f->a_error, SIPC_E_JOURNAL);
+	CU_ASSERT(!f->a_ran);
 	CU_ASSERT_EQUAL(f->frames, 0);
 	CU_ASSERT_EQUAL(f->jerr, -EFBIG);
 	CU_ASSERT(f->logged);
@@ -287,6 +298,51 @@ test_durable_completed_record_failed_may_have_run(void)
 	sd_remove(dir);
 }
 
+/* k-a is idempotent and kills the worker it starts on (after its
+ * ACCEPT: it may have run).  Its retry on the other worker cannot be
+ * journalled as written (the limit is reached by then, by the retry's
+ * WRITTEN record or by the worker's end record before it), so the retry
+ * is not sent, and the outcome says what is true: UNKNOWN (the first
+ * attempt may have run), may_have_run, SIPC_E_JOURNAL; never REJECTED.
+ * The next instance lists it MAY_HAVE_RUN. */
+static void
+test_durable_retry_not_journalled_is_unknown(void)
+{
+	static const char crash[] = "\0CMDcrash exit 3";
+	char *dir = sd_make();
+	struct sipc_unresolved *u = NULL;
+	const struct sipc_unresolved *e;
+	struct fault_report f;
+	sipc_supervisor *s;
+	size_t n = 0;
+
+	fault_payload = crash;
+	fault_len = sizeof(crash) - 1;
+	fault_flags = SIPC_REQ_IDEMPOTENT;
+	fault_workers = 2;
+	f = journal_fault(dir, SIPC_DURABLE_EACH,
+	    rec_bytes(SIPC__JR_ACCEPTED) + rec_bytes(SIPC__JR_WRITTEN), false);
+	fault_payload = "alpha";
+	fault_len = 5;
+	fault_flags = 0;
+	fault_workers = 1;
+	CU_ASSERT_EQUAL(f.a_outcome, SIPC_OUTCOME_UNKNOWN);
+	CU_ASSERT_EQUAL(f.a_error, SIPC_E_JOURNAL);
+	CU_ASSERT(f.a_ran);
+	CU_ASSERT_EQUAL(f.frames, 1);
+	CU_ASSERT_EQUAL(f.jerr, -EFBIG);
+	CU_ASSERT_EQUAL(f.b_outcome, SIPC_OUTCOME_REJECTED);
+	CU_ASSERT_EQUAL(f.b_error, SIPC_E_JOURNAL);
+	s = open_next(dir);
+	CU_ASSERT_FATAL(sipc_reconcile_list(s, &u, &n) == 0);
+	CU_ASSERT_EQUAL(n, 1);
+	e = sd_find_key(u, n, "k-a");
+	CU_ASSERT(e != NULL && e->state == SIPC_UNRESOLVED_MAY_HAVE_RUN);
+	sipc_reconcile_free(u);
+	sipc_destroy(s);
+	sd_remove(dir);
+}
+
 int
 main(void)
 {
@@ -294,6 +350,7 @@ main(void)
 	    { "test_durable_written_record_failed_never_sent", test_durable_written_record_failed_never_sent },
 	    { "test_durable_broken_journal_clean_destroy", test_durable_broken_journal_clean_destroy },
 	    { "test_durable_completed_record_failed_may_have_run", test_durable_completed_record_failed_may_have_run },
+	    { "test_durable_retry_not_journalled_is_unknown", test_durable_retry_not_journalled_is_unknown },
 	    { NULL, NULL } });
 	return tl_run();
 }
