@@ -90,7 +90,7 @@ const char *sipc_version_string(void);
 	X(SIPC_E_PRODUCTION, -1016, "provider lacks guarantees required in production") \
 	X(SIPC_E_NOENV, -1017, "configuration does not state its environment") \
 	X(SIPC_E_LOCKED, -1018, "state directory is locked by another instance") \
-	X(SIPC_E_JOURNAL, -1019, "journal is corrupt or unreadable")          \
+	X(SIPC_E_JOURNAL, -1019, "journal cannot be read or written")         \
 	X(SIPC_E_CANCELLED, -1020, "request cancelled")                       \
 	X(SIPC_E_STALL, -1021, "worker stalled")                              \
 	X(SIPC_E_NOTFOUND, -1022, "no such request")
@@ -115,7 +115,8 @@ const char *sipc_strerror(int err);
  *   WORKER_ERROR  the worker replied with an error frame (code + bytes).
  *   REJECTED      the request was never written to any worker.  Safe to
  *                 resubmit.  `error` says why (FULL, UNAVAILABLE,
- *                 SHUTDOWN, TOOBIG, EXEC, ...).
+ *                 SHUTDOWN, TOOBIG, EXEC, JOURNAL: its record could
+ *                 not be journalled, ...).
  *   TIMEOUT       the deadline passed.  `may_have_run` says whether the
  *                 request had been written to a worker.
  *   UNKNOWN       the request was written and the worker ended (or broke
@@ -446,14 +447,16 @@ enum sipc_req_flags {
 };
 
 /* Completion callback: exactly once per accepted submit.  Runs on a
- * library thread (the worker's reader, the reaper, or the submitting
- * thread for immediate rejections) with no library lock held.  `res`
- * itself is valid only during the call, but the callback owns what it
- * points at: either call sipc_result_release(res) before returning, or
- * copy the struct and release the copy later (any thread).  It may
- * submit new requests (such a submit never blocks: full queues give
- * SIPC_E_FULL at once); sipc_call(), sipc_wait_ready() and sipc_destroy()
- * return -EDEADLK from it, for any supervisor. */
+ * library thread (the worker's reader, the reaper, a worker's writer for
+ * a request it did not send because its journal record could not be
+ * written, or the submitting thread for immediate rejections) with no
+ * library lock held.  `res` itself is valid only during the call, but
+ * the callback owns what it points at: either call
+ * sipc_result_release(res) before returning, or copy the struct and
+ * release the copy later (any thread).  It may submit new requests (such
+ * a submit never blocks: full queues give SIPC_E_FULL at once);
+ * sipc_call(), sipc_wait_ready() and sipc_destroy() return -EDEADLK from
+ * it, for any supervisor. */
 typedef void (*sipc_done_fn)(void *arg, struct sipc_result *res);
 
 struct sipc_request {
@@ -536,6 +539,12 @@ struct sipc_stats {
 	                           * flight, replies being read or delivered */
 	size_t mem_ceiling;
 	unsigned pending;         /* requests without an outcome yet */
+	/* With a state_dir: 0 while the journal is healthy; once a record
+	 * could not be written or synced, the negative error that broke it
+	 * (for good: every later submit ends REJECTED / SIPC_E_JOURNAL
+	 * until a new supervisor opens the directory; logged once at
+	 * SIPC_LOG_ERROR).  Always 0 without a state_dir. */
+	int journal_error;
 };
 
 /* Snapshot of counters.  Allocates ret->workers; free with
@@ -651,6 +660,45 @@ void sipc_reconcile_free(struct sipc_unresolved *u);
  * is already resolved or unknown; SIPC_E_SHUTDOWN once sipc_destroy() has
  * begun.  `u` is read during the call only.  Any thread. */
 int sipc_reconcile_resolve(sipc_supervisor *s, const struct sipc_unresolved *u);
+
+/*
+ * Workers of previous instances that the journal says may still run (an
+ * ownership record without its end), and what sipc_create() did about
+ * each before this instance started its own workers:
+ *   TERMINATED  identity proven (a process exists now with the recorded
+ *               pid, start time, boot id and process group, pinned by a
+ *               pidfd before the check) and terminated (TERM, grace_ms,
+ *               KILL, its group too): it has exited.
+ *   NOT_PROVEN  no process matches the record now (gone, or its pid
+ *               names another process): nothing was signalled.
+ *   FAILED      the check or the termination failed (`error`): it may
+ *               still run.  Its record is kept, so the next instance
+ *               tries again.
+ */
+enum sipc_leftover_verdict {
+	SIPC_LEFTOVER_TERMINATED,
+	SIPC_LEFTOVER_NOT_PROVEN,
+	SIPC_LEFTOVER_FAILED,
+};
+
+struct sipc_leftover {
+	uint8_t instance[16];     /* the instance that spawned it */
+	uint32_t worker_id;       /* its slot and generation there */
+	uint32_t generation;
+	pid_t pid;                /* as recorded */
+	pid_t pgid;
+	uint64_t starttime;       /* clock ticks after boot, as recorded */
+	enum sipc_leftover_verdict verdict;
+	int error;                /* FAILED only: a negative error code */
+};
+
+/* The verdicts above, in the order they were reached (*ret_n may be 0
+ * and *ret NULL).  *ret is a copy owned by the caller: free it with
+ * sipc_reconcile_leftovers_free().  SIPC_E_CONFIG without a state_dir,
+ * SIPC_E_SHUTDOWN once sipc_destroy() has begun, -ENOMEM.  Any thread. */
+int sipc_reconcile_leftovers(sipc_supervisor *s, struct sipc_leftover **ret,
+                             size_t *ret_n);
+void sipc_reconcile_leftovers_free(struct sipc_leftover *l);
 
 #ifdef __cplusplus
 }

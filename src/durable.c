@@ -5,10 +5,19 @@
  *
  * Threads: the note_* functions run on whichever thread passes the step
  * they record (submitters, writers, readers, the reaper); the journal
- * has its own leaf lock.  A journal append that fails is logged and the
- * request goes on: durability is best effort after the instance has
- * started, and the journal then refuses further appends, which the
- * reconcile list makes visible as unresolved entries.
+ * has its own leaf lock.
+ *
+ * Fail before the side effect: a request whose ACCEPTED or WRITTEN
+ * record could not be appended is never written to a worker; it ends
+ * REJECTED / SIPC_E_JOURNAL (provably never ran), or UNKNOWN when an
+ * earlier worker that died with it may have run it.  Any failed append
+ * or sync breaks the journal for good (journal.h): the break is logged
+ * once at ERROR, shown in stats (journal_error), and every later submit
+ * is refused the same way until a new instance opens the directory.
+ * Records that fail after the break (COMPLETED, DELIVERED, workers) only
+ * leave the next instance with a more cautious list, never a false one:
+ * a request written and then answered is listed MAY_HAVE_RUN, one
+ * accepted and refused is NEVER_SENT.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -33,21 +42,38 @@ wall_deadline(const struct sipc__req *q)
 	    (q->deadline_ms - sipc__now_ms());
 }
 
+/* Log a failed journal step: the break itself once, at ERROR (later
+ * steps fail with the same error, quietly: the stats and the outcomes
+ * say it), and any other error each time. */
 static void
 jcheck(struct sipc_supervisor *s, int rc, const char *what)
 {
-	if (rc < 0)
+	bool first;
+	int broken;
+
+	if (rc >= 0)
+		return;
+	broken = sipc__journal_broken(s->journal, &first);
+	if (broken == 0)
 		sipc__log(s, SIPC_LOG_ERROR, NULL, "journal %s: %s", what,
 		    sipc_strerror(rc));
+	else if (first)
+		sipc__log(s, SIPC_LOG_ERROR, NULL, "journal broken (%s: %s): "
+		    "no request is sent until the supervisor is recreated",
+		    what, sipc_strerror(broken));
 }
 
-void
+int
 sipc__journal_note_accepted(struct sipc_supervisor *s, struct sipc__req *q)
 {
+	int rc;
+
 	if (s->journal == NULL)
-		return;
-	jcheck(s, sipc__journal_accepted(s->journal, q->id, q->key,
-	    q->payload, q->len, wall_deadline(q)), "accepted");
+		return 0;
+	rc = sipc__journal_accepted(s->journal, q->id, q->key, q->payload,
+	    q->len, wall_deadline(q));
+	jcheck(s, rc, "accepted");
+	return rc < 0 ? SIPC_E_JOURNAL : 0;
 }
 
 void
@@ -60,24 +86,74 @@ sipc__journal_note_refused(struct sipc_supervisor *s, struct sipc__req *q)
 	sipc__journal_delivered(s->journal, q->id);
 }
 
-void
+/*
+ * The writer could not journal that `q` goes to `sl`'s worker, so it is
+ * not sent.  Undo what the writer's take did (state, in-flight count,
+ * attempt) and give it its outcome, unless someone else settled it
+ * meanwhile (a timeout keeps it in the table until its worker answers:
+ * it is dropped here).  Writer thread, no lock held; the ring's
+ * reference stays the caller's.
+ */
+static void
+unsend(struct sipc_supervisor *s, struct sipc__slot *sl, struct sipc__req *q)
+{
+	struct sipc_result res;
+	bool mine, won = false, ran;
+
+	pthread_mutex_lock(&s->table.lock);
+	mine = q->in_table && q->slot == (int)sl->idx &&
+	    q->gen == sl->generation &&
+	    (q->state == SIPC__R_WRITTEN || q->state == SIPC__R_ACCEPTED);
+	if (mine) {
+		q->state = SIPC__R_GONE;
+		q->attempts--;
+		atomic_fetch_sub(&sl->inflight, 1);
+		sipc__table_remove(&s->table, q);
+		/* Not sent now; an earlier worker that died with it may
+		 * still have run it (settle.c reports that UNKNOWN too). */
+		ran = q->deaths > 0;
+		won = sipc__outcome_set(s, q, ran ? SIPC_OUTCOME_UNKNOWN :
+		    SIPC_OUTCOME_REJECTED, SIPC_E_JOURNAL, ran, &res);
+	}
+	pthread_mutex_unlock(&s->table.lock);
+	if (won)
+		sipc__outcome_deliver(s, q, &res);
+	if (mine)
+		sipc__req_unref(s, q);    /* the table's reference */
+}
+
+int
 sipc__journal_note_written(struct sipc_supervisor *s, struct sipc__slot *sl,
                            struct sipc__req *q)
 {
-	if (s->journal == NULL)
-		return;
-	jcheck(s, sipc__journal_written(s->journal, q->id, sl->idx,
-	    sl->generation, sl->pid), "written");
+	int rc;
+
+	rc = sipc__journal_written(s->journal, q->id, sl->idx, sl->generation,
+	    sl->pid);
+	if (rc == 0)
+		return 0;
+	/* SIPC_E_NOTFOUND: its outcome (a timeout) is journalled already;
+	 * the caller has it, and the worker need not start it now. */
+	if (rc != SIPC_E_NOTFOUND)
+		jcheck(s, rc, "written");
+	unsend(s, sl, q);
+	return SIPC_E_JOURNAL;
 }
 
 void
 sipc__journal_note_done(struct sipc_supervisor *s, struct sipc__req *q,
                         const struct sipc_result *res)
 {
+	int rc;
+
 	if (s->journal == NULL)
 		return;
-	jcheck(s, sipc__journal_completed(s->journal, q->id, res->outcome,
-	    res->error), "completed");
+	rc = sipc__journal_completed(s->journal, q->id, res->outcome,
+	    res->error);
+	/* A request refused for its ACCEPTED record is not in the journal:
+	 * nothing to complete. */
+	if (!(rc == SIPC_E_NOTFOUND && res->error == SIPC_E_JOURNAL))
+		jcheck(s, rc, "completed");
 }
 
 void
@@ -117,27 +193,47 @@ sipc__journal_note_worker_gone(struct sipc_supervisor *s, struct sipc__slot *sl)
 }
 
 void
+sipc__journal_note_stats(struct sipc_supervisor *s, struct sipc_stats *st)
+{
+	if (s->journal != NULL)
+		st->journal_error = sipc__journal_broken(s->journal, NULL);
+}
+
+void
 sipc__journal_note_tick(struct sipc_supervisor *s, int64_t now)
 {
 	if (s->journal != NULL)
 		jcheck(s, sipc__journal_tick(s->journal, now), "sync");
 }
 
+static enum sipc_leftover_verdict
+verdict_of(int r)
+{
+	return r == 1 ? SIPC_LEFTOVER_TERMINATED : r == 0 ?
+	    SIPC_LEFTOVER_NOT_PROVEN : SIPC_LEFTOVER_FAILED;
+}
+
 /*
  * Workers of a dead instance may still run (reparented, holding the
  * journal's promises).  Each is terminated only if its identity is
  * proven against its record (pid + start time + boot id + group); a
- * pid now used by an unrelated process is left alone.
+ * pid now used by an unrelated process is left alone.  The verdicts are
+ * kept for sipc_reconcile_leftovers() (creating thread, before any other
+ * thread exists: [const] afterwards).
  */
 static void
 terminate_leftovers(struct sipc_supervisor *s)
 {
 	struct sipc__ident *w = NULL;
+	struct sipc_leftover *v;
 	size_t n = 0, i;
 	int r;
 
-	if (sipc__journal_leftover_workers(s->journal, &w, &n) < 0)
+	if (sipc__journal_leftover_workers(s->journal, &w, &n) < 0 || n == 0)
 		return;
+	/* Without room for the verdicts the workers are still handled;
+	 * only the report is lost (the log keeps it). */
+	s->leftovers = v = calloc(n, sizeof(*v));
 	for (i = 0; i < n; i++) {
 		r = sipc__ident_terminate(&w[i], s->cfg.grace_ms);
 		sipc__log(s, r == 1 ? SIPC_LOG_WARN : SIPC_LOG_INFO, NULL,
@@ -149,6 +245,17 @@ terminate_leftovers(struct sipc_supervisor *s)
 		if (r >= 0)
 			jcheck(s, sipc__journal_leftover_gone(s->journal, &w[i]),
 			    "leftover");
+		if (v == NULL)
+			continue;
+		memcpy(v[i].instance, w[i].instance, sizeof(v[i].instance));
+		v[i].worker_id = w[i].slot;
+		v[i].generation = w[i].generation;
+		v[i].pid = w[i].pid;
+		v[i].pgid = w[i].pgid;
+		v[i].starttime = w[i].starttime;
+		v[i].verdict = verdict_of(r);
+		v[i].error = r < 0 ? r : 0;
+		s->nleftovers = i + 1;
 	}
 	free(w);
 }
@@ -158,10 +265,19 @@ sipc__durable_open(struct sipc_supervisor *s, char *errbuf, size_t errlen)
 {
 	int rc;
 
+	struct sipc__journal_stats st;
+
 	rc = sipc__journal_open(s->cfg.state_dir, s->cfg.durability,
 	    s->cfg.group_commit_ms, &s->journal, errbuf, errlen);
 	if (rc < 0)
 		return rc;
+	sipc__journal_get_stats(s->journal, &st);
+	if (st.corrupt)
+		sipc__log(s, SIPC_LOG_ERROR, NULL, "journal: corrupt record at "
+		    "byte %llu, %llu bytes from it on not read (requests "
+		    "recorded there are missing); the file as found is kept "
+		    "as %s", (unsigned long long)st.corrupt_offset,
+		    (unsigned long long)st.corrupt_bytes, st.corrupt_copy);
 	terminate_leftovers(s);
 	return 0;
 }
@@ -169,6 +285,9 @@ sipc__durable_open(struct sipc_supervisor *s, char *errbuf, size_t errlen)
 void
 sipc__durable_close(struct sipc_supervisor *s)
 {
+	free(s->leftovers);
+	s->leftovers = NULL;
+	s->nleftovers = 0;
 	if (s->journal == NULL)
 		return;
 	sipc__journal_close(s->journal);
@@ -210,4 +329,36 @@ sipc_reconcile_resolve(sipc_supervisor *s, const struct sipc_unresolved *u)
 	    sipc__journal_resolve(s->journal, u->instance, u->request_id);
 	sipc__api_leave(s);
 	return rc;
+}
+
+int
+sipc_reconcile_leftovers(sipc_supervisor *s, struct sipc_leftover **ret,
+                         size_t *ret_n)
+{
+	struct sipc_leftover *v = NULL;
+	int rc;
+
+	if (s == NULL || ret == NULL || ret_n == NULL)
+		return -EINVAL;
+	if ((rc = sipc__api_enter(s)) < 0)
+		return rc;
+	if (s->journal == NULL)
+		rc = SIPC_E_CONFIG;
+	else if (s->nleftovers > 0 &&
+	    (v = reallocarray(NULL, s->nleftovers, sizeof(*v))) == NULL)
+		rc = -ENOMEM;
+	if (rc == 0) {
+		if (v != NULL)
+			memcpy(v, s->leftovers, s->nleftovers * sizeof(*v));
+		*ret = v;
+		*ret_n = s->nleftovers;
+	}
+	sipc__api_leave(s);
+	return rc;
+}
+
+void
+sipc_reconcile_leftovers_free(struct sipc_leftover *l)
+{
+	free(l);
 }

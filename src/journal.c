@@ -29,18 +29,18 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <bsd/libutil.h>
 #include <bsd/stdlib.h>
 
 #include "crc32c.h"
+#include "jdir.h"
+#include "jread.h"
 #include "jrec.h"
 #include "jstate.h"
 
 struct sipc__journal {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;        /* a sync finished */
-	int fd, dirfd;
-	struct pidfh *pfh;
+	int fd, dirfd, lockfd;
 	char *dir;
 	enum sipc_durability mode;
 	unsigned group_ms;
@@ -48,7 +48,9 @@ struct sipc__journal {
 	uint64_t size;            /* bytes in the journal file */
 	uint64_t wseq, sseq;      /* records written / covered by a sync */
 	bool syncing, compacting;
-	int broken;               /* sticky error after a failed sync */
+	int broken;               /* sticky: the first failed write or sync
+	                           * (journal.h "broken") */
+	bool broken_told;         /* sipc__journal_broken() reported it */
 	int64_t last_sync_ms;     /* GROUP: tick clock of the last sync */
 	uint64_t compact_min, compact_at;
 
@@ -78,146 +80,13 @@ epoch_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static int
-write_all(int fd, const void *buf, size_t len)
-{
-	const uint8_t *p = buf;
-
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-/* ------------------------------------------------------- memory index */
-
-/* ------------------------------------------------------------ reading */
-
-/* Are all bytes of buf[off..len) zero?  (A tail a power loss left as
- * allocated-but-unwritten blocks reads as zeros.) */
-static bool
-all_zero(const uint8_t *buf, size_t off, size_t len)
-{
-	for (; off < len; off++)
-		if (buf[off] != 0)
-			return false;
-	return true;
-}
-
-/*
- * Parse the journal image, applying good records; returns the length of
- * the good prefix in *good and whether reading stopped at a corrupt
- * record (as opposed to a torn tail or the clean end).
- */
-static int
-read_image(struct sipc__journal *j, const uint8_t *buf, size_t len,
-    size_t *good, bool *corrupt)
-{
-	size_t off = 0;
-	int ctx = -1, r;
-
-	*corrupt = false;
-	while (off < len) {
-		struct sipc__jrec rec;
-		size_t used = 0, extent;
-
-		r = sipc__jrec_decode(buf + off, len - off, &rec, &used, &extent);
-		if (r == -EAGAIN)
-			break;      /* torn: the record runs past the end */
-		if (r < 0) {
-			/* A bad record that is the last thing in the file
-			 * (or followed by zeros) is a torn write; anything
-			 * else is corruption. */
-			if (extent == 0 || off + extent < len)
-				*corrupt = !all_zero(buf, off, len) &&
-				    !(extent > 0 && all_zero(buf, off + extent, len));
-			break;
-		}
-		if ((r = sipc__js_apply(&j->s, &rec, &ctx)) < 0)
-			return r;
-		j->st.records_read++;
-		off += used;
-	}
-	*good = off;
-	return 0;
-}
-
-static int
-save_corrupt(struct sipc__journal *j, const uint8_t *buf, size_t len)
-{
-	int fd, r;
-
-	fd = openat(j->dirfd, "journal.corrupt",
-	    O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	r = write_all(fd, buf, len);
-	if (r == 0 && fsync(fd) < 0)
-		r = -errno;
-	close(fd);
-	return r;
-}
-
 /* Read the previous journal into memory and cut what follows the good
  * prefix.  Called at open, single-threaded. */
 static int
 load(struct sipc__journal *j, char *errbuf, size_t errlen)
 {
-	uint8_t *buf = NULL;
-	struct stat sb;
-	size_t len = 0, good;
-	bool corrupt;
-	int r;
-
-	if (fstat(j->fd, &sb) < 0)
-		return -errno;
-	if (sb.st_size > (off_t)1 << 30) {
-		snprintf(errbuf, errlen, "journal larger than 1 GiB");
-		return SIPC_E_JOURNAL;
-	}
-	if (sb.st_size > 0 && (buf = malloc((size_t)sb.st_size)) == NULL)
-		return -ENOMEM;
-	while (len < (size_t)sb.st_size) {
-		ssize_t n = pread(j->fd, buf + len, (size_t)sb.st_size - len,
-		    (off_t)len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			r = n < 0 ? -errno : SIPC_E_JOURNAL;
-			snprintf(errbuf, errlen, "cannot read journal");
-			goto out;
-		}
-		len += (size_t)n;
-	}
-	if ((r = read_image(j, buf, len, &good, &corrupt)) < 0)
-		goto out;
-	if (good < len) {
-		if (corrupt) {
-			j->st.corrupt = 1;
-			j->st.corrupt_bytes = len - good;
-			(void)save_corrupt(j, buf, len);
-		} else
-			j->st.torn_bytes = len - good;
-		if (ftruncate(j->fd, (off_t)good) < 0 || fsync(j->fd) < 0) {
-			r = -errno;
-			snprintf(errbuf, errlen, "cannot cut journal tail");
-			goto out;
-		}
-		j->st.syncs++;
-	}
-	j->size = good;
-	r = 0;
-out:
-	free(buf);
-	return r;
+	return sipc__jread_load(j->fd, j->dirfd, &j->s, &j->st, &j->size,
+	    errbuf, errlen);
 }
 
 /* ---------------------------------------------------- appending, sync */
@@ -227,6 +96,8 @@ out:
 static int
 sync_to(struct sipc__journal *j, uint64_t target)
 {
+	if (j->broken)
+		return j->broken;
 	while (j->sseq < target) {
 		uint64_t upto;
 		int fd, r;
@@ -267,9 +138,14 @@ append_locked(struct sipc__journal *j, const struct sipc__jrec *rec)
 		return j->broken;
 	if ((r = sipc__jrec_encode(rec, buf, sizeof(buf), &n)) < 0)
 		return r;
-	if ((r = write_all(j->fd, buf, n)) < 0) {
-		if (ftruncate(j->fd, (off_t)j->size) < 0)
-			j->broken = r;
+	if ((r = sipc__jdir_write_all(j->fd, buf, n)) < 0) {
+		/* Cut back what reached the file, so that it stays a
+		 * sequence of whole records, and write nothing more: the
+		 * step this record was for will not happen, and no later
+		 * record may speak of steps after it (the cause, a full
+		 * disk, a file size limit or EIO, is rarely passing). */
+		(void)ftruncate(j->fd, (off_t)j->size);
+		j->broken = r;
 		return r;
 	}
 	j->size += n;
@@ -297,8 +173,12 @@ after_append(struct sipc__journal *j)
 
 /*
  * Rewrite the journal as exactly what memory remembers: journal.tmp,
- * fsync, rename over journal, fsync the directory.  j->mu held.  On
- * failure the old journal stays in use and the error is kept in stats.
+ * fsync, rename over journal, fsync the directory.  j->mu held.  A
+ * failure before the rename leaves the old journal in use (the error is
+ * kept in stats).  A failed directory fsync after it breaks the journal:
+ * the rename is done in memory but may not be on disk, so after a power
+ * loss the old file could come back without the records appended to the
+ * new one.
  */
 static void
 compact_locked(struct sipc__journal *j)
@@ -316,20 +196,24 @@ compact_locked(struct sipc__journal *j)
 		goto fail;
 	fd = openat(j->dirfd, "journal.tmp",
 	    O_RDWR | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
-	if (fd < 0 || (r = write_all(fd, buf, len)) < 0 || fsync(fd) < 0 ||
+	if (fd < 0 || (r = sipc__jdir_write_all(fd, buf, len)) < 0 ||
+	    fsync(fd) < 0 ||
 	    renameat(j->dirfd, "journal.tmp", j->dirfd, "journal") < 0) {
 		r = r < 0 ? r : -errno;
 		goto fail;
 	}
-	if (fsync(j->dirfd) < 0) {
-		/* The rename is done: the new file is the journal now. */
-		j->st.last_error = -errno;
-	}
+	/* The rename is done: the new file is the journal now, whatever
+	 * the directory fsync says. */
+	r = fsync(j->dirfd) < 0 ? -errno : 0;
 	close(j->fd);
 	j->fd = fd;
 	j->size = len;
-	j->sseq = j->wseq;
 	j->st.syncs += 2;
+	if (r < 0) {
+		j->st.last_error = r;
+		j->broken = r;
+	} else
+		j->sseq = j->wseq;
 	j->st.compactions++;
 	j->compact_at = len * 2 > j->compact_min ? len * 2 : j->compact_min;
 	free(buf);
@@ -356,8 +240,7 @@ journal_free(struct sipc__journal *j)
 	sipc__js_free(&j->s);
 	if (j->fd >= 0)
 		close(j->fd);
-	if (j->pfh != NULL)
-		(void)pidfile_remove(j->pfh);
+	sipc__jdir_unlock(j->dirfd, j->dir, j->lockfd);
 	if (j->dirfd >= 0)
 		close(j->dirfd);
 	free(j->dir);
@@ -390,67 +273,13 @@ start_instance(struct sipc__journal *j)
 	return sync_to(j, j->wseq);
 }
 
-/* Take the instance lock; SIPC_E_LOCKED names the holder. */
-static int
-lock_dir(struct sipc__journal *j, char *errbuf, size_t errlen)
-{
-	char path[4096];
-	pid_t holder = -1;
-
-	if ((size_t)snprintf(path, sizeof(path), "%s/sipc.pid", j->dir) >=
-	    sizeof(path))
-		return -ENAMETOOLONG;
-	j->pfh = pidfile_open(path, 0600, &holder);
-	if (j->pfh == NULL) {
-		int e = errno;
-
-		if (e == EEXIST) {
-			if (holder > 0)
-				snprintf(errbuf, errlen, "state directory %s is "
-				    "locked by another instance, pid %d",
-				    j->dir, (int)holder);
-			else
-				snprintf(errbuf, errlen, "state directory %s is "
-				    "locked by another instance (pid unknown)",
-				    j->dir);
-			return SIPC_E_LOCKED;
-		}
-		snprintf(errbuf, errlen, "cannot open %s: %s", path,
-		    strerror(e));
-		return -e;
-	}
-	/* pidfile_open() does not set close-on-exec; an exec'd child that
-	 * kept the descriptor would hold the lock after we die. */
-	(void)fcntl(pidfile_fileno(j->pfh), F_SETFD, FD_CLOEXEC);
-	if (pidfile_write(j->pfh) < 0) {
-		int e = errno;
-
-		snprintf(errbuf, errlen, "cannot write %s: %s", path,
-		    strerror(e));
-		return -e;
-	}
-	return 0;
-}
-
 static int
 open_files(struct sipc__journal *j, char *errbuf, size_t errlen)
 {
 	int r;
 
-	if (mkdir(j->dir, 0700) < 0 && errno != EEXIST) {
-		r = -errno;
-		snprintf(errbuf, errlen, "cannot create state directory %s: %s",
-		    j->dir, strerror(-r));
-		return r;
-	}
-	j->dirfd = open(j->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (j->dirfd < 0) {
-		r = -errno;
-		snprintf(errbuf, errlen, "cannot open state directory %s: %s",
-		    j->dir, strerror(-r));
-		return r;
-	}
-	if ((r = lock_dir(j, errbuf, errlen)) < 0)
+	if ((r = sipc__jdir_open(j->dir, &j->dirfd, errbuf, errlen)) < 0 ||
+	    (r = sipc__jdir_lock(j->dir, &j->lockfd, errbuf, errlen)) < 0)
 		return r;
 	j->fd = openat(j->dirfd, "journal",
 	    O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
@@ -477,7 +306,7 @@ sipc__journal_open(const char *dir, enum sipc_durability mode,
 		return -EINVAL;
 	if ((j = calloc(1, sizeof(*j))) == NULL)
 		return -ENOMEM;
-	j->fd = j->dirfd = -1;
+	j->fd = j->dirfd = j->lockfd = -1;
 	pthread_mutex_init(&j->mu, NULL);
 	pthread_cond_init(&j->cv, NULL);
 	j->mode = mode;
@@ -821,12 +650,28 @@ sipc__journal_sync(struct sipc__journal *j)
 	return r;
 }
 
+int
+sipc__journal_broken(struct sipc__journal *j, bool *ret_first)
+{
+	int r;
+
+	pthread_mutex_lock(&j->mu);
+	r = j->broken;
+	if (ret_first != NULL)
+		*ret_first = r != 0 && !j->broken_told;
+	if (r != 0 && ret_first != NULL)
+		j->broken_told = true;
+	pthread_mutex_unlock(&j->mu);
+	return r;
+}
+
 void
 sipc__journal_get_stats(struct sipc__journal *j,
     struct sipc__journal_stats *ret)
 {
 	pthread_mutex_lock(&j->mu);
 	*ret = j->st;
+	ret->broken = j->broken;
 	ret->orphans = j->s.orphans;
 	ret->file_size = j->size;
 	pthread_mutex_unlock(&j->mu);

@@ -4,14 +4,19 @@
  * the data reconciliation needs after a crash.
  *
  * State directory layout:
- *   sipc.pid         instance lock (flock via pidfile_open) + holder pid;
- *                    the lock lives as long as ANY process holds the
- *                    descriptor, so workers must never inherit it (the
- *                    spawner closes everything above the protocol fd)
+ *   sipc.pid         instance lock (flock) + holder pid; the lock lives
+ *                    as long as ANY process holds the descriptor, so it
+ *                    is opened close-on-exec (in the open call itself)
+ *                    and the spawner closes everything above the
+ *                    protocol fd as well
  *   journal          append-only records (format below)
  *   journal.tmp      compaction in progress (renamed over journal)
- *   journal.corrupt  copy of the whole journal as found, written when a
- *                    corrupt record was met at open (for an operator)
+ *   journal.corrupt.<epoch ms>
+ *                    copy of the whole journal as found, written (and
+ *                    synced) when a corrupt record was met at open,
+ *                    before the journal is cut; one new file per such
+ *                    open, never overwritten or removed by the library
+ *                    (for an operator; remove them when examined)
  *
  * Record (integers little-endian; codec in jrec.c):
  *   u32 magic "SIPJ" | u32 length of payload | u8 type | payload |
@@ -37,11 +42,21 @@
  *          survives power loss (as far as the disk honours flushes).
  * Whatever is lost on power loss is lost from the tail: the reader cuts a
  * torn tail and never misreads it.  Open, compaction and close always
- * fsync (they are rare).
+ * fsync (they are rare); a new state directory's parent is synced too.
+ *
+ * Broken: the first append whose write fails (a full disk, a file size
+ * limit, EIO), the first failed fdatasync, and a failed directory fsync
+ * after compaction's rename break the journal for good: every later
+ * append, sync and compaction returns that first error and writes
+ * nothing.  What the file holds is then a true, if shorter, history: a
+ * failed write is cut back to whole records, and a step whose record
+ * failed must not happen (the supervisor does not send a request whose
+ * WRITTEN record failed).  A new instance (a new open) starts afresh.
  */
 #ifndef SIPC_JOURNAL_H
 #define SIPC_JOURNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -72,13 +87,16 @@ struct sipc__journal_stats {
 	uint64_t torn_bytes;      /* bytes of a torn tail cut at open */
 	uint64_t corrupt;         /* corrupt records met at open (reading
 	                           * stops at the first: 0 or 1) */
+	uint64_t corrupt_offset;  /* where the corrupt record began */
 	uint64_t corrupt_bytes;   /* bytes cut from the corrupt record on */
+	char corrupt_copy[40];    /* name of the copy kept ("" if none) */
 	uint64_t orphans;         /* valid records about unknown requests */
 	uint64_t appended;        /* records appended by this instance */
 	uint64_t syncs;           /* fdatasync/fsync calls on the journal */
 	uint64_t compactions;
 	uint64_t file_size;       /* current journal size in bytes */
 	int last_error;           /* last compaction error (0 if none) */
+	int broken;               /* the error that broke it, 0 if healthy */
 };
 
 /* FNV-1a 64 of a payload: a digest to match a resubmission against what
@@ -93,14 +111,21 @@ uint64_t sipc__payload_digest(const void *payload, size_t len);
  * fsync), stop at a corrupt record (see below), generate a fresh instance
  * id and append its INSTANCE record (synced).
  *
- * A corrupt record (bad magic, checksum or content, with more bytes after
- * it) ends the reading: records before it are kept, the record and
+ * A torn tail is what an interrupted append leaves at the end: a last
+ * record that runs past the end of the file or fails its checksum, or
+ * zeros.  A corrupt record is a bad one that is not a torn tail: bad
+ * magic, checksum, length or content with other bytes after it, or any
+ * bad or unfinished record followed somewhere by a valid one (so a
+ * damaged length field near the end is told apart from a torn tail).  It
+ * ends the reading: records before it are kept, the record and
  * everything after it are not trusted (framing after a bad record cannot
- * be trusted either), a copy of the whole file is saved as
- * journal.corrupt, the journal is truncated there, and stats.corrupt
- * counts it.  The open succeeds so the service can start; the host should
- * alert on stats.corrupt.  Requests whose only records lay after the
- * corruption are missing from reconciliation.
+ * be trusted either), a copy of the whole file is kept as a new
+ * journal.corrupt.<epoch ms> (stats.corrupt_copy; the open fails with
+ * -errno if the copy cannot be written, rather than destroy the
+ * evidence), the journal is truncated there, and stats.corrupt counts
+ * it.  The open succeeds so the service can start; the host should alert
+ * on it (the supervisor logs it at ERROR).  Requests whose only records
+ * lay after the corruption are missing from reconciliation.
  *
  * group_commit_ms is used in GROUP mode (0 means 10).  `errbuf` (may be
  * NULL) gets a reason on failure.  Returns 0, SIPC_E_LOCKED,
@@ -130,13 +155,15 @@ void sipc__journal_set_compact_threshold(struct sipc__journal *j,
  * is written (and, in EACH mode, synced), or: -EINVAL (key over 255
  * bytes), -EEXIST (id already accepted), SIPC_E_NOTFOUND (id unknown or
  * already settled), -errno from write/fdatasync (after a failed write the
- * file is cut back to its previous length; after a failed sync the
- * journal refuses further appends, since the page cache state is unknown).
+ * file is cut back to its previous length), or the error that broke the
+ * journal earlier: any failed write or sync breaks it (see Broken above).
  *   accepted:  before the request may be written to a worker.  `key` may
- *              be NULL (empty).  The payload is only digested.
+ *              be NULL (empty).  The payload is only digested.  On an
+ *              error the request MUST NOT be sent.
  *   written:   before the request's bytes go to a worker (so "not
- *              written" in the journal proves "never sent").  May repeat
- *              (a retry on another worker); the last one counts.
+ *              written" in the journal proves "never sent").  On an
+ *              error the request MUST NOT be sent.  May repeat (a retry
+ *              on another worker); the last one counts.
  *   completed: when the outcome is known, before the callback runs.
  *   delivered: after the completion callback returned; appends a
  *              DELIVERED record that is never synced on its own.  Only
@@ -193,6 +220,11 @@ int sipc__journal_leftover_gone(struct sipc__journal *j,
  * Returns 1 when it synced, 0 when not, -errno on a sync failure.
  */
 int sipc__journal_tick(struct sipc__journal *j, int64_t now_ms);
+
+/* The error that broke the journal (see "Broken" above), 0 while it is
+ * healthy.  When it is broken, *ret_first (may be NULL) is true for
+ * exactly one call, so that the break is reported once. */
+int sipc__journal_broken(struct sipc__journal *j, bool *ret_first);
 
 /* Sync everything appended so far, whatever the mode. */
 int sipc__journal_sync(struct sipc__journal *j);

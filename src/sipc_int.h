@@ -148,6 +148,8 @@ struct sipc_supervisor {
 	atomic_int users;             /* callers inside the API */
 	void *pool_budget;            /* [reaper] struct sipc__pool_budget * */
 	struct sipc__journal *journal;
+	struct sipc_leftover *leftovers; /* [const] verdicts at open */
+	size_t nleftovers;               /* [const] (durable.c) */
 	bool subreaper_held;          /* [const] counted in subreaper_users */
 	/* reaper */
 	pthread_t reaper;
@@ -263,9 +265,12 @@ void sipc__log(struct sipc_supervisor *s, enum sipc_log_level lvl,
                const struct sipc__slot *sl, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-/* journal glue (supervisor.c); no-ops without a state directory */
-void sipc__journal_note_written(struct sipc_supervisor *s, struct sipc__slot *sl,
-                                struct sipc__req *q);
+/* journal glue (durable.c); no-ops without a state directory */
+/* Writer thread, no lock held, s->journal set: journal that `q` is being
+ * written to `sl`'s worker.  0: send it.  SIPC_E_JOURNAL: do NOT send
+ * it; its outcome is taken care of (the ring's reference stays yours). */
+int sipc__journal_note_written(struct sipc_supervisor *s, struct sipc__slot *sl,
+                               struct sipc__req *q);
 void sipc__journal_note_done(struct sipc_supervisor *s, struct sipc__req *q,
                              const struct sipc_result *res);
 struct sipc__chan;
@@ -275,7 +280,11 @@ void sipc__journal_note_worker_gone(struct sipc_supervisor *s,
                                     struct sipc__slot *sl);
 void sipc__journal_note_tick(struct sipc_supervisor *s, int64_t now);
 void sipc__journal_note_delivered(struct sipc_supervisor *s, struct sipc__req *q);
-void sipc__journal_note_accepted(struct sipc_supervisor *s, struct sipc__req *q);
+/* Submitting thread: 0, or SIPC_E_JOURNAL when the ACCEPTED record could
+ * not be appended (the request must then not be sent). */
+int sipc__journal_note_accepted(struct sipc_supervisor *s, struct sipc__req *q);
+/* Journal fields of the stats (zero without a state directory). */
+void sipc__journal_note_stats(struct sipc_supervisor *s, struct sipc_stats *st);
 void sipc__journal_note_refused(struct sipc_supervisor *s, struct sipc__req *q);
 /* state directory: lock, journal, leftovers of a dead instance */
 int sipc__durable_open(struct sipc_supervisor *s, char *errbuf, size_t errlen);

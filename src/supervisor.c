@@ -311,11 +311,12 @@ sipc_submit(sipc_supervisor *s, const struct sipc_request *req,
 	if (q->deadline_ms != 0 &&
 	    q->deadline_ms < atomic_load(&s->timer_at_ms))
 		sipc__reaper_wake(s);
-	sipc__journal_note_accepted(s, q);
 	/* Once dispatched, q may be answered and freed at any moment. */
 	id = q->id;
 	sipc__req_ref(q);
-	rc = dispatch_new(s, q);
+	/* Not journalled as accepted: never dispatched (REJECTED below). */
+	if ((rc = sipc__journal_note_accepted(s, q)) == 0)
+		rc = dispatch_new(s, q);
 	if (rc == SIPC_E_FULL && ((q->flags & SIPC_REQ_NOWAIT) ||
 	    sipc__lib_thread)) {
 		/* Never accepted: no callback, the caller has the error. */
@@ -759,6 +760,7 @@ sipc_stats_get(sipc_supervisor *s, struct sipc_stats *ret)
 	ret->mem_held = s->table.mem_held;
 	ret->pending = s->table.pending;
 	pthread_mutex_unlock(&s->table.lock);
+	sipc__journal_note_stats(s, ret);
 	ret->mem_ceiling = s->cfg.mem_ceiling;
 	sipc__api_leave(s);
 	return 0;

@@ -179,7 +179,7 @@ writer_main(void *arg)
 	struct iovec iov[WRITE_BATCH * 3];
 	uint64_t cancels[WRITE_BATCH];
 	unsigned room = 0;
-	int nb, nc, niov, i;
+	int nb, ns, nc, niov, i;
 	bool ok;
 
 	sipc__lib_thread = true;
@@ -199,15 +199,22 @@ writer_main(void *arg)
 		for (i = 0; i < nc; i++)
 			put_frame(iov, &niov, hdrs[WRITE_BATCH + i],
 			    SIPC_FT_CANCEL, cancels[i], NULL, 0);
-		for (i = 0; i < nb; i++) {
-			if (s->journal != NULL)
-				sipc__journal_note_written(s, sl, batch[i]);
+		for (i = ns = 0; i < nb; i++) {
+			/* Sent only once journalled as written; one that
+			 * could not be is not sent at all (durable.c gives
+			 * it its outcome). */
+			if (s->journal != NULL &&
+			    sipc__journal_note_written(s, sl, batch[i]) < 0) {
+				sipc__req_unref(s, batch[i]);
+				continue;
+			}
+			batch[ns++] = batch[i];
 			put_frame(iov, &niov, hdrs[i], SIPC_FT_REQUEST,
 			    batch[i]->id, batch[i]->payload, batch[i]->len);
 		}
 		ok = send_all(sl, iov, niov);
-		atomic_fetch_add(&sl->frames_out, (uint64_t)(nb + nc));
-		for (i = 0; i < nb; i++)
+		atomic_fetch_add(&sl->frames_out, (uint64_t)(ns + nc));
+		for (i = 0; i < ns; i++)
 			sipc__req_unref(s, batch[i]);   /* the ring's reference */
 		pthread_mutex_lock(&sl->lock);
 		if (!ok) {

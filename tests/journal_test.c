@@ -1,9 +1,12 @@
 /*
  * journal_test.c - the intent journal on real files with real fsync:
  * record codec, crash (SIGKILL of a child process holding the journal)
- * and reconcile states, resolutions across a second crash, torn tail,
- * corrupt record, lock contention, compaction bound, durability modes,
- * concurrent appenders, leftover workers killed after a crash.
+ * and reconcile states, resolutions across a second crash, lock
+ * contention, compaction bound, durability modes, a journal broken by a
+ * real file size limit or a failed directory fsync, concurrent
+ * appenders, leftover workers killed after a crash.  Reading back (torn
+ * and corrupt files) is in jread_test.c, the state directory in
+ * jdir_test.c.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -13,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,93 +27,9 @@
 #include "ident.h"
 #include "journal.h"
 #include "jrec.h"
+#include "jtest.h"
+#include "sysfault.h"
 #include "testlib.h"
-
-static char base[64], dir[96];
-
-static void
-mkstate(void)
-{
-	strcpy(base, "/tmp/sipc-journal-XXXXXX");
-	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(base));
-	snprintf(dir, sizeof(dir), "%s/state", base);
-}
-
-static void
-rmstate(void)
-{
-	static const char *files[] = { "sipc.pid", "journal", "journal.tmp",
-	    "journal.corrupt", NULL };
-	char p[160];
-
-	for (int i = 0; files[i] != NULL; i++) {
-		snprintf(p, sizeof(p), "%s/%s", dir, files[i]);
-		unlink(p);
-	}
-	rmdir(dir);
-	rmdir(base);
-}
-
-static char *
-jpath(const char *name)
-{
-	static char p[160];
-
-	snprintf(p, sizeof(p), "%s/%s", dir, name);
-	return p;
-}
-
-static off_t
-fsize(const char *name)
-{
-	struct stat sb;
-
-	return stat(jpath(name), &sb) == 0 ? sb.st_size : -1;
-}
-
-static struct sipc__journal *
-jopen(enum sipc_durability mode)
-{
-	struct sipc__journal *j = NULL;
-	char err[256] = "";
-	int r = sipc__journal_open(dir, mode, 5, &j, err, sizeof(err));
-
-	if (r != 0)
-		fprintf(stderr, "journal_open: %d %s\n", r, err);
-	CU_ASSERT_EQUAL(r, 0);
-	return j;
-}
-
-/* Run fn on a journal in a child process that is then SIGKILLed: a real
- * crash, nothing closed or flushed by the library. */
-static void
-crash_child(enum sipc_durability mode, void (*fn)(struct sipc__journal *))
-{
-	pid_t pid;
-	int st;
-
-	if ((pid = fork()) == 0) {
-		struct sipc__journal *j = NULL;
-
-		if (sipc__journal_open(dir, mode, 5, &j, NULL, 0) != 0)
-			_exit(1);
-		fn(j);
-		raise(SIGKILL);
-		_exit(2);
-	}
-	CU_ASSERT_FATAL(pid > 0);
-	CU_ASSERT_EQUAL_FATAL(waitpid(pid, &st, 0), pid);
-	CU_ASSERT_FATAL(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
-}
-
-static size_t
-list(struct sipc__journal *j, struct sipc_unresolved **u)
-{
-	size_t n = 99;
-
-	CU_ASSERT_EQUAL(sipc__journal_unresolved(j, u, &n), 0);
-	return n;
-}
 
 /* ------------------------------------------------------------- codec */
 
@@ -178,11 +98,11 @@ test_journal_reconcile_states_after_crash(void)
 	uint8_t me[16];
 	size_t n;
 
-	mkstate();
-	crash_child(SIPC_DURABLE_EACH, four_requests);
-	j = jopen(SIPC_DURABLE_EACH);
+	jt_mkstate();
+	jt_crash_child(SIPC_DURABLE_EACH, four_requests);
+	j = jt_open(SIPC_DURABLE_EACH);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(j);
-	n = list(j, &u);
+	n = jt_list(j, &u);
 	CU_ASSERT_EQUAL_FATAL(n, 3);
 	sipc__journal_instance(j, me);
 	for (size_t i = 0; i < n; i++) {
@@ -202,7 +122,7 @@ test_journal_reconcile_states_after_crash(void)
 	 * the caller saw its outcome, so it is not listed again. */
 	free(u);
 	sipc__journal_close(j);
-	rmstate();
+	jt_rmstate();
 }
 
 static void
@@ -225,173 +145,30 @@ test_journal_resolutions_survive_second_crash(void)
 	struct sipc__journal *j;
 	uint8_t inst[16];
 
-	mkstate();
-	crash_child(SIPC_DURABLE_GROUP, four_requests);
-	crash_child(SIPC_DURABLE_EACH, resolve_two);
-	j = jopen(SIPC_DURABLE_EACH);
+	jt_mkstate();
+	jt_crash_child(SIPC_DURABLE_GROUP, four_requests);
+	jt_crash_child(SIPC_DURABLE_EACH, resolve_two);
+	j = jt_open(SIPC_DURABLE_EACH);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(j);
-	CU_ASSERT_EQUAL_FATAL(list(j, &u), 1);
+	CU_ASSERT_EQUAL_FATAL(jt_list(j, &u), 1);
 	CU_ASSERT_EQUAL(u[0].request_id, 3);
 	memcpy(inst, u[0].instance, 16);
 	free(u);
 	sipc__journal_close(j);
-	j = jopen(SIPC_DURABLE_OFF);     /* still listed after a clean reopen */
+	j = jt_open(SIPC_DURABLE_OFF);     /* still listed after a clean reopen */
 	CU_ASSERT_PTR_NOT_NULL_FATAL(j);
-	CU_ASSERT_EQUAL_FATAL(list(j, &u), 1);
+	CU_ASSERT_EQUAL_FATAL(jt_list(j, &u), 1);
 	free(u);
 	CU_ASSERT_EQUAL(sipc__journal_resolve(j, inst, 3), 0);
 	/* Resolving again (a host repeating after a crash) is "not found". */
 	CU_ASSERT_EQUAL(sipc__journal_resolve(j, inst, 3), SIPC_E_NOTFOUND);
 	CU_ASSERT_EQUAL(sipc__journal_resolve(j, inst, 1), SIPC_E_NOTFOUND);
 	sipc__journal_close(j);
-	j = jopen(SIPC_DURABLE_OFF);
-	CU_ASSERT_EQUAL(list(j, &u), 0);
+	j = jt_open(SIPC_DURABLE_OFF);
+	CU_ASSERT_EQUAL(jt_list(j, &u), 0);
 	CU_ASSERT_PTR_NULL(u);
 	sipc__journal_close(j);
-	rmstate();
-}
-
-/* ------------------------------------------------ torn and corrupt */
-
-static void
-three_accepted(struct sipc__journal *j)
-{
-	(void)sipc__journal_accepted(j, 1, "k1", "a", 1, 0);
-	(void)sipc__journal_accepted(j, 2, "k2", "b", 1, 0);
-	(void)sipc__journal_accepted(j, 3, "k3", "c", 1, 0);
-}
-
-/* Size of the ACCEPTED records above and of an INSTANCE record. */
-static size_t
-rec_size(uint8_t type)
-{
-	struct sipc__jrec r;
-	uint8_t buf[SIPC__JREC_MAX];
-	size_t n = 0;
-
-	memset(&r, 0, sizeof(r));
-	r.type = type;
-	r.u.acc.keylen = 2;
-	CU_ASSERT_EQUAL(sipc__jrec_encode(&r, buf, sizeof(buf), &n), 0);
-	return n;
-}
-
-static void
-test_journal_torn_tail_cut(void)
-{
-	struct sipc__journal_stats st;
-	struct sipc_unresolved *u = NULL;
-	struct sipc__journal *j;
-	size_t acc = rec_size(SIPC__JR_ACCEPTED), ins = rec_size(SIPC__JR_INSTANCE);
-	off_t full;
-
-	mkstate();
-	crash_child(SIPC_DURABLE_EACH, three_accepted);
-	full = fsize("journal");
-	CU_ASSERT_EQUAL_FATAL(full, (off_t)(ins + 3 * acc));
-	CU_ASSERT_EQUAL_FATAL(truncate(jpath("journal"), full - 5), 0);
-	j = jopen(SIPC_DURABLE_EACH);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(j);
-	sipc__journal_get_stats(j, &st);
-	CU_ASSERT_EQUAL(st.torn_bytes, acc - 5);
-	CU_ASSERT_EQUAL(st.corrupt, 0);
-	CU_ASSERT_EQUAL(st.records_read, 3);
-	/* Cut at the last good record, then our INSTANCE appended. */
-	CU_ASSERT_EQUAL(fsize("journal"), (off_t)(2 * ins + 2 * acc));
-	CU_ASSERT_EQUAL_FATAL(list(j, &u), 2);
-	CU_ASSERT_STRING_EQUAL(u[0].key, "k1");
-	CU_ASSERT_STRING_EQUAL(u[1].key, "k2");
-	free(u);
-	CU_ASSERT_EQUAL(fsize("journal.corrupt"), -1);
-	/* Appends after the cut are read back in full. */
-	CU_ASSERT_EQUAL(sipc__journal_accepted(j, 9, "k9", "z", 1, 0), 0);
-	CU_ASSERT_EQUAL(sipc__journal_written(j, 9, 0, 1, 1), 0);
-	sipc__journal_close(j);
-	j = jopen(SIPC_DURABLE_EACH);
-	CU_ASSERT_EQUAL(list(j, &u), 3);
-	free(u);
-	sipc__journal_close(j);
-	rmstate();
-}
-
-static void
-test_journal_zero_filled_tail_is_torn(void)
-{
-	struct sipc__journal_stats st;
-	struct sipc_unresolved *u = NULL;
-	struct sipc__journal *j;
-	off_t full;
-
-	mkstate();
-	crash_child(SIPC_DURABLE_OFF, three_accepted);
-	full = fsize("journal");
-	/* What a power loss leaves when the size reached disk, the data
-	 * did not: zeros. */
-	CU_ASSERT_EQUAL_FATAL(truncate(jpath("journal"), full + 4096), 0);
-	j = jopen(SIPC_DURABLE_OFF);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(j);
-	sipc__journal_get_stats(j, &st);
-	CU_ASSERT_EQUAL(st.torn_bytes, 4096);
-	CU_ASSERT_EQUAL(st.corrupt, 0);
-	CU_ASSERT_EQUAL(list(j, &u), 3);
-	free(u);
-	sipc__journal_close(j);
-	rmstate();
-}
-
-static void
-flip_byte(off_t off)
-{
-	int fd = open(jpath("journal"), O_RDWR);
-	uint8_t b;
-
-	CU_ASSERT_FATAL(fd >= 0);
-	CU_ASSERT_EQUAL(pread(fd, &b, 1, off), 1);
-	b ^= 0x01;
-	CU_ASSERT_EQUAL(pwrite(fd, &b, 1, off), 1);
-	close(fd);
-}
-
-static void
-check_corrupt_second(off_t delta)
-{
-	struct sipc__journal_stats st;
-	struct sipc_unresolved *u = NULL;
-	struct sipc__journal *j;
-	size_t acc = rec_size(SIPC__JR_ACCEPTED), ins = rec_size(SIPC__JR_INSTANCE);
-	off_t full;
-
-	mkstate();
-	crash_child(SIPC_DURABLE_EACH, three_accepted);
-	full = fsize("journal");
-	flip_byte((off_t)(ins + acc) + delta);   /* inside record 2 */
-	j = jopen(SIPC_DURABLE_EACH);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(j);
-	sipc__journal_get_stats(j, &st);
-	CU_ASSERT_EQUAL(st.corrupt, 1);
-	CU_ASSERT_EQUAL(st.corrupt_bytes, 2 * acc);
-	CU_ASSERT_EQUAL(st.records_read, 2);
-	/* Only what came before is used: record 2 is not misread, record 3
-	 * (after it) is not trusted. */
-	CU_ASSERT_EQUAL_FATAL(list(j, &u), 1);
-	CU_ASSERT_EQUAL(u[0].request_id, 1);
-	free(u);
-	/* The evidence is kept for an operator. */
-	CU_ASSERT_EQUAL(fsize("journal.corrupt"), full);
-	sipc__journal_close(j);
-	rmstate();
-}
-
-static void
-test_journal_corrupt_payload_byte(void)
-{
-	check_corrupt_second(SIPC__JREC_HDR + 9);    /* a key byte */
-}
-
-static void
-test_journal_corrupt_magic_byte(void)
-{
-	check_corrupt_second(1);
+	jt_rmstate();
 }
 
 /* ------------------------------------------------------------ locking */
@@ -405,14 +182,14 @@ test_journal_lock_contention_names_holder(void)
 	ssize_t n;
 	pid_t pid;
 
-	mkstate();
-	j = jopen(SIPC_DURABLE_OFF);
+	jt_mkstate();
+	j = jt_open(SIPC_DURABLE_OFF);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(j);
 	CU_ASSERT_FATAL(pipe(p) == 0);
 	if ((pid = fork()) == 0) {
 		struct sipc__journal *j2 = NULL;
 		char err[256] = "";
-		int r = sipc__journal_open(dir, SIPC_DURABLE_OFF, 0, &j2, err,
+		int r = sipc__journal_open(jt_dir, SIPC_DURABLE_OFF, 0, &j2, err,
 		    sizeof(err));
 
 		(void)!write(p[1], err, strlen(err) + 1);
@@ -432,10 +209,10 @@ test_journal_lock_contention_names_holder(void)
 	}
 	sipc__journal_close(j);
 	/* Released on close (and, by the crash tests, on SIGKILL). */
-	j = jopen(SIPC_DURABLE_OFF);
+	j = jt_open(SIPC_DURABLE_OFF);
 	CU_ASSERT_PTR_NOT_NULL(j);
 	sipc__journal_close(j);
-	rmstate();
+	jt_rmstate();
 }
 
 /* No journal descriptor may cross exec: a worker holding the lock file
@@ -448,8 +225,8 @@ test_journal_descriptors_cloexec(void)
 	int seen = 0;
 	DIR *d;
 
-	mkstate();
-	j = jopen(SIPC_DURABLE_OFF);
+	jt_mkstate();
+	j = jt_open(SIPC_DURABLE_OFF);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(j);
 	d = opendir("/proc/self/fd");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
@@ -464,7 +241,7 @@ test_journal_descriptors_cloexec(void)
 		if ((n = readlink(link, target, sizeof(target) - 1)) <= 0)
 			continue;
 		target[n] = '\0';
-		if (strncmp(target, dir, strlen(dir)) != 0)
+		if (strncmp(target, jt_dir, strlen(jt_dir)) != 0)
 			continue;
 		seen++;
 		CU_ASSERT(fcntl(fd, F_GETFD) & FD_CLOEXEC);
@@ -472,7 +249,7 @@ test_journal_descriptors_cloexec(void)
 	closedir(d);
 	CU_ASSERT(seen >= 3);   /* directory, lock file, journal */
 	sipc__journal_close(j);
-	rmstate();
+	jt_rmstate();
 }
 
 /* --------------------------------------------------------- compaction */
@@ -487,9 +264,9 @@ test_journal_compaction_bounds_size(void)
 	off_t max = 0;
 	size_t n, old = 0, pending = 0;
 
-	mkstate();
-	crash_child(SIPC_DURABLE_EACH, four_requests);
-	j = jopen(SIPC_DURABLE_OFF);
+	jt_mkstate();
+	jt_crash_child(SIPC_DURABLE_EACH, four_requests);
+	j = jt_open(SIPC_DURABLE_OFF);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(j);
 	sipc__journal_set_compact_threshold(j, limit);
 	for (uint64_t id = 1; id <= 20000; id++) {
@@ -503,19 +280,19 @@ test_journal_compaction_bounds_size(void)
 		CU_ASSERT_EQUAL(sipc__journal_completed(j, id, SIPC_OUTCOME_OK,
 		    0), 0);
 		sipc__journal_delivered(j, id);
-		if (fsize("journal") > max)
-			max = fsize("journal");
+		if (jt_fsize("journal") > max)
+			max = jt_fsize("journal");
 	}
 	sipc__journal_get_stats(j, &st);
 	CU_ASSERT(st.compactions >= 10);
 	CU_ASSERT(max <= (off_t)(limit + SIPC__JREC_MAX));
-	n = list(j, &u);
+	n = jt_list(j, &u);
 	CU_ASSERT_EQUAL(n, 3);      /* the previous instance survived them */
 	free(u);
 	sipc__journal_close(j);
-	CU_ASSERT(fsize("journal") < 4096);
-	j = jopen(SIPC_DURABLE_OFF);
-	n = list(j, &u);
+	CU_ASSERT(jt_fsize("journal") < 4096);
+	j = jt_open(SIPC_DURABLE_OFF);
+	n = jt_list(j, &u);
 	for (size_t i = 0; i < n; i++)
 		old += u[i].state != SIPC_UNRESOLVED_MAY_HAVE_RUN ||
 		    u[i].request_id <= 4;
@@ -523,7 +300,7 @@ test_journal_compaction_bounds_size(void)
 	CU_ASSERT_EQUAL(old, 3);
 	free(u);
 	sipc__journal_close(j);
-	rmstate();
+	jt_rmstate();
 }
 
 /* --------------------------------------------------------- durability */
@@ -545,12 +322,12 @@ test_journal_durability_modes(void)
 	struct sipc__journal *j;
 
 	for (int m = 0; m < 3; m++) {
-		mkstate();
+		jt_mkstate();
 		/* Every mode survives a process crash. */
-		crash_child(modes[m], accept_and_write);
-		j = jopen(modes[m]);
+		jt_crash_child(modes[m], accept_and_write);
+		j = jt_open(modes[m]);
 		CU_ASSERT_PTR_NOT_NULL_FATAL(j);
-		CU_ASSERT_EQUAL_FATAL(list(j, &u), 1);
+		CU_ASSERT_EQUAL_FATAL(jt_list(j, &u), 1);
 		CU_ASSERT_EQUAL(u[0].state, SIPC_UNRESOLVED_MAY_HAVE_RUN);
 		free(u);
 		/* Who syncs when. */
@@ -577,7 +354,7 @@ test_journal_durability_modes(void)
 		CU_ASSERT_EQUAL(a.syncs, b.syncs +
 		    (modes[m] == SIPC_DURABLE_GROUP ? 2 : 0));
 		sipc__journal_close(j);
-		rmstate();
+		jt_rmstate();
 	}
 }
 
@@ -587,8 +364,8 @@ test_journal_argument_errors(void)
 	struct sipc__journal *j;
 	char key[300];
 
-	mkstate();
-	j = jopen(SIPC_DURABLE_OFF);
+	jt_mkstate();
+	j = jt_open(SIPC_DURABLE_OFF);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(j);
 	memset(key, 'x', sizeof(key) - 1);
 	key[sizeof(key) - 1] = '\0';
@@ -600,7 +377,156 @@ test_journal_argument_errors(void)
 	CU_ASSERT_EQUAL(sipc__journal_completed(j, 2, 0, 0), SIPC_E_NOTFOUND);
 	CU_ASSERT_EQUAL(sipc__journal_worker_gone(j, 0, 0), SIPC_E_NOTFOUND);
 	sipc__journal_close(j);
-	rmstate();
+	jt_rmstate();
+}
+
+/* ------------------------------------------------------ broken journal */
+
+/* In a child: the journal may grow by `room` more bytes (a real
+ * RLIMIT_FSIZE; SIGXFSZ ignored, so write() fails with EFBIG).  Exit
+ * status: 0 when every expectation held, else the number of the one that
+ * failed. */
+static int
+fsize_limited(size_t room)
+{
+	struct sigaction sa = { .sa_handler = SIG_IGN };
+	struct sipc__journal *j = NULL;
+	struct rlimit rl;
+	off_t before;
+
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGXFSZ, &sa, NULL) < 0 ||
+	    sipc__journal_open(jt_dir, SIPC_DURABLE_EACH, 0, &j, NULL, 0) != 0 ||
+	    sipc__journal_accepted(j, 1, "k1", "a", 1, 0) != 0 ||
+	    getrlimit(RLIMIT_FSIZE, &rl) < 0)
+		return 1;
+	before = jt_fsize("journal");
+	rl.rlim_cur = (rlim_t)before + room;
+	if (setrlimit(RLIMIT_FSIZE, &rl) < 0)
+		return 2;
+	/* The record does not fit: refused, cut back to whole records. */
+	if (sipc__journal_accepted(j, 2, "k2", "b", 1, 0) != -EFBIG)
+		return 3;
+	if (jt_fsize("journal") != before)
+		return 4;
+	if (sipc__journal_broken(j, NULL) != -EFBIG)
+		return 5;
+	/* Broken for good, even with room again: no later record may
+	 * follow one that failed. */
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_FSIZE, &rl) < 0)
+		return 6;
+	if (sipc__journal_accepted(j, 3, "k3", "c", 1, 0) != -EFBIG ||
+	    sipc__journal_written(j, 1, 0, 1, 1) != -EFBIG ||
+	    sipc__journal_sync(j) != -EFBIG || jt_fsize("journal") != before)
+		return 7;
+	raise(SIGKILL);
+	return 8;
+}
+
+static void
+test_journal_failed_append_breaks_it(void)
+{
+	struct sipc_unresolved *u = NULL;
+	struct sipc__journal *j;
+	pid_t pid;
+	int st;
+
+	jt_mkstate();
+	/* Half a record of room: part of it reaches the file. */
+	if ((pid = fork()) == 0)
+		_exit(fsize_limited(jt_rec_size(SIPC__JR_ACCEPTED) / 2));
+	CU_ASSERT_FATAL(pid > 0);
+	CU_ASSERT_EQUAL_FATAL(waitpid(pid, &st, 0), pid);
+	if (!WIFSIGNALED(st))
+		fprintf(stderr, "fsize_limited: step %d\n", WEXITSTATUS(st));
+	CU_ASSERT(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	/* The next instance reads exactly the records that were made. */
+	j = jt_open(SIPC_DURABLE_EACH);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+	CU_ASSERT_EQUAL_FATAL(jt_list(j, &u), 1);
+	CU_ASSERT_EQUAL(u[0].request_id, 1);
+	CU_ASSERT_EQUAL(u[0].state, SIPC_UNRESOLVED_NEVER_SENT);
+	free(u);
+	CU_ASSERT_EQUAL(sipc__journal_broken(j, NULL), 0);
+	sipc__journal_close(j);
+	jt_rmstate();
+}
+
+/* The state directory's descriptor in this process (found by path). */
+static int
+state_dirfd(void)
+{
+	struct dirent *e;
+	int found = -1;
+	DIR *d = opendir("/proc/self/fd");
+
+	if (d == NULL)
+		return -1;
+	while ((e = readdir(d)) != NULL) {
+		char link[64], target[256];
+		int fd = atoi(e->d_name);
+		ssize_t n;
+
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+		if (e->d_name[0] == '.' || fd == dirfd(d) ||
+		    (n = readlink(link, target, sizeof(target) - 1)) <= 0)
+			continue;
+		target[n] = '\0';
+		if (strcmp(target, jt_dir) == 0)
+			found = fd;
+	}
+	closedir(d);
+	return found;
+}
+
+/* In a child: fsync of the state directory fails (seccomp) after open;
+ * compaction renames and then cannot make the rename durable. */
+static int
+dir_fsync_fails(void)
+{
+	struct sipc__journal_stats st;
+	struct sipc__journal *j = NULL;
+	uint64_t id = 1;
+
+	if (sipc__journal_open(jt_dir, SIPC_DURABLE_GROUP, 0, &j, NULL, 0) != 0)
+		return 1;
+	if (sf_fail_fsync_on(state_dirfd(), EIO) < 0)
+		return 2;
+	sipc__journal_set_compact_threshold(j, 4096);
+	do {
+		if (sipc__journal_accepted(j, id, "k", "p", 1, 0) != 0)
+			return 3;
+		sipc__journal_get_stats(j, &st);
+	} while (st.compactions == 0 && ++id < 1000);
+	if (st.compactions != 1 || st.last_error != -EIO ||
+	    sipc__journal_broken(j, NULL) != -EIO)
+		return 4;
+	if (sipc__journal_accepted(j, id + 1, "k", "p", 1, 0) != -EIO ||
+	    sipc__journal_tick(j, 1000000) != -EIO)
+		return 5;
+	return 0;
+}
+
+static void
+test_journal_compaction_dir_fsync_failure_breaks_it(void)
+{
+	pid_t pid;
+	int st;
+
+	if (!sf_supported()) {
+		tl_skip("seccomp filters are not available here");
+		return;
+	}
+	jt_mkstate();
+	if ((pid = fork()) == 0)
+		_exit(dir_fsync_fails());
+	CU_ASSERT_FATAL(pid > 0);
+	CU_ASSERT_EQUAL_FATAL(waitpid(pid, &st, 0), pid);
+	if (WIFEXITED(st) && WEXITSTATUS(st) != 0)
+		fprintf(stderr, "dir_fsync_fails: step %d\n", WEXITSTATUS(st));
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	jt_rmstate();
 }
 
 /* --------------------------------------------------- concurrent appends */
@@ -632,8 +558,8 @@ test_journal_concurrent_each_appenders(void)
 	pthread_t t[4];
 	void *res;
 
-	mkstate();
-	j = jopen(SIPC_DURABLE_EACH);
+	jt_mkstate();
+	j = jt_open(SIPC_DURABLE_EACH);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(j);
 	for (int i = 0; i < 4; i++)
 		CU_ASSERT_EQUAL(pthread_create(&t[i], NULL, appender, j), 0);
@@ -642,13 +568,13 @@ test_journal_concurrent_each_appenders(void)
 		CU_ASSERT_PTR_NULL(res);
 	}
 	sipc__journal_close(j);
-	j = jopen(SIPC_DURABLE_EACH);
-	CU_ASSERT_EQUAL(list(j, &u), 400);
+	j = jt_open(SIPC_DURABLE_EACH);
+	CU_ASSERT_EQUAL(jt_list(j, &u), 400);
 	for (size_t i = 0; u != NULL && i < 400; i++)
 		CU_ASSERT_EQUAL(u[i].request_id, i + 1);
 	free(u);
 	sipc__journal_close(j);
-	rmstate();
+	jt_rmstate();
 }
 
 /* ------------------------------------------------- leftover workers */
@@ -703,9 +629,9 @@ test_journal_leftover_worker_killed_after_crash(void)
 	struct sipc__journal *j;
 	size_t n = 0;
 
-	mkstate();
-	crash_child(SIPC_DURABLE_EACH, record_workers);
-	j = jopen(SIPC_DURABLE_EACH);
+	jt_mkstate();
+	jt_crash_child(SIPC_DURABLE_EACH, record_workers);
+	j = jt_open(SIPC_DURABLE_EACH);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(j);
 	CU_ASSERT_EQUAL(sipc__journal_leftover_workers(j, &w, &n), 0);
 	CU_ASSERT_EQUAL_FATAL(n, 1);
@@ -719,13 +645,13 @@ test_journal_leftover_worker_killed_after_crash(void)
 	CU_ASSERT_EQUAL(sipc__journal_leftover_gone(j, &w[0]), SIPC_E_NOTFOUND);
 	free(w);
 	sipc__journal_close(j);
-	j = jopen(SIPC_DURABLE_EACH);
+	j = jt_open(SIPC_DURABLE_EACH);
 	w = NULL;
 	CU_ASSERT_EQUAL(sipc__journal_leftover_workers(j, &w, &n), 0);
 	CU_ASSERT_EQUAL(n, 0);
 	CU_ASSERT_PTR_NULL(w);
 	sipc__journal_close(j);
-	rmstate();
+	jt_rmstate();
 }
 
 int
@@ -735,10 +661,8 @@ main(void)
 	    { "test_journal_codec_roundtrip_and_rejects", test_journal_codec_roundtrip_and_rejects },
 	    { "test_journal_reconcile_states_after_crash", test_journal_reconcile_states_after_crash },
 	    { "test_journal_resolutions_survive_second_crash", test_journal_resolutions_survive_second_crash },
-	    { "test_journal_torn_tail_cut", test_journal_torn_tail_cut },
-	    { "test_journal_zero_filled_tail_is_torn", test_journal_zero_filled_tail_is_torn },
-	    { "test_journal_corrupt_payload_byte", test_journal_corrupt_payload_byte },
-	    { "test_journal_corrupt_magic_byte", test_journal_corrupt_magic_byte },
+	    { "test_journal_failed_append_breaks_it", test_journal_failed_append_breaks_it },
+	    { "test_journal_compaction_dir_fsync_failure_breaks_it", test_journal_compaction_dir_fsync_failure_breaks_it },
 	    { "test_journal_lock_contention_names_holder", test_journal_lock_contention_names_holder },
 	    { "test_journal_descriptors_cloexec", test_journal_descriptors_cloexec },
 	    { "test_journal_compaction_bounds_size", test_journal_compaction_bounds_size },

@@ -15,7 +15,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -27,7 +26,7 @@
 
 #include "sipc.h"
 #include "sipctest.h"
-#include "rmtree.h"
+#include "statedir.h"
 #include "testlib.h"
 
 #define NQUEUED 3
@@ -38,29 +37,6 @@ struct crash_info {
 	pid_t child;
 	pid_t worker;           /* its survivor worker, a leftover-to-be */
 };
-
-static char *
-mkstate(void)
-{
-	char tmpl[] = "/tmp/sipc-reconcile-XXXXXX";
-	char *dir;
-
-	CU_ASSERT_FATAL(mkdtemp(tmpl) != NULL);
-	CU_ASSERT_FATAL(asprintf(&dir, "%s/state", tmpl) > 0);
-	return dir;
-}
-
-static void
-rmstate(char *dir)
-{
-	char parent[512];
-
-	/* The parent is a fresh mkdtemp directory holding only our files. */
-	snprintf(parent, sizeof(parent), "%.*s", (int)(strlen(dir) - 6), dir);
-	if (rmtree(parent) != 0)
-		fprintf(stderr, "could not remove %s\n", parent);
-	free(dir);
-}
 
 static struct sipc_config
 cfg_for(const char *dir, const char *fixture, enum sipc_durability d)
@@ -245,31 +221,6 @@ child_half_resolve(int fd, const char *dir, size_t nresolve)
 
 /* ------------------------------------------------------ parent side */
 
-/* Read one line from the child (generous deadline). */
-static bool
-read_line(int fd, char *buf, size_t len)
-{
-	int64_t end = tl_now_ms() + DEADLINE_MS;
-	size_t off = 0;
-	ssize_t n;
-
-	while (off + 1 < len) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		int64_t left = end - tl_now_ms();
-
-		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
-			return false;
-		if ((n = read(fd, buf + off, 1)) <= 0)
-			return false;
-		if (buf[off] == '\n') {
-			buf[off] = '\0';
-			return true;
-		}
-		off++;
-	}
-	return false;
-}
-
 /* Fork a child running `fn`; returns its first line in `line`. */
 static pid_t
 spawn_child(int mode, const char *dir, enum sipc_durability d,
@@ -288,7 +239,7 @@ spawn_child(int mode, const char *dir, enum sipc_durability d,
 		child_half_resolve(p[1], dir, 2);
 	}
 	close(p[1]);
-	if (!read_line(p[0], line, len)) {
+	if (!sd_read_line(p[0], line, len, DEADLINE_MS)) {
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
 		close(p[0]);
@@ -380,17 +331,6 @@ stop_decoy(pid_t pid)
 	waitpid(pid, &st, 0);
 }
 
-static const struct sipc_unresolved *
-find_key(const struct sipc_unresolved *u, size_t n, const char *key)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (strcmp(u[i].key, key) == 0)
-			return &u[i];
-	return NULL;
-}
-
 /* The five entries a crash_instance() leaves, each in its state. */
 static void
 check_crash_list(const struct sipc_unresolved *u, size_t n)
@@ -400,20 +340,20 @@ check_crash_list(const struct sipc_unresolved *u, size_t n)
 	int i;
 
 	CU_ASSERT_EQUAL_FATAL(n, 2 + NQUEUED);
-	e = find_key(u, n, "k-done");
+	e = sd_find_key(u, n, "k-done");
 	CU_ASSERT_FATAL(e != NULL);
 	CU_ASSERT_EQUAL(e->state, SIPC_UNRESOLVED_COMPLETED);
 	CU_ASSERT_EQUAL(e->outcome, SIPC_OUTCOME_OK);
 	CU_ASSERT_EQUAL(e->error, 0);
 	CU_ASSERT_EQUAL(e->payload_len, 5);
 	CU_ASSERT_EQUAL(e->payload_digest, fnv1a("alpha", 5));
-	e = find_key(u, n, "k-hang");
+	e = sd_find_key(u, n, "k-hang");
 	CU_ASSERT_FATAL(e != NULL);
 	CU_ASSERT_EQUAL(e->state, SIPC_UNRESOLVED_MAY_HAVE_RUN);
 	CU_ASSERT_EQUAL(e->payload_digest, fnv1a("\0CMDhang", 8));
 	for (i = 1; i <= NQUEUED; i++) {
 		snprintf(key, sizeof(key), "k-q%d", i);
-		e = find_key(u, n, key);
+		e = sd_find_key(u, n, key);
 		CU_ASSERT_FATAL(e != NULL);
 		CU_ASSERT_EQUAL(e->state, SIPC_UNRESOLVED_NEVER_SENT);
 		CU_ASSERT_EQUAL(e->payload_len, strlen(key));
@@ -425,7 +365,7 @@ check_crash_list(const struct sipc_unresolved *u, size_t n)
 static void
 test_reconcile_states_after_crash(void)
 {
-	char *dir = mkstate();
+	char *dir = sd_make();
 	struct sipc_unresolved *u = NULL;
 	struct crash_info ci;
 	sipc_supervisor *s;
@@ -454,13 +394,13 @@ test_reconcile_states_after_crash(void)
 	CU_ASSERT_EQUAL(n, 0);
 	sipc_reconcile_free(u);
 	sipc_destroy(s);
-	rmstate(dir);
+	sd_remove(dir);
 }
 
 static void
 test_reconcile_group_commit_crash_lists_the_same(void)
 {
-	char *dir = mkstate();
+	char *dir = sd_make();
 	struct sipc_unresolved *u = NULL;
 	struct crash_info ci;
 	sipc_supervisor *s;
@@ -475,13 +415,13 @@ test_reconcile_group_commit_crash_lists_the_same(void)
 	sipc_reconcile_free(u);
 	sipc_destroy(s);
 	CU_ASSERT(reap_leftover(ci.worker, SIGTERM, DEADLINE_MS));
-	rmstate(dir);
+	sd_remove(dir);
 }
 
 static void
 test_reconcile_leftover_worker_terminated_decoy_survives(void)
 {
-	char *dir = mkstate();
+	char *dir = sd_make();
 	struct crash_info ci;
 	sipc_supervisor *s;
 	pid_t decoy;
@@ -501,13 +441,13 @@ test_reconcile_leftover_worker_terminated_decoy_survives(void)
 	sipc_destroy(s);
 	CU_ASSERT(tl_pid_alive(decoy));
 	stop_decoy(decoy);
-	rmstate(dir);
+	sd_remove(dir);
 }
 
 static void
 test_reconcile_idempotent_across_second_crash(void)
 {
-	char *dir = mkstate();
+	char *dir = sd_make();
 	struct sipc_unresolved *u = NULL;
 	char line[1024], *tok, *save = NULL;
 	const char *resolved[2];
@@ -537,7 +477,7 @@ test_reconcile_idempotent_across_second_crash(void)
 	CU_ASSERT_FATAL(sipc_reconcile_list(s, &u, &n) == 0);
 	CU_ASSERT_EQUAL(n, 2 + NQUEUED - 2);
 	for (i = 0; i < (size_t)nres; i++)
-		CU_ASSERT(find_key(u, n, resolved[i]) == NULL);
+		CU_ASSERT(sd_find_key(u, n, resolved[i]) == NULL);
 	for (i = 0; i < n; i++)
 		CU_ASSERT(sipc_reconcile_resolve(s, &u[i]) == 0);
 	sipc_reconcile_free(u);
@@ -546,7 +486,7 @@ test_reconcile_idempotent_across_second_crash(void)
 	CU_ASSERT_EQUAL(n, 0);
 	sipc_reconcile_free(u);
 	sipc_destroy(s);
-	rmstate(dir);
+	sd_remove(dir);
 }
 
 /* Does `text` contain `pid` as a whole decimal number? */
@@ -570,7 +510,7 @@ names_pid(const char *text, pid_t pid)
 static void
 test_reconcile_lock_names_holder(void)
 {
-	char *dir = mkstate();
+	char *dir = sd_make();
 	struct sipc_config c = cfg_for(dir, "echo", SIPC_DURABLE_EACH);
 	sipc_supervisor *s = NULL;
 	char line[256], err[256];
@@ -599,7 +539,7 @@ test_reconcile_lock_names_holder(void)
 	s = open_next(dir, "echo");
 	CU_ASSERT(reap_leftover(worker, SIGTERM, DEADLINE_MS));
 	sipc_destroy(s);
-	rmstate(dir);
+	sd_remove(dir);
 }
 
 static void
@@ -613,7 +553,7 @@ clean_cb(void *arg, struct sipc_result *res)
 static void
 test_reconcile_clean_shutdown_leaves_nothing(void)
 {
-	char *dir = mkstate();
+	char *dir = sd_make();
 	struct sipc_config c = cfg_for(dir, "echo", SIPC_DURABLE_GROUP);
 	struct sipc_unresolved *u = NULL;
 	struct sipc_request r = { .payload = "x", .len = 1 };
@@ -637,7 +577,57 @@ test_reconcile_clean_shutdown_leaves_nothing(void)
 	CU_ASSERT_EQUAL(n, 0);
 	sipc_reconcile_free(u);
 	sipc_destroy(s);
-	rmstate(dir);
+	sd_remove(dir);
+}
+
+/* The verdicts on a dead instance's workers reach the host through the
+ * reconcile API: a worker that is gone is NOT_PROVEN (nothing
+ * signalled), a live one whose identity is proven is TERMINATED. */
+static void
+test_reconcile_leftover_verdicts(void)
+{
+	char *dir = sd_make();
+	struct sipc_leftover *l = NULL;
+	struct crash_info ci;
+	sipc_supervisor *s;
+	size_t n = 9;
+
+	ci = crash_instance(dir, SIPC_DURABLE_OFF);
+	CU_ASSERT(kill(ci.worker, SIGKILL) == 0);
+	CU_ASSERT(reap_leftover(ci.worker, SIGKILL, DEADLINE_MS));
+	s = open_next(dir, "echo");
+	CU_ASSERT_FATAL(sipc_reconcile_leftovers(s, &l, &n) == 0);
+	CU_ASSERT_EQUAL_FATAL(n, 1);
+	CU_ASSERT_EQUAL(l[0].verdict, SIPC_LEFTOVER_NOT_PROVEN);
+	CU_ASSERT_EQUAL(l[0].pid, ci.worker);
+	CU_ASSERT_EQUAL(l[0].pgid, ci.worker);
+	CU_ASSERT_EQUAL(l[0].worker_id, 0);
+	CU_ASSERT_EQUAL(l[0].generation, 1);
+	CU_ASSERT(l[0].starttime > 0);
+	CU_ASSERT_EQUAL(l[0].error, 0);
+	sipc_reconcile_leftovers_free(l);
+	sipc_destroy(s);
+
+	ci = crash_instance(dir, SIPC_DURABLE_OFF);
+	CU_ASSERT_FATAL(tl_pid_alive(ci.worker));
+	s = open_next(dir, "echo");
+	CU_ASSERT(reap_leftover(ci.worker, SIGTERM, DEADLINE_MS));
+	l = NULL;
+	CU_ASSERT_FATAL(sipc_reconcile_leftovers(s, &l, &n) == 0);
+	CU_ASSERT_EQUAL_FATAL(n, 1);
+	CU_ASSERT_EQUAL(l[0].verdict, SIPC_LEFTOVER_TERMINATED);
+	CU_ASSERT_EQUAL(l[0].pid, ci.worker);
+	sipc_reconcile_leftovers_free(l);
+	sipc_destroy(s);
+
+	/* Handled once: the next instance has nothing left to judge. */
+	s = open_next(dir, "echo");
+	l = NULL;
+	CU_ASSERT(sipc_reconcile_leftovers(s, &l, &n) == 0);
+	CU_ASSERT_EQUAL(n, 0);
+	CU_ASSERT_PTR_NULL(l);
+	sipc_destroy(s);
+	sd_remove(dir);
 }
 
 int
@@ -656,6 +646,7 @@ main(void)
 	    { "test_reconcile_idempotent_across_second_crash", test_reconcile_idempotent_across_second_crash },
 	    { "test_reconcile_lock_names_holder", test_reconcile_lock_names_holder },
 	    { "test_reconcile_clean_shutdown_leaves_nothing", test_reconcile_clean_shutdown_leaves_nothing },
+	    { "test_reconcile_leftover_verdicts", test_reconcile_leftover_verdicts },
 	    { NULL, NULL } });
 	return tl_run();
 }

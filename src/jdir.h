@@ -1,0 +1,36 @@
+/*
+ * jdir.h - the state directory around the journal file: created durably,
+ * locked for one instance, and the place where copies of a corrupt
+ * journal are kept.  Open and close time only; no locks, any thread.
+ */
+#ifndef SIPC_JDIR_H
+#define SIPC_JDIR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Create `dir` (0700) if missing, syncing its parent when it was
+ * created, and open it (O_DIRECTORY, close-on-exec) in *ret_dirfd.
+ * Returns 0 or -errno, with a reason in errbuf. */
+int sipc__jdir_open(const char *dir, int *ret_dirfd, char *errbuf,
+    size_t errlen);
+
+/* Take the instance lock `dir`/sipc.pid (opened close-on-exec, flock,
+ * holder pid written).  SIPC_E_LOCKED names the holder in errbuf. */
+int sipc__jdir_lock(const char *dir, int *ret_fd, char *errbuf,
+    size_t errlen);
+
+/* Remove sipc.pid (through dirfd when >= 0, else by `dir`), then close
+ * the lock descriptor `fd`.  Accepts fd < 0. */
+void sipc__jdir_unlock(int dirfd, const char *dir, int fd);
+
+/* Save `buf` as a new journal.corrupt.<epoch ms> in the directory (a
+ * name no earlier copy has), synced; its name in ret_name.  0 or
+ * -errno. */
+int sipc__jdir_save_corrupt(int dirfd, const uint8_t *buf, size_t len,
+    char *ret_name, size_t namelen);
+
+/* write() all of buf, retrying on EINTR and short writes.  0 or -errno. */
+int sipc__jdir_write_all(int fd, const void *buf, size_t len);
+
+#endif
