@@ -407,9 +407,8 @@ int sipc_create(const struct sipc_config *cfg, char *errbuf, size_t errlen,
  *     by pidfd and by the process group of its own workers; it never
  *     waits for -1 and never signals a process it did not start.
  *   - Descriptors.  Every descriptor the library opens is close-on-exec
- *     (the state directory's lock file is marked right after it is
- *     opened).  Workers get only fd 0, 1, 2 and 3, whatever the host has
- *     open.
+ *     from its open on (the state directory's lock file included).
+ *     Workers get only fd 0, 1, 2 and 3, whatever the host has open.
  *   - Not touched: other signals' dispositions and masks, SIGPIPE
  *     (sockets are written with MSG_NOSIGNAL), the environment (read
  *     only: cfg.env_allow at sipc_create(), SIPC_* by

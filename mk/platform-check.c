@@ -8,16 +8,23 @@
 
 #if !defined(__GLIBC__) || __GLIBC__ < 2 || \
     (__GLIBC__ == 2 && __GLIBC_MINOR__ < 36)
-#error "sipc needs glibc >= 2.36 (<sys/pidfd.h>, posix_spawn_file_actions_addclosefrom_np)"
+#error "sipc needs glibc >= 2.36 (<sys/pidfd.h>, P_PIDFD)"
 #endif
 
+#include <linux/close_range.h>
+#include <linux/sched.h>
 #include <linux/version.h>
-#include <spawn.h>
 #include <sys/pidfd.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
-#if LINUX_VERSION_CODE < KERNEL_VERSION(5, 4, 0)
-#error "sipc needs Linux >= 5.4 kernel headers (waitid P_PIDFD, pidfd_open, close_range)"
+#if LINUX_VERSION_CODE < KERNEL_VERSION(5, 11, 0)
+#error "sipc needs Linux >= 5.11 kernel headers (clone3 CLONE_PIDFD, waitid P_PIDFD, close_range CLOSE_RANGE_CLOEXEC)"
+#endif
+
+#if !defined(SYS_clone3) || !defined(SYS_close_range) || \
+    !defined(CLOSE_RANGE_CLOEXEC) || !defined(CLONE_PIDFD)
+#error "sipc needs clone3, CLONE_PIDFD, close_range and CLOSE_RANGE_CLOEXEC in the kernel headers (Linux >= 5.11)"
 #endif
 
 /* The names the sources use, so a libc that lacks one fails here
@@ -26,11 +33,8 @@ int sipc_platform_check(void);
 int
 sipc_platform_check(void)
 {
-	posix_spawn_file_actions_t fa;
-	int (*f)(posix_spawn_file_actions_t *, int) =
-	    posix_spawn_file_actions_addclosefrom_np;
+	struct clone_args ca = { .flags = CLONE_PIDFD };
 	int (*g)(pid_t, unsigned int) = pidfd_open;
 
-	(void)fa;
-	return f != 0 && g != 0 && P_PIDFD != 0;
+	return ca.flags != 0 && g != 0 && P_PIDFD != 0;
 }
