@@ -15,8 +15,9 @@
  *
  *   - Threads.  "Library thread" means a thread the library runs: a
  *     worker's reader or writer, the reaper, and a host thread while it
- *     runs a completion callback inside sipc_submit() (an immediate
- *     rejection).  Completion and log callbacks run there.  The calls
+ *     runs a callback inside another public call (a completion for an
+ *     immediate rejection, or a log line when the journal breaks inside
+ *     sipc_submit()).  Completion and log callbacks run there.  The calls
  *     that wait for library threads (sipc_destroy, sipc_call,
  *     sipc_wait_ready) return -EDEADLK there, whichever supervisor they
  *     name: a callback of supervisor A that blocked on supervisor B

@@ -22,6 +22,15 @@
 _Thread_local bool sipc__lib_thread;
 
 /*
+ * How many public calls this thread is inside.  A log callback can run
+ * on a host thread inside one of them (a journal that breaks while
+ * sipc_submit() appends its record); a blocking call from there would
+ * wait for the very call it runs in, so it is refused like one from a
+ * library thread.
+ */
+static _Thread_local unsigned api_depth;
+
+/*
  * Every public function that touches a supervisor counts itself in
  * `users` and then checks `closing`; sipc_destroy() sets `closing` and
  * then waits for `users` to drain.  Both are sequentially consistent, so
@@ -37,21 +46,24 @@ sipc__api_enter(struct sipc_supervisor *s)
 		atomic_fetch_sub(&s->users, 1);
 		return SIPC_E_SHUTDOWN;
 	}
+	api_depth++;
 	return 0;
 }
 
 void
 sipc__api_leave(struct sipc_supervisor *s)
 {
+	api_depth--;
 	atomic_fetch_sub(&s->users, 1);
 }
 
 /* Calls that wait for library threads (destroy, call, wait_ready) would
- * wait for themselves from one of them: -EDEADLK instead of a hang. */
+ * wait for themselves from one of them, or from a callback run inside
+ * another public call on this thread: -EDEADLK instead of a hang. */
 int
 sipc__api_blocking_ok(void)
 {
-	return sipc__lib_thread ? -EDEADLK : 0;
+	return sipc__lib_thread || api_depth > 0 ? -EDEADLK : 0;
 }
 
 /* An immediate outcome runs its callback on the submitting host thread,

@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -343,6 +344,101 @@ test_durable_retry_not_journalled_is_unknown(void)
 	sd_remove(dir);
 }
 
+/*
+ * TH5 on a host thread: when the journal breaks while sipc_submit()
+ * appends a request's ACCEPTED record, the ERROR log line runs on the
+ * submitting host thread, inside sipc_submit().  Blocking calls from
+ * that log callback would wait for the submit they run in; they must
+ * return -EDEADLK instead of hanging.  The child reports
+ * "ready <ran on host thread> <destroy rc> <call rc> <wait_ready rc>".
+ */
+static sipc_supervisor *inner_sup;
+static pthread_t inner_host;
+static int inner_seen, inner_destroy_rc, inner_call_rc, inner_ready_rc;
+
+static void
+blocking_from_log(void *arg, enum sipc_log_level lvl, uint32_t wid,
+    uint32_t gen, pid_t pid, const char *msg)
+{
+	struct sipc_request r = { .payload = "x", .len = 1 };
+	struct sipc_result res;
+
+	if (lvl != SIPC_LOG_ERROR || inner_seen ||
+	    !pthread_equal(pthread_self(), inner_host))
+		return;
+	inner_seen = 1;
+	inner_destroy_rc = sipc_destroy(inner_sup);
+	inner_call_rc = sipc_call(inner_sup, &r, &res);
+	inner_ready_rc = sipc_wait_ready(inner_sup, 1, 10);
+}
+
+static void __attribute__((noreturn))
+child_blocking_in_log(int fd, const char *dir)
+{
+	struct sipc_config c = cfg_for(dir, SIPC_DURABLE_EACH);
+	struct sipc_request r = { .payload = "alpha", .len = 5,
+	    .idempotency_key = "k-a" };
+	struct sigaction sa = { .sa_handler = SIG_IGN };
+	struct sipc_result res;
+	struct rlimit rl;
+	struct stat sb;
+	char path[512];
+	int rc;
+
+	c.log = blocking_from_log;
+	inner_host = pthread_self();
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGXFSZ, &sa, NULL) < 0)
+		child_fail(fd, "sigaction", -errno);
+	if ((rc = sipc_create(&c, NULL, 0, &inner_sup)) < 0)
+		child_fail(fd, "create", rc);
+	if ((rc = sipc_wait_ready(inner_sup, 1, DEADLINE_MS)) < 0)
+		child_fail(fd, "ready", rc);
+	snprintf(path, sizeof(path), "%s/journal", dir);
+	if (stat(path, &sb) < 0 || getrlimit(RLIMIT_FSIZE, &rl) < 0)
+		child_fail(fd, "journal size", -errno);
+	rl.rlim_cur = (rlim_t)sb.st_size;     /* no room for ACCEPTED */
+	if (setrlimit(RLIMIT_FSIZE, &rl) < 0)
+		child_fail(fd, "setrlimit", -errno);
+	if ((rc = sipc_call(inner_sup, &r, &res)) < 0)
+		child_fail(fd, "call", rc);
+	sipc_result_release(&res);
+	dprintf(fd, "ready %d %d %d %d\n", inner_seen, inner_destroy_rc,
+	    inner_call_rc, inner_ready_rc);
+	sipc_destroy(inner_sup);
+	_exit(0);
+}
+
+static void
+test_durable_blocking_call_in_host_log_callback_refused(void)
+{
+	char *dir = sd_make(), line[256];
+	int p[2], seen = 0, d = 0, c = 0, w = 0, st;
+	pid_t pid;
+
+	CU_ASSERT_FATAL(pipe2(p, O_CLOEXEC) == 0);
+	pid = fork();
+	CU_ASSERT_FATAL(pid >= 0);
+	if (pid == 0) {
+		close(p[0]);
+		child_blocking_in_log(p[1], dir);
+	}
+	close(p[1]);
+	if (!sd_read_line(p[0], line, sizeof(line), DEADLINE_MS) ||
+	    sscanf(line, "ready %d %d %d %d", &seen, &d, &c, &w) != 4) {
+		fprintf(stderr, "child: %s\n", line);
+		kill(pid, SIGKILL);
+		CU_FAIL("the child hung or failed");
+	}
+	close(p[0]);
+	CU_ASSERT(waitpid(pid, &st, 0) == pid);
+	CU_ASSERT(seen == 1);
+	CU_ASSERT_EQUAL(d, -EDEADLK);
+	CU_ASSERT_EQUAL(c, -EDEADLK);
+	CU_ASSERT_EQUAL(w, -EDEADLK);
+	sd_remove(dir);
+}
+
 int
 main(void)
 {
@@ -351,6 +447,7 @@ main(void)
 	    { "test_durable_broken_journal_clean_destroy", test_durable_broken_journal_clean_destroy },
 	    { "test_durable_completed_record_failed_may_have_run", test_durable_completed_record_failed_may_have_run },
 	    { "test_durable_retry_not_journalled_is_unknown", test_durable_retry_not_journalled_is_unknown },
+	    { "test_durable_blocking_call_in_host_log_callback_refused", test_durable_blocking_call_in_host_log_callback_refused },
 	    { NULL, NULL } });
 	return tl_run();
 }
