@@ -74,14 +74,20 @@ emit "note run $stamp quick=$QUICK cpus=$(nproc) kernel=$(uname -r) commit=$comm
 env_notes() {
 	model=$(sed -n 's/^model name[[:space:]]*: *//p' /proc/cpuinfo 2>/dev/null |
 	    head -n 1)
-	emit "note env cpu_model: ${model:-unknown (no model name in /proc/cpuinfo)}"
+	fms=$(awk -F': *' '$1 ~ /^cpu family/ { f = $2 } $1 ~ /^model[[:space:]]*$/ { m = $2 }
+		$1 ~ /^stepping/ { s = $2 } $1 ~ /^cpu MHz/ { h = $2 }
+		$1 ~ /^flags/ { v = ($0 ~ / hypervisor( |$)/) ? ", hypervisor flag set" : "" }
+		/^$/ { exit }
+		END { printf "family %s model %s stepping %s, %s MHz%s", f, m, s, h, v }' \
+	    /proc/cpuinfo 2>/dev/null)
+	emit "note env cpu_model: ${model:-unknown (no model name in /proc/cpuinfo)} ($fms)"
 	allowed=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)
 	emit "note env cpus: $(nproc) usable (allowed: ${allowed:-?}), $(grep -c '^processor' /proc/cpuinfo) online"
 	gov=/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor
 	if [ -r "$gov" ]; then
 		emit "note env governor: $(cat "$gov") (cpu0)"
 	else
-		emit "note env governor: unreadable ($gov absent: no cpufreq, as on most VMs)"
+		emit "note env governor: unreadable ($gov absent: no cpufreq driver)"
 	fi
 	emit "note env kernel: $(uname -srm) $(uname -v)"
 	emit "note env user: uid $(id -u), max_user_namespaces $(cat /proc/sys/user/max_user_namespaces 2>/dev/null || echo unreadable) (the containment modes depend on both)"
