@@ -188,7 +188,8 @@ ratio stall_detect_vs_timeout sipc_stall_detect_ms sipc_stall_timeout_ms '<=' 1.
 ratio accept_exact_vs_batch_call_64_p50 sipc_accept_exact_call_64_p50 sipc_accept_batch_call_64_p50 '<=' 1.1
 ratio accept_exact_vs_batch_pipe_64_msgs sipc_accept_exact_pipe_64_msgs sipc_accept_batch_pipe_64_msgs '>=' 0.9
 ratio accept_exact_vs_batch_pipe_64_cpu sipc_accept_exact_pipe_64_cpu_per_req sipc_accept_batch_pipe_64_cpu_per_req '<=' 1.1
-emit "note targets: $met met, $missed missed${missed_names:+:$missed_names}"
+[ -z "$ONLY" ] &&
+    emit "note targets: $met met, $missed missed${missed_names:+:$missed_names}"
 
 # Context, not targets: the same figures against the baselines with the
 # two processes on different CPUs (sipc itself is never pinned, and its
