@@ -913,12 +913,9 @@ static void
 process_setup(void)
 {
 	struct rlimit rl;
-	sigset_t set;
 
-	/* Block SIGCHLD before any thread exists (sipc.h contract). */
-	sigemptyset(&set);
-	sigaddset(&set, SIGCHLD);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	/* SIGCHLD stays as the host left it: the library does not need it
+	 * blocked (sipc.h, "Process-wide state"). */
 	bench_ignore_sigpipe();
 	/* 256 workers need more than 1024 descriptors. */
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
