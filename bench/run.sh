@@ -31,6 +31,15 @@ STALL_MS=${BENCH_STALL_MS:-1000}
 PY=${PYTHON:-python3}
 HERE=$(dirname "$0")
 
+parts="raw_pingpong raw_pipelined newline_proto ppe call pipe spawn mem scale
+stall journal accept containment spawn_cost"
+for w in $ONLY; do
+	case " $(echo $parts) " in *" $w "*) ;; *)
+		echo "bench: BENCH_ONLY: unknown part $w (parts: $(echo $parts))" >&2
+		exit 1 ;;
+	esac
+done
+
 q=""
 [ "$QUICK" != 0 ] && q=--quick
 mkdir -p "$RES" || exit 1
@@ -209,7 +218,7 @@ info req_64_vs_newline_proto_crosscpu sipc_pipe_w1_64_msgs newline_proto_64_cros
 # each way of starting a worker against posix_spawn, from the same run.
 # Comparisons, not targets (not counted above); a mode this machine does
 # not offer has a "not available" note instead of figures.
-cmp() {
+compare() {
 	awk -v n="$2" -v d="$3" -v name="$1" '
 		$1 == "metric" && $2 == n { nv = $3; hn = 1 }
 		$1 == "metric" && $2 == d { dv = $3; hd = 1 }
@@ -220,15 +229,15 @@ cmp() {
 for m in pid_namespace user_namespace; do
 	for f in spawn_ready_1_p50 spawn_ready_64_p50 pipe_w1_64_msgs \
 	    pipe_w4_64_msgs; do
-		cmp "contain_${m}_vs_process_group_$f" \
+		compare "contain_${m}_vs_process_group_$f" \
 		    "sipc_contain_${m}_$f" "sipc_contain_process_group_$f"
 	done
-	cmp "spawn_cost_${m}_vs_process_group" \
+	compare "spawn_cost_${m}_vs_process_group" \
 	    "spawn_cost_local_${m}_p50" "spawn_cost_local_process_group_p50"
 done
 for w in clone3 local_process_group local_pid_namespace local_user_namespace
 do
-	cmp "spawn_cost_${w}_vs_posix_spawn" "spawn_cost_${w}_p50" \
+	compare "spawn_cost_${w}_vs_posix_spawn" "spawn_cost_${w}_p50" \
 	    spawn_cost_posix_spawn_p50
 done
 emit "note env load_average: $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min) at end"
