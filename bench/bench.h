@@ -82,6 +82,22 @@ bench_pct(uint64_t *v, size_t n, double pct)
 	return v[rank - 1];
 }
 
+static inline int
+bench_cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Median of n (> 0) values; sorts `v` in place. */
+static inline double
+bench_median(double *v, size_t n)
+{
+	qsort(v, n, sizeof(*v), bench_cmp_dbl);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 /* Write all of buf; returns 0 or -errno. */
 static inline int
 bench_write_all(int fd, const void *buf, size_t len)

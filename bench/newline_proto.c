@@ -173,6 +173,7 @@ main(int argc, char **argv)
 	double rps[2] = { 0, 0 }, p50[2] = { 0, 0 };
 	uint64_t *lat = malloc(MAXSAMPLES * sizeof(*lat));
 	int cpu[2] = { -1, -1 }, c, k = 0, b, rc;
+	char note[200];
 	cpu_set_t set;
 
 	bench_ignore_sigpipe();
@@ -197,6 +198,15 @@ main(int argc, char **argv)
 	b = rps[1] > rps[0];
 	bench_metric("newline_proto_64_reqs", rps[b], "req/s");
 	bench_metric("newline_proto_64_p50", p50[b], "us");
+	if (k < 2)
+		snprintf(note, sizeof(note), "newline_proto placement: one CPU "
+		    "only, not pinned");
+	else
+		snprintf(note, sizeof(note), "newline_proto placement: "
+		    "_samecpu parent and child on CPU %d, _crosscpu parent on "
+		    "CPU %d and child on CPU %d; unsuffixed = %s", cpu[0],
+		    cpu[0], cpu[1], b ? "crosscpu" : "samecpu");
+	bench_note(note);
 	free(lat);
 	return 0;
 }

@@ -171,7 +171,8 @@ main(int argc, char **argv)
 	double dur = bench_quick(argc, argv) ? 0.3 : 1.5;
 	uint64_t *lat = malloc(MAXSAMPLES * sizeof(*lat));
 	struct fig same[NSIZES], cross[NSIZES], best[NSIZES];
-	int cpu[2] = { -1, -1 }, c, k = 0, rc;
+	int cpu[2] = { -1, -1 }, c, k = 0, rc, n;
+	char note[256];
 	cpu_set_t set;
 	size_t i;
 
@@ -194,9 +195,17 @@ main(int argc, char **argv)
 		goto fail;
 	print_figs("_samecpu", same);
 	print_figs("_crosscpu", cross);
-	for (i = 0; i < NSIZES; i++)
+	n = snprintf(note, sizeof(note), "raw_pingpong placement: _samecpu "
+	    "parent and child on CPU %d, _crosscpu parent on CPU %d and child "
+	    "on CPU %d; unsuffixed = better p50:", cpu[0], cpu[0], cpu[1]);
+	for (i = 0; i < NSIZES; i++) {
 		best[i] = same[i].p50 <= cross[i].p50 ? same[i] : cross[i];
+		n += snprintf(note + n, sizeof(note) - (size_t)n, " %zu B %s",
+		    sizes[i], same[i].p50 <= cross[i].p50 ? "samecpu" :
+		    "crosscpu");
+	}
 	print_figs("", best);
+	bench_note(note);
 	free(lat);
 	return 0;
 fail:

@@ -9,8 +9,12 @@
 # Environment:
 #   BENCH_BIN      directory of the bench programs   (build/bench)
 #   SIPC_FIXTURES  directory of the fixture workers  (build/fixtures)
+#   BENCH_INIT     sipc-init for the namespace modes (build/libexec/sipc-init)
 #   BENCH_RESULTS  where results go                  (bench/results)
-#   BENCH_QUICK=1  short smoke run (about 30 s)
+#   BENCH_QUICK=1  short smoke run (about a minute)
+#   BENCH_ONLY     parts to run, blank-separated (all): raw_pingpong
+#                  raw_pipelined newline_proto ppe spawn_cost and the
+#                  sipc_bench sections (call pipe ... containment)
 #   BENCH_STALL_MS stall timeout of the stall test   (1000)
 #   PYTHON         interpreter for the ProcessPoolExecutor baseline (python3)
 #
@@ -19,11 +23,22 @@
 set -u
 BIN=${BENCH_BIN:-build/bench}
 FIX=${SIPC_FIXTURES:-build/fixtures}
+INIT=${BENCH_INIT:-build/libexec/sipc-init}
+ONLY=${BENCH_ONLY:-}
 RES=${BENCH_RESULTS:-bench/results}
 QUICK=${BENCH_QUICK:-0}
 STALL_MS=${BENCH_STALL_MS:-1000}
 PY=${PYTHON:-python3}
 HERE=$(dirname "$0")
+
+parts="raw_pingpong raw_pipelined newline_proto ppe call pipe spawn mem scale
+stall journal accept containment spawn_cost"
+for w in $ONLY; do
+	case " $(echo $parts) " in *" $w "*) ;; *)
+		echo "bench: BENCH_ONLY: unknown part $w (parts: $(echo $parts))" >&2
+		exit 1 ;;
+	esac
+done
 
 q=""
 [ "$QUICK" != 0 ] && q=--quick
@@ -52,11 +67,49 @@ run() {
 	fi
 }
 
+# want PART: true when PART is to run (BENCH_ONLY blank, or names it).
+want() {
+	[ -z "$ONLY" ] && return 0
+	case " $ONLY " in *" $1 "*) return 0 ;; esac
+	return 1
+}
+
 commit=$(git -C "$HERE/.." rev-parse --short HEAD 2>/dev/null || echo unknown)
-emit "note run $stamp quick=$QUICK cpus=$(nproc) kernel=$(uname -r) commit=$commit"
+emit "note run $stamp quick=$QUICK cpus=$(nproc) kernel=$(uname -r) commit=$commit${ONLY:+ only=$ONLY}"
+
+# ---------------------------------------------------------- environment
+# What the figures depend on: the CPU, its frequency policy, the kernel,
+# the load others put on the machine, and where each program runs.
+env_notes() {
+	model=$(sed -n 's/^model name[[:space:]]*: *//p' /proc/cpuinfo 2>/dev/null |
+	    head -n 1)
+	fms=$(awk -F': *' '$1 ~ /^cpu family/ { f = $2 } $1 ~ /^model[[:space:]]*$/ { m = $2 }
+		$1 ~ /^stepping/ { s = $2 } $1 ~ /^cpu MHz/ { h = $2 }
+		$1 ~ /^flags/ { v = ($0 ~ / hypervisor( |$)/) ? ", hypervisor flag set" : "" }
+		/^$/ { exit }
+		END { printf "family %s model %s stepping %s, %s MHz%s", f, m, s, h, v }' \
+	    /proc/cpuinfo 2>/dev/null)
+	emit "note env cpu_model: ${model:-unknown (no model name in /proc/cpuinfo)} ($fms)"
+	allowed=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)
+	emit "note env cpus: $(nproc) usable (allowed: ${allowed:-?}), $(grep -c '^processor' /proc/cpuinfo) online"
+	gov=/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor
+	if [ -r "$gov" ]; then
+		emit "note env governor: $(cat "$gov") (cpu0)"
+	else
+		emit "note env governor: unreadable ($gov absent: no cpufreq driver)"
+	fi
+	emit "note env kernel: $(uname -srm) $(uname -v)"
+	emit "note env user: uid $(id -u), max_user_namespaces $(cat /proc/sys/user/max_user_namespaces 2>/dev/null || echo unreadable) (the containment modes depend on both)"
+	emit "note env load_average: $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min) at start"
+	emit "note placement raw_pingpong, newline_proto: each runs twice, parent and child pinned to one CPU (_samecpu) and to two (_crosscpu); the unsuffixed figure is the better (which one: the program's own note)"
+	emit "note placement raw_pipelined, ppe, spawn_cost: not pinned (the scheduler places them)"
+	emit "note placement sipc_bench: not pinned (the library pins nothing; caller, writer, reader and worker threads go where the scheduler puts them)"
+}
+env_notes
 
 # ------------------------------------------------------------ baselines
 for p in raw_pingpong raw_pipelined newline_proto; do
+	want "$p" || continue
 	if [ -x "$BIN/$p" ]; then
 		run "$p" 120 "$BIN/$p" $q
 	else
@@ -64,7 +117,8 @@ for p in raw_pingpong raw_pipelined newline_proto; do
 		status=1
 	fi
 done
-if command -v "$PY" >/dev/null 2>&1; then
+if ! want ppe; then :
+elif command -v "$PY" >/dev/null 2>&1; then
 	run ppe 120 "$PY" "$HERE/ppe_bench.py" $q --workers 2
 else
 	emit "note ppe skipped: python3 absent"
@@ -82,11 +136,24 @@ fi
 if [ $sipc_ok = 1 ]; then
 	state="$BIN/state"
 	rm -rf "$state"
-	for sec in call pipe spawn mem scale stall journal accept; do
+	for sec in call pipe spawn mem scale stall journal accept containment
+	do
+		want "$sec" || continue
 		run "sipc_$sec" 300 "$BIN/sipc_bench" $q --fixtures "$FIX" \
-		    --state-dir "$state" --stall-ms "$STALL_MS" "$sec"
+		    --state-dir "$state" --stall-ms "$STALL_MS" --init "$INIT" \
+		    "$sec"
 	done
 	rm -rf "$state"
+	# Starting a worker per way, from posix_spawn to each containment
+	# mode of the local adapter (a worker that exits at once).
+	if want spawn_cost; then
+		if [ -x "$BIN/spawn_cost" ]; then
+			run spawn_cost 300 "$BIN/spawn_cost" $q "$INIT"
+		else
+			emit "note spawn_cost missing: $BIN/spawn_cost was not built"
+			status=1
+		fi
+	fi
 fi
 
 # --------------------------------------------------------------- ratios
@@ -113,7 +180,8 @@ ratio() {
 		if [ "$ok" = 1 ]; then met=$((met + 1)); else
 			missed=$((missed + 1)); missed_names="$missed_names $1"; fi ;;
 	*)
-		emit "$line" ;;
+		# a partial run (BENCH_ONLY) lacks most operands: say nothing
+		[ -z "$ONLY" ] && emit "$line" ;;
 	esac
 }
 ratio sync_64_p50_vs_raw_pingpong sipc_call_64_p50 raw_pingpong_64_p50 '<=' 1.5
@@ -129,7 +197,8 @@ ratio stall_detect_vs_timeout sipc_stall_detect_ms sipc_stall_timeout_ms '<=' 1.
 ratio accept_exact_vs_batch_call_64_p50 sipc_accept_exact_call_64_p50 sipc_accept_batch_call_64_p50 '<=' 1.1
 ratio accept_exact_vs_batch_pipe_64_msgs sipc_accept_exact_pipe_64_msgs sipc_accept_batch_pipe_64_msgs '>=' 0.9
 ratio accept_exact_vs_batch_pipe_64_cpu sipc_accept_exact_pipe_64_cpu_per_req sipc_accept_batch_pipe_64_cpu_per_req '<=' 1.1
-emit "note targets: $met met, $missed missed${missed_names:+:$missed_names}"
+[ -z "$ONLY" ] &&
+    emit "note targets: $met met, $missed missed${missed_names:+:$missed_names}"
 
 # Context, not targets: the same figures against the baselines with the
 # two processes on different CPUs (sipc itself is never pinned, and its
@@ -144,6 +213,34 @@ info() {
 }
 info sync_64_p50_vs_raw_pingpong_crosscpu sipc_call_64_p50 raw_pingpong_64_crosscpu_p50
 info req_64_vs_newline_proto_crosscpu sipc_pipe_w1_64_msgs newline_proto_64_crosscpu_reqs
+
+# What containment costs: each namespace mode against process_group, and
+# each way of starting a worker against posix_spawn, from the same run.
+# Comparisons, not targets (not counted above); a mode this machine does
+# not offer has a "not available" note instead of figures.
+compare() {
+	awk -v n="$2" -v d="$3" -v name="$1" '
+		$1 == "metric" && $2 == n { nv = $3; hn = 1 }
+		$1 == "metric" && $2 == d { dv = $3; hd = 1 }
+		END { if (hn && hd && dv != 0)
+			printf "ratio %s %.3f (no target)\n", name, nv / dv }' "$out" |
+	    while read -r l; do emit "$l"; done
+}
+for m in pid_namespace user_namespace; do
+	for f in spawn_ready_1_p50 spawn_ready_64_p50 pipe_w1_64_msgs \
+	    pipe_w4_64_msgs; do
+		compare "contain_${m}_vs_process_group_$f" \
+		    "sipc_contain_${m}_$f" "sipc_contain_process_group_$f"
+	done
+	compare "spawn_cost_${m}_vs_process_group" \
+	    "spawn_cost_local_${m}_p50" "spawn_cost_local_process_group_p50"
+done
+for w in clone3 local_process_group local_pid_namespace local_user_namespace
+do
+	compare "spawn_cost_${w}_vs_posix_spawn" "spawn_cost_${w}_p50" \
+	    spawn_cost_posix_spawn_p50
+done
+emit "note env load_average: $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min) at end"
 
 # ---------------------------------------------------------------- save
 cp "$out" "$RES/$stamp.txt" && cp "$out" "$RES/latest.txt"

@@ -3,9 +3,10 @@
  * public API of include/sipc.h only, against the echo fixture.
  *
  * Usage: sipc_bench [--quick] --fixtures DIR [--state-dir DIR]
- *                   [--stall-ms N] SECTION...
+ *                   [--stall-ms N] [--init PATH] SECTION...
  * Sections (each prints "metric <name> <value> <unit>" lines, see
- * bench/README.md): call pipe spawn mem scale stall journal accept.  run.sh
+ * bench/README.md): call pipe spawn mem scale stall journal accept, and
+ * containment (sipc_contain.c, which needs --init PATH).  run.sh
  * runs each section in its own process so RSS figures start clean and a
  * failure in one section cannot hide the others.
  *
@@ -21,6 +22,7 @@
 
 #include "sipc.h"
 #include "bench.h"
+#include "sipc_bench.h"
 #include "sipc_load.h"
 
 #define MiB (1024u * 1024u)
@@ -33,13 +35,7 @@ static const uint8_t stopread_cmd[] = {
 	0, 'C', 'M', 'D', 's', 't', 'o', 'p', 'r', 'e', 'a', 'd'
 };
 
-static struct {
-	const char *fixdir;
-	const char *state_dir;
-	int quick;
-	unsigned stall_ms;
-	char echo[PATH_MAX];
-} O;
+struct bench_opts O;
 
 static atomic_uint log_shown;
 static atomic_uint ctl_done_n;
@@ -47,7 +43,7 @@ static atomic_uint ctl_done_n;
 /* Log callback (library thread): the first few errors on stderr, and
  * warnings too when BENCH_VERBOSE is set (shutdown logs a warning per
  * worker, which is noise in a benchmark). */
-static void
+void
 bench_log(void *arg, enum sipc_log_level lvl, uint32_t wid, uint32_t gen,
     pid_t pid, const char *msg)
 {
@@ -68,7 +64,7 @@ ctl_done(void *arg, struct sipc_result *res)
 	atomic_fetch_add(&ctl_done_n, 1);
 }
 
-static void
+void
 metricf(double v, const char *unit, const char *fmt, ...)
 {
 	char name[128];
@@ -80,10 +76,10 @@ metricf(double v, const char *unit, const char *fmt, ...)
 	bench_metric(name, v, unit);
 }
 
-static void
+void
 notef(const char *fmt, ...)
 {
-	char msg[256];
+	char msg[512];
 	va_list ap;
 
 	va_start(ap, fmt);
@@ -92,13 +88,13 @@ notef(const char *fmt, ...)
 	bench_note(msg);
 }
 
-static double
+double
 ms_since(uint64_t t0)
 {
 	return (double)(bench_now_ns() - t0) / 1e6;
 }
 
-static void
+void
 cfg_base(struct sipc_config *c, unsigned workers)
 {
 	sipc_config_init(c);
@@ -109,7 +105,7 @@ cfg_base(struct sipc_config *c, unsigned workers)
 }
 
 /* Create a supervisor and wait until every worker is ready. */
-static int
+int
 sup_start(const struct sipc_config *c, unsigned timeout_ms,
     sipc_supervisor **ret)
 {
@@ -167,7 +163,7 @@ load_report(struct load *L, const char *what)
  * Pipelined throughput: keep `window` requests of `size` outstanding for
  * warm + dur seconds; *ret_rate is OK replies per second over `dur`.
  */
-static int
+int
 measure_tput(sipc_supervisor *s, size_t size, unsigned window, double warm,
     double dur, double *ret_rate, long *rss_peak)
 {
@@ -866,21 +862,6 @@ out:
 }
 
 static int
-dbl_cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double
-median(double *v, unsigned n)
-{
-	qsort(v, n, sizeof(*v), dbl_cmp);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-static int
 sec_accept(void)
 {
 	static const char *const mode[2] = { "exact", "batch" };
@@ -902,13 +883,13 @@ sec_accept(void)
 			}
 		}
 	for (m = 0; m < 2; m++) {
-		metricf(median(call[m], rounds), "us",
+		metricf(bench_median(call[m], rounds), "us",
 		    "sipc_accept_%s_call_64_p50", mode[m]);
-		metricf(median(pipe[m], rounds), "msg/s",
+		metricf(bench_median(pipe[m], rounds), "msg/s",
 		    "sipc_accept_%s_pipe_64_msgs", mode[m]);
-		metricf(median(cpu[m], rounds), "us",
+		metricf(bench_median(cpu[m], rounds), "us",
 		    "sipc_accept_%s_pipe_64_cpu_per_req", mode[m]);
-		metricf(median(wr[m], rounds), "calls",
+		metricf(bench_median(wr[m], rounds), "calls",
 		    "sipc_accept_%s_pipe_64_worker_writes_per_req", mode[m]);
 	}
 	metricf((double)rounds, "rounds", "sipc_accept_rounds");
@@ -924,6 +905,7 @@ static const struct {
 	{ "call", sec_call }, { "pipe", sec_pipe }, { "spawn", sec_spawn },
 	{ "mem", sec_mem }, { "scale", sec_scale }, { "stall", sec_stall },
 	{ "journal", sec_journal }, { "accept", sec_accept },
+	{ "containment", sec_contain },
 };
 #define NSECTIONS (sizeof(sections) / sizeof(sections[0]))
 
@@ -931,12 +913,9 @@ static void
 process_setup(void)
 {
 	struct rlimit rl;
-	sigset_t set;
 
-	/* Block SIGCHLD before any thread exists (sipc.h contract). */
-	sigemptyset(&set);
-	sigaddset(&set, SIGCHLD);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	/* SIGCHLD stays as the host left it: the library does not need it
+	 * blocked (sipc.h, "Process-wide state"). */
 	bench_ignore_sigpipe();
 	/* 256 workers need more than 1024 descriptors. */
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
@@ -949,7 +928,8 @@ static int
 usage(void)
 {
 	fprintf(stderr, "usage: sipc_bench [--quick] --fixtures DIR "
-	    "[--state-dir DIR] [--stall-ms N] SECTION...\nsections:");
+	    "[--state-dir DIR] [--stall-ms N] [--init PATH] SECTION...\n"
+	    "sections:");
 	for (size_t i = 0; i < NSECTIONS; i++)
 		fprintf(stderr, " %s", sections[i].name);
 	fprintf(stderr, "\n");
@@ -973,6 +953,8 @@ main(int argc, char **argv)
 			O.state_dir = argv[++i];
 		else if (i + 1 < argc && strcmp(argv[i], "--stall-ms") == 0)
 			O.stall_ms = (unsigned)strtoul(argv[++i], NULL, 10);
+		else if (i + 1 < argc && strcmp(argv[i], "--init") == 0)
+			O.init_path = argv[++i];
 		else
 			break;
 	}

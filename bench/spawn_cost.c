@@ -7,13 +7,16 @@
  *                    same hygiene (group, mask, dispositions, closefrom),
  *                    then pidfd_open
  *   clone3           clone.c: clone3 + pidfd, exit_signal 0, raw child
- *   local/<mode>     the local adapter's launch in each containment mode
+ *   local_<mode>     the local adapter's launch in each containment mode
  *                    (the namespace modes start sipc-init, which starts
  *                    the worker and reports), then its end and release
  *
- * Usage: spawn_cost INIT_PATH [N [WORKER]]
- * Prints one line per way: median and 90th percentile in microseconds.
- * Single-threaded.
+ * Usage: spawn_cost [--quick] INIT_PATH [N [WORKER]]
+ * Prints, per way, "metric spawn_cost_<way>_p50 <us> us" (median), _p90
+ * and _n (runs that worked), way = posix_spawn, clone3,
+ * local_<mode>; a way that never worked here is a "note ... unavailable"
+ * line instead.  N defaults to 200 (30 with --quick or BENCH_QUICK=1).
+ * Part of `make bench` (bench/run.sh); single-threaded.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "clone.h"
 #include "provider.h"
 
@@ -52,15 +56,23 @@ cmp64(const void *a, const void *b)
 }
 
 static void
-report(const char *name, int64_t *v, int n)
+report(const char *name, int64_t *v, int n, int runs)
 {
+	char m[96];
+
 	if (n == 0) {
-		printf("%-22s unavailable here\n", name);
+		printf("note spawn_cost %s unavailable here (%d runs failed)\n",
+		    name, runs);
+		fflush(stdout);
 		return;
 	}
 	qsort(v, (size_t)n, sizeof(*v), cmp64);
-	printf("%-22s median %6lld us   p90 %6lld us   (n=%d)\n", name,
-	    (long long)v[n / 2], (long long)v[n * 9 / 10], n);
+	snprintf(m, sizeof(m), "spawn_cost_%s_p50", name);
+	bench_metric(m, (double)v[n / 2], "us");
+	snprintf(m, sizeof(m), "spawn_cost_%s_p90", name);
+	bench_metric(m, (double)v[n * 9 / 10], "us");
+	snprintf(m, sizeof(m), "spawn_cost_%s_n", name);
+	bench_metric(m, (double)n, "runs");
 }
 
 static int64_t
@@ -155,7 +167,7 @@ run(const char *name, int64_t (*fn)(void), int n)
 	for (int i = 0; v != NULL && i < n; i++)
 		if ((t = fn()) >= 0)
 			v[k++] = t;
-	report(name, v, k);
+	report(name, v, k, n);
 	free(v);
 }
 
@@ -165,23 +177,26 @@ main(int argc, char **argv)
 	static const enum sipc_containment modes[] = {
 		SIPC_CONTAIN_PROCESS_GROUP, SIPC_CONTAIN_PID_NAMESPACE,
 		SIPC_CONTAIN_USER_NAMESPACE };
+	int quick = bench_quick(argc, argv), a = 1 + (argc > 1 &&
+	    strcmp(argv[1], "--quick") == 0), n;
 	char name[64];
-	int n;
 
-	if (argc < 2) {
-		fprintf(stderr, "usage: spawn_cost INIT_PATH [N [WORKER]]\n");
+	if (argc - a < 1 || (n = argc - a > 1 ? atoi(argv[a + 1]) :
+	    quick ? 30 : 200) <= 0) {
+		fprintf(stderr, "usage: spawn_cost [--quick] INIT_PATH "
+		    "[N [WORKER]]\n");
 		return 2;
 	}
-	init_path = argv[1];
-	n = argc > 2 ? atoi(argv[2]) : 200;
-	if (argc > 3)
-		worker = argv[3];
-	printf("spawn to reaped, worker %s, %d runs each\n", worker, n);
+	init_path = argv[a];
+	if (argc - a > 2)
+		worker = argv[a + 2];
+	printf("note spawn_cost: spawn until reaped, worker %s, %d runs a "
+	    "way, init %s\n", worker, n, init_path);
 	run("posix_spawn", one_posix_spawn, n);
 	run("clone3", one_clone3, n);
 	for (size_t i = 0; i < 3; i++) {
 		cur_mode = modes[i];
-		snprintf(name, sizeof(name), "local/%s",
+		snprintf(name, sizeof(name), "local_%s",
 		    sipc_containment_name(modes[i]));
 		run(name, one_local, n);
 	}

@@ -1,0 +1,46 @@
+/*
+ * sipc_bench.h - what sipc_bench.c shares with its section files (the
+ * options, the output helpers, a supervisor started and ready, the
+ * pipelined load).  Defined in sipc_bench.c unless noted.
+ *
+ * Threads: everything here runs on the bench's main thread, except
+ * bench_log (a library thread, as every sipc log callback).
+ */
+#ifndef SIPC_BENCH_BENCH_H
+#define SIPC_BENCH_BENCH_H
+
+#include <limits.h>
+#include <stdint.h>
+
+#include "sipc.h"
+
+struct bench_opts {
+	const char *fixdir;
+	const char *state_dir;
+	const char *init_path;  /* sipc-init for the namespace modes */
+	int quick;
+	unsigned stall_ms;
+	char echo[PATH_MAX];    /* the echo fixture */
+};
+extern struct bench_opts O;
+
+void bench_log(void *arg, enum sipc_log_level lvl, uint32_t wid,
+    uint32_t gen, pid_t pid, const char *msg);
+void metricf(double v, const char *unit, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void notef(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+double ms_since(uint64_t t0);
+
+/* Defaults, DEVELOPMENT, the echo fixture, `workers` workers. */
+void cfg_base(struct sipc_config *c, unsigned workers);
+/* sipc_create + sipc_wait_ready(all); errors go to stderr. */
+int sup_start(const struct sipc_config *c, unsigned timeout_ms,
+    sipc_supervisor **ret);
+/* `window` requests of `size` outstanding; OK replies/s over `dur`. */
+int measure_tput(sipc_supervisor *s, size_t size, unsigned window,
+    double warm, double dur, double *ret_rate, long *rss_peak);
+
+/* sipc_contain.c */
+int sec_contain(void);
+
+#endif /* SIPC_BENCH_BENCH_H */
