@@ -5,7 +5,7 @@
  *
  *   sipc-demo [--fixtures DIR] [--worker echo|reorder] [--workers N]
  *             [--requests N] [--threads N] [--seed N] [--config FILE]
- *             [--verbose]
+ *             [--init PATH] [--verbose]
  *
  * Payloads: sizes from 0 to 64 KiB, with newlines, NUL bytes, runs of
  * every byte value, and seeded pseudo-random bytes.  Callers alternate
@@ -13,6 +13,11 @@
  * number of submits outstanding per thread).  A --config file is applied
  * on top of the demo's defaults (environment development, provider
  * local); options given on the command line win over the file.
+ * --init names the sipc-init program the namespace containment modes run
+ * as PID 1 (a build tree's own, before installation); without it the one
+ * installed with the library is used, and where neither can run, the
+ * default (auto) containment falls back to process groups.  The worker
+ * table says which containment each worker got.
  *
  * Exit status: 0 when every request came back OK and matched; 1 on any
  * mismatch or other outcome; 2 on a usage or setup error.
@@ -39,7 +44,7 @@
 #define REQ_TIMEOUT_MS 30000
 
 struct opts {
-	const char *fixtures, *worker, *config;
+	const char *fixtures, *worker, *config, *init;
 	unsigned workers, requests, threads;
 	unsigned long long seed;
 	bool verbose;
@@ -241,7 +246,8 @@ usage(const char *why)
 	fprintf(stderr, "usage: sipc-demo [--fixtures DIR] "
 	    "[--worker echo|reorder] [--workers N] [--requests N]\n"
 	    "                 [--threads N] [--seed N] [--config FILE] "
-	    "[--verbose]\n");
+	    "[--init PATH]\n"
+	    "                 [--verbose]\n");
 	exit(2);
 }
 
@@ -270,6 +276,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 		{ "threads", required_argument, NULL, 't' },
 		{ "seed", required_argument, NULL, 's' },
 		{ "config", required_argument, NULL, 'c' },
+		{ "init", required_argument, NULL, 'i' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -278,7 +285,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 
 	*o = (struct opts){ .fixtures = "build/fixtures", .worker = "reorder",
 	    .workers = 4, .requests = 5000, .threads = 4, .seed = 20240601 };
-	while ((ch = getopt_long(argc, argv, "f:k:w:n:t:s:c:vh", lo,
+	while ((ch = getopt_long(argc, argv, "f:k:w:n:t:s:c:i:vh", lo,
 	    NULL)) != -1) {
 		switch (ch) {
 		case 'f': o->fixtures = optarg; break;
@@ -295,6 +302,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case 's': o->seed = num(optarg, 1, LLONG_MAX, "--seed"); break;
 		case 'c': o->config = optarg; break;
+		case 'i': o->init = optarg; break;
 		case 'v': o->verbose = true; break;
 		case 'h': usage(NULL);
 		default: usage("unknown option");
@@ -332,6 +340,8 @@ build_config(const struct opts *o, struct sipc_config *cfg,
 	}
 	if (o->set_workers || o->config == NULL)
 		cfg->workers = o->workers;
+	if (o->init != NULL)
+		cfg->init_path = o->init;
 	/* A file that names its own worker keeps it (and its argv). */
 	if (cfg->path == path && strcmp(o->worker, "reorder") == 0) {
 		argv3[0] = path;
@@ -355,9 +365,9 @@ print_stats(sipc_supervisor *s)
 		return;
 	}
 	printf("workers:\n");
-	printf("  %-3s %-8s %-4s %-9s %10s %12s %12s %5s %4s  %s\n", "id",
-	    "pid", "gen", "state", "completed", "bytes_in", "bytes_out",
-	    "viol", "rst", "last exit");
+	printf("  %-3s %-8s %-4s %-9s %-14s %10s %12s %12s %5s %4s  %s\n",
+	    "id", "pid", "gen", "state", "containment", "completed",
+	    "bytes_in", "bytes_out", "viol", "rst", "last exit");
 	for (i = 0; i < st.nworkers; i++) {
 		const struct sipc_worker_stats *w = &st.workers[i];
 
@@ -365,9 +375,10 @@ print_stats(sipc_supervisor *s)
 			snprintf(ex, sizeof(ex), "-");
 		else
 			sipc_exit_format(&w->last_exit, ex, sizeof(ex));
-		printf("  %-3u %-8d %-4u %-9s %10llu %12llu %12llu %5llu "
-		    "%4llu  %s\n", w->worker_id, (int)w->pid, w->generation,
-		    sipc_worker_state_name(w->state),
+		printf("  %-3u %-8d %-4u %-9s %-14s %10llu %12llu %12llu "
+		    "%5llu %4llu  %s\n", w->worker_id, (int)w->pid,
+		    w->generation, sipc_worker_state_name(w->state),
+		    sipc_containment_name(w->containment),
 		    (unsigned long long)w->completed,
 		    (unsigned long long)w->bytes_in,
 		    (unsigned long long)w->bytes_out,

@@ -19,6 +19,7 @@ main(int argc, char **argv)
 	struct sipc_config cfg;
 	struct sipc_request req = { 0 };
 	struct sipc_result res;
+	sipc_config_store *store = NULL;
 	sipc_supervisor *s;
 	char err[256];
 	int rc, ok;
@@ -35,11 +36,21 @@ main(int argc, char **argv)
 	cfg.environment = SIPC_ENV_DEVELOPMENT;  /* unset would be refused */
 	cfg.path = argv[1];
 	cfg.workers = 1;
-	if ((rc = sipc_create(&cfg, err, sizeof(err), &s)) != 0) {
+	/* Deployment settings from SIPC_* variables (SIPC_WORKERS,
+	 * SIPC_INIT_PATH, ...) override the code's; they may only tighten
+	 * the environment.  sipc_create() copies what the store holds. */
+	if ((rc = sipc_config_load_env(NULL, &cfg, &store, err,
+	    sizeof(err))) != 0) {
+		fprintf(stderr, "sipc_config_load_env: %s\n", err);
+		return 1;
+	}
+	rc = sipc_create(&cfg, err, sizeof(err), &s);
+	sipc_config_store_free(store);
+	if (rc != 0) {
 		fprintf(stderr, "sipc_create: %s: %s\n", sipc_strerror(rc), err);
 		return 1;
 	}
-	if ((rc = sipc_wait_ready(s, 1, 5000)) != 0) {
+	if ((rc = sipc_wait_ready(s, cfg.workers, 5000)) != 0) {
 		fprintf(stderr, "sipc_wait_ready: %s\n", sipc_strerror(rc));
 		sipc_destroy(s);
 		return 1;

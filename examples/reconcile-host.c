@@ -63,6 +63,7 @@ static int
 start(const char *dir, sipc_supervisor **ret)
 {
 	struct sipc_config cfg;
+	sipc_config_store *store = NULL;
 	char err[256];
 	int rc;
 
@@ -76,7 +77,17 @@ start(const char *dir, sipc_supervisor **ret)
 	cfg.drain_ms = 0;
 	cfg.state_dir = dir;                    /* journal + reconcile */
 	cfg.durability = SIPC_DURABLE_EACH;     /* fdatasync every record */
-	if ((rc = sipc_create(&cfg, err, sizeof(err), ret)) != 0)
+	/* Deployment settings from SIPC_* variables (SIPC_WORKERS,
+	 * SIPC_INIT_PATH, ...) override the code's; they may only tighten
+	 * the environment.  sipc_create() copies what the store holds. */
+	if ((rc = sipc_config_load_env(NULL, &cfg, &store, err,
+	    sizeof(err))) != 0) {
+		fprintf(stderr, "sipc_config_load_env: %s\n", err);
+		return rc;
+	}
+	rc = sipc_create(&cfg, err, sizeof(err), ret);
+	sipc_config_store_free(store);
+	if (rc != 0)
 		fprintf(stderr, "sipc_create: %s: %s\n", sipc_strerror(rc), err);
 	else if ((rc = sipc_wait_ready(*ret, 1, 10000)) != 0)
 		fprintf(stderr, "sipc_wait_ready: %s\n", sipc_strerror(rc));

@@ -63,6 +63,7 @@ main(int argc, char **argv)
 	static struct tally t = { PTHREAD_MUTEX_INITIALIZER,
 	    PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, { { 0 } } };
 	struct sipc_config cfg;
+	sipc_config_store *store = NULL;
 	sipc_supervisor *s;
 	unsigned i, accepted = 0;
 	char err[256];
@@ -76,7 +77,17 @@ main(int argc, char **argv)
 	cfg.environment = SIPC_ENV_DEVELOPMENT;
 	cfg.path = argv[1];
 	cfg.workers = 3;
-	if ((rc = sipc_create(&cfg, err, sizeof(err), &s)) != 0) {
+	/* Deployment settings from SIPC_* variables (SIPC_WORKERS,
+	 * SIPC_INIT_PATH, ...) override the code's; they may only tighten
+	 * the environment.  sipc_create() copies what the store holds. */
+	if ((rc = sipc_config_load_env(NULL, &cfg, &store, err,
+	    sizeof(err))) != 0) {
+		fprintf(stderr, "sipc_config_load_env: %s\n", err);
+		return 1;
+	}
+	rc = sipc_create(&cfg, err, sizeof(err), &s);
+	sipc_config_store_free(store);
+	if (rc != 0) {
 		fprintf(stderr, "sipc_create: %s: %s\n", sipc_strerror(rc), err);
 		return 1;
 	}

@@ -55,6 +55,9 @@ const struct sipc__cfg_key sipc__cfg_keys[] = {
 	NUM(pool_restart_budget, 1, SIPC__POOL_BUDGET_MAX),
 	NUM(cooldown_ms, 1, DAY_MS),
 	OTHER(subreaper, SIPC__CK_BOOL),
+	{ "containment", SIPC__CK_CONTAINMENT, F(containment), 0,
+	  SIPC_CONTAIN_PROCESS_GROUP },
+	OTHER(init_path, SIPC__CK_OPTSTRING),
 	NUM(worker_nproc_limit, 0, 4194304),
 	OTHER(state_dir, SIPC__CK_OPTSTRING),
 	{ "durability", SIPC__CK_DURABILITY, F(durability), 0, SIPC_DURABLE_EACH },
@@ -279,6 +282,9 @@ validate_strings(const struct sipc_config *cfg, char *msg, size_t len)
 		snprintf(msg, len, "path: missing (worker executable)");
 	else if (cfg->state_dir != NULL && cfg->state_dir[0] == '\0')
 		snprintf(msg, len, "state_dir: empty (use NULL to disable)");
+	else if (cfg->init_path != NULL && cfg->init_path[0] == '\0')
+		snprintf(msg, len, "init_path: empty (use NULL for the "
+		    "installed sipc-init)");
 	else
 		return true;
 	return false;
@@ -294,9 +300,6 @@ validate_cross(const struct sipc_config *cfg, char *msg, size_t len)
 	else if (cfg->mem_ceiling < cfg->ring_bytes)
 		snprintf(msg, len, "mem_ceiling: %zu must be >= ring_bytes "
 		    "(%zu)", cfg->mem_ceiling, cfg->ring_bytes);
-	else if ((unsigned)cfg->containment > SIPC_CONTAIN_PROCESS_GROUP)
-		snprintf(msg, len, "containment: unknown value %u",
-		    (unsigned)cfg->containment);
 	else if (cfg->restart_cap_ms < cfg->restart_base_ms)
 		snprintf(msg, len, "restart_cap_ms: %u must be >= "
 		    "restart_base_ms (%u)", cfg->restart_cap_ms,

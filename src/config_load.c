@@ -31,6 +31,9 @@
  *   env_set              NAME=value (repeatable; the file's entries replace
  *                        any list set before, in file order)
  *   subreaper            true | false
+ *   containment          auto | pid_namespace | user_namespace |
+ *                        process_group
+ *   init_path            text; empty = the installed sipc-init
  *   state_dir            text; empty = no durable state
  *   durability           off | group | each
  *   numeric fields       decimal integers within the ranges below
@@ -295,6 +298,24 @@ parse_enum(struct pctx *c, const char *v, const char *const *names,
 	    expected);
 }
 
+/* The names are sipc_containment_name()'s, so the file, the log and the
+ * stats spell a mode the same way. */
+static int
+parse_containment(struct pctx *c, const char *v)
+{
+	const char *names[SIPC_CONTAIN_PROCESS_GROUP + 1];
+	int e = 0, r;
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		names[i] = sipc_containment_name((enum sipc_containment)i);
+	if ((r = parse_enum(c, v, names, sizeof(names) / sizeof(names[0]),
+	    0, "auto, pid_namespace, user_namespace or process_group",
+	    &e)) == 0)
+		c->tmp.containment = (enum sipc_containment)e;
+	return r;
+}
+
 static int
 parse_guarantees(struct pctx *c, char *v)
 {
@@ -465,6 +486,8 @@ apply(struct pctx *c, const struct sipc__cfg_key *k, char *v)
 		    SIPC__CFG_NDURABILITY, 0, "off, group or each", &e)) == 0)
 			c->tmp.durability = (enum sipc_durability)e;
 		return r;
+	case SIPC__CK_CONTAINMENT:
+		return parse_containment(c, v);
 	case SIPC__CK_GUARANTEES:
 		return parse_guarantees(c, v);
 	case SIPC__CK_STRING:

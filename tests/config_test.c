@@ -72,6 +72,8 @@ test_config_defaults(void)
 	CU_ASSERT_EQUAL(c.pool_restart_budget, 20);
 	CU_ASSERT_EQUAL(c.cooldown_ms, 30000);
 	CU_ASSERT_FALSE(c.subreaper);
+	CU_ASSERT_EQUAL(c.containment, SIPC_CONTAIN_AUTO);
+	CU_ASSERT_PTR_NULL(c.init_path);
 	CU_ASSERT_EQUAL(c.worker_nproc_limit, 0);
 	CU_ASSERT_PTR_NULL(c.state_dir);
 	CU_ASSERT_EQUAL(c.durability, SIPC_DURABLE_GROUP);
@@ -115,6 +117,8 @@ static const char every_key[] =
     "pool_restart_budget = 22\n"
     "cooldown_ms = 23\n"
     "subreaper = true\n"
+    "containment = user_namespace\n"
+    "init_path = /opt/sipc/libexec/sipc-init\n"
     "worker_nproc_limit = 24\r\n"
     "state_dir = /var/lib/sipc\n"
     "durability = each\n"
@@ -167,6 +171,8 @@ check_every_key(const struct sipc_config *c)
 	CU_ASSERT_EQUAL(c->pool_restart_budget, 22);
 	CU_ASSERT_EQUAL(c->cooldown_ms, 23);
 	CU_ASSERT_TRUE(c->subreaper);
+	CU_ASSERT_EQUAL(c->containment, SIPC_CONTAIN_USER_NAMESPACE);
+	CU_ASSERT_STRING_EQUAL(c->init_path, "/opt/sipc/libexec/sipc-init");
 	CU_ASSERT_EQUAL(c->worker_nproc_limit, 24);
 	CU_ASSERT_STRING_EQUAL(c->state_dir, "/var/lib/sipc");
 	CU_ASSERT_EQUAL(c->durability, SIPC_DURABLE_EACH);
@@ -197,14 +203,18 @@ test_config_enum_and_list_forms(void)
 {
 	struct sipc_config c;
 	sipc_config_store *st = NULL;
-	char err[256];
+	char err[256], text[64];
+	int e;
 	const char *p = write_conf("environment = production\n"
 	    "durability = off\nsubreaper = false\nrequired_guarantees = all\n"
-	    "argv =\nstate_dir =   \nenv_allow =\n");
+	    "argv =\nstate_dir =   \nenv_allow =\ncontainment = auto\n"
+	    "init_path =\n");
 
 	sipc_config_init(&c);
 	c.subreaper = true;
 	c.state_dir = "/x";
+	c.containment = SIPC_CONTAIN_PROCESS_GROUP;
+	c.init_path = "/y";
 	CU_ASSERT_EQUAL_FATAL(sipc_config_load_file(p, &c, &st, err,
 	    sizeof(err)), 0);
 	CU_ASSERT_EQUAL(c.environment, SIPC_ENV_PRODUCTION);
@@ -214,7 +224,21 @@ test_config_enum_and_list_forms(void)
 	CU_ASSERT_PTR_NULL(c.argv);
 	CU_ASSERT_PTR_NULL(c.state_dir);
 	CU_ASSERT_PTR_NULL(c.env_allow);
+	CU_ASSERT_EQUAL(c.containment, SIPC_CONTAIN_AUTO);
+	CU_ASSERT_PTR_NULL(c.init_path);
 	unlink(p);
+
+	/* Every mode by the name the log and the stats use. */
+	for (e = SIPC_CONTAIN_AUTO; e <= SIPC_CONTAIN_PROCESS_GROUP; e++) {
+		snprintf(text, sizeof(text), "containment = %s\n",
+		    sipc_containment_name((enum sipc_containment)e));
+		p = write_conf(text);
+		sipc_config_init(&c);
+		CU_ASSERT_EQUAL(sipc_config_load_file(p, &c, &st, err,
+		    sizeof(err)), 0);
+		CU_ASSERT_EQUAL(c.containment, (enum sipc_containment)e);
+		unlink(p);
+	}
 
 	/* A fresh struct: a second file may not weaken the first. */
 	sipc_config_init(&c);
@@ -254,6 +278,14 @@ static const struct {
 	{ "environment = prod\n", 1, "environment", "unknown value \"prod\"" },
 	{ "environment = unset\n", 1, "environment", "unknown value" },
 	{ "durability = always\n", 1, "durability", "unknown value" },
+	{ "containment = pidns\n", 1, "containment", "unknown value "
+	  "\"pidns\" (expected auto, pid_namespace, user_namespace or "
+	  "process_group)" },
+	{ "containment =\n", 1, "containment", "missing value" },
+	{ "containment = auto\ncontainment = process_group\n", 2,
+	  "containment", "duplicate key (first set on line 1)" },
+	{ "init_path = /a\n#\ninit_path = /b\n", 3, "init_path",
+	  "duplicate key (first set on line 1)" },
 	{ "\n\nworkers 4\n", 3, "workers", "missing '='" },
 	{ " = 4\n", 1, NULL, "missing key before '='" },
 	{ "required_guarantees = pid_namespace, magic\n", 1,
@@ -405,6 +437,52 @@ test_config_env_overrides_file(void)
 	CU_ASSERT_STRING_EQUAL(c.env_set[1], "Q=2");
 	CU_ASSERT_PTR_NULL(c.env_set[2]);
 	CU_ASSERT_STRING_EQUAL(c.argv[1], "x y");
+	sipc_config_store_free(st);
+}
+
+/* SIPC_CONTAINMENT and SIPC_INIT_PATH override the file like any key:
+ * they do not touch the environment level, so even under production the
+ * environment may choose a weaker containment (process_group).  A bad
+ * value names the variable and changes nothing. */
+static void
+test_config_env_containment_and_init_path(void)
+{
+	struct sipc_config c, before;
+	sipc_config_store *st = NULL;
+	char err[256];
+	char *env[] = { "SIPC_CONTAINMENT=process_group",
+	    "SIPC_INIT_PATH=/env/sipc-init", NULL };
+	char *bad[] = { "SIPC_INIT_PATH=/other", "SIPC_CONTAINMENT=pidns",
+	    NULL };
+	char *unset_path[] = { "SIPC_INIT_PATH=", NULL };
+	const char *p = write_conf("environment = production\n"
+	    "containment = pid_namespace\ninit_path = /file/sipc-init\n");
+
+	sipc_config_init(&c);
+	CU_ASSERT_EQUAL_FATAL(sipc_config_load_file(p, &c, &st, err,
+	    sizeof(err)), 0);
+	unlink(p);
+	CU_ASSERT_EQUAL(c.containment, SIPC_CONTAIN_PID_NAMESPACE);
+	CU_ASSERT_STRING_EQUAL(c.init_path, "/file/sipc-init");
+	CU_ASSERT_EQUAL_FATAL(sipc_config_load_env(env, &c, &st, err,
+	    sizeof(err)), 0);
+	CU_ASSERT_EQUAL(c.containment, SIPC_CONTAIN_PROCESS_GROUP);
+	CU_ASSERT_STRING_EQUAL(c.init_path, "/env/sipc-init");
+	CU_ASSERT_EQUAL(c.environment, SIPC_ENV_PRODUCTION);
+
+	before = c;
+	CU_ASSERT_EQUAL(sipc_config_load_env(bad, &c, &st, err, sizeof(err)),
+	    SIPC_E_CONFIG);
+	CU_ASSERT_STRING_EQUAL(err, "environment: SIPC_CONTAINMENT: unknown "
+	    "value \"pidns\" (expected auto, pid_namespace, user_namespace or "
+	    "process_group)");
+	CU_ASSERT(memcmp(&c, &before, sizeof(c)) == 0);
+	CU_ASSERT_STRING_EQUAL(c.init_path, "/env/sipc-init");
+
+	/* Empty: back to the installed sipc-init. */
+	CU_ASSERT_EQUAL(sipc_config_load_env(unset_path, &c, &st, err,
+	    sizeof(err)), 0);
+	CU_ASSERT_PTR_NULL(c.init_path);
 	sipc_config_store_free(st);
 }
 
@@ -581,6 +659,11 @@ test_config_validate(void)
 	expect_invalid(&c, "environment: unknown value 7");
 	c = ok; c.durability = (enum sipc_durability)9;
 	expect_invalid(&c, "durability");
+	c = ok; c.containment = (enum sipc_containment)4;
+	expect_invalid(&c, "containment: unknown value 4");
+	c = ok; c.init_path = ""; expect_invalid(&c, "init_path: empty");
+	c = ok; c.init_path = "/x/sipc-init";
+	CU_ASSERT_EQUAL(sipc__config_validate(&c, NULL, 0), 0);
 	c = ok; c.required_guarantees = 1u << 9;
 	expect_invalid(&c, "required_guarantees");
 	c = ok; c.env_set = bad_set; expect_invalid(&c, "env_set");
@@ -673,6 +756,8 @@ main(void)
 	    { "test_config_env_overrides_file",
 	      test_config_env_overrides_file },
 	    { "test_config_env_errors", test_config_env_errors },
+	    { "test_config_env_containment_and_init_path",
+	      test_config_env_containment_and_init_path },
 	    { "test_config_env_cannot_weaken_production",
 	      test_config_env_cannot_weaken_production },
 	    { "test_config_env_default_environ",

@@ -15,9 +15,36 @@ run() { # name command...
 	else t_fail "$name" "exit status $rc"; fi
 }
 
+# The hosts read SIPC_* variables (sipc_config_load_env()).  From the
+# build tree they get its sipc-init, and the strongest containment this
+# machine allows is asked for by name: a worker that cannot get it does
+# not start, so the example fails instead of falling back unnoticed.
+mode=
+if [ -n "$SIPC_INIT" ]; then
+	export SIPC_INIT_PATH="$SIPC_INIT"
+	if unshare --pid --fork true 2>/dev/null; then
+		mode=pid_namespace
+	elif unshare --user --pid --fork true 2>/dev/null; then
+		mode=user_namespace
+	fi
+	[ -n "$mode" ] && export SIPC_CONTAINMENT=$mode
+fi
+
 run example_hello_host "$ex/hello-host" "$worker"
 run example_submit_host "$ex/submit-host" "$worker"
 run example_reconcile_host "$ex/reconcile-host"
+
+# The variables are really read: asked for a namespace under an init
+# that does not exist, the smallest host does not get its worker.
+if [ -z "$mode" ]; then
+	t_skip example_reads_sipc_init_path "no PID namespace here (or no SIPC_INIT)"
+elif SIPC_INIT_PATH=/nonexistent/sipc-init "$ex/hello-host" "$worker" \
+	>/dev/null 2>&1; then
+	t_fail example_reads_sipc_init_path \
+		"hello-host ran with SIPC_INIT_PATH=/nonexistent/sipc-init"
+else
+	t_ok example_reads_sipc_init_path
+fi
 
 # The worker links the worker archive alone: nothing of the supervisor.
 if nm "$worker" 2>/dev/null | grep -q ' T sipc_create$'; then

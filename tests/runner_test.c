@@ -4,7 +4,10 @@
  * changes (signal mask, environment) does not reach the next, a suite
  * killed by a signal fails the test that was running and the other
  * suites still run, skips are counted apart, and the counts and XML come
- * out as tests/run.sh expects.
+ * out as tests/run.sh expects.  A test left by a fatal assertion ends
+ * its process (whatever it left running, a supervisor calling back into
+ * its dead frame, goes with it), and the rest of its suite runs in a
+ * fresh one.
  *
  * The outer test re-executes this binary with RUNNER_INNER=1: the inner
  * run registers the suites below and its tl_run() writes counts and XML
@@ -60,6 +63,21 @@ test_inner_skips(void)
 	tl_skip("cannot run here");
 }
 
+/* State the abandoned test leaves behind, as a live supervisor would. */
+static void
+test_inner_abandoned(void)
+{
+	CU_ASSERT(setenv("RUNNER_ABANDONED", "1", 1) == 0);
+	CU_ASSERT_FATAL(getenv("RUNNER_NOT_SET") != NULL);
+	CU_FAIL("ran on after a fatal assertion");
+}
+
+static void
+test_inner_after_abandoned(void)
+{
+	CU_ASSERT_PTR_NULL(getenv("RUNNER_ABANDONED"));
+}
+
 static void
 test_inner_after_crash(void)
 {
@@ -78,6 +96,10 @@ inner_main(void)
 	tl_suite("crasher", (tl_test[]){
 	    { "test_inner_killed", test_inner_killed },
 	    { "test_inner_never_runs", test_inner_never_runs },
+	    { NULL, NULL } });
+	tl_suite("abandoner", (tl_test[]){
+	    { "test_inner_abandoned", test_inner_abandoned },
+	    { "test_inner_after_abandoned", test_inner_after_abandoned },
 	    { NULL, NULL } });
 	tl_suite("skipper", (tl_test[]){
 	    { "test_inner_skips", test_inner_skips }, { NULL, NULL } });
@@ -129,14 +151,21 @@ test_runner_isolates_suites_and_reports(void)
 		_exit(127);
 	}
 	CU_ASSERT_FATAL(waitpid(pid, &st, 0) == pid);
-	/* One test failed (the killed one): the run fails, as a whole. */
+	/* Two tests failed (the killed one, the abandoned one): the run
+	 * fails, as a whole. */
 	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 1);
-	/* ran passed failed skipped: changer, checker, after pass; the
-	 * killed test fails; its suite's second test never ran. */
-	CU_ASSERT_STRING_EQUAL(slurp(counts), "5 3 1 1\n");
+	/* ran passed failed skipped: changer, checker, after_abandoned
+	 * (in a process of its own) and after pass; the killed and the
+	 * abandoned test fail; the killed suite's second test never ran. */
+	CU_ASSERT_STRING_EQUAL(slurp(counts), "7 4 2 1\n");
 	x = slurp(xml);
-	CU_ASSERT_PTR_NOT_NULL(strstr(x, "tests=\"5\" failures=\"1\" "
+	CU_ASSERT_PTR_NOT_NULL(strstr(x, "tests=\"7\" failures=\"2\" "
 	    "skipped=\"1\""));
+	CU_ASSERT_PTR_NOT_NULL(strstr(x, "getenv(&quot;RUNNER_NOT_SET&quot;) "
+	    "!= NULL\"/>"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(x, "name=\"test_inner_after_abandoned\""
+	    " time="));
+	CU_ASSERT_PTR_NULL(strstr(x, "ran on after a fatal assertion"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(x, "name=\"test_inner_killed\""));
 	CU_ASSERT_PTR_NOT_NULL(strstr(x, "<failure message=\"suite process "
 	    "killed by signal 9"));

@@ -18,7 +18,9 @@
 #include "sipctest.h"
 #include "testlib.h"
 
-#define WAIT_MS 10000           /* generous deadline for ready workers */
+/* Generous deadline for ready workers and other events: sanitizers
+ * and a loaded machine make exec and start-up many times slower. */
+#define WAIT_MS 30000
 
 static struct sipc_config
 base_cfg(const char *fixture, unsigned workers)
@@ -27,7 +29,7 @@ base_cfg(const char *fixture, unsigned workers)
 
 	st_cfg_init(&c, fixture, NULL, workers);
 	c.grace_ms = 500;
-	c.handshake_ms = 2000;
+	c.handshake_ms = WAIT_MS;       /* no test here times a handshake out */
 	c.restart_base_ms = 20;
 	return c;
 }
@@ -382,11 +384,15 @@ run_badframes(const struct mode_case *mc)
 	int n;
 
 	c.argv = argv;
-	c.handshake_ms = 500;
+	/* No mode needs the handshake to time out (a bad HELLO fails at
+	 * once; nohello just never gets work), while the good slot must
+	 * never miss it: a short budget failed it under load. */
+	c.handshake_ms = WAIT_MS;
 	c.restart_base_ms = 5000;       /* the bad slot stays down a while */
 	c.restart_cap_ms = 5000;
 	CU_ASSERT_FATAL(sipc_create(&c, err, sizeof(err), &s) == 0);
-	CU_ASSERT_FATAL(sipc_wait_ready(s, mc->handshakes ? 2 : 1, 10000) == 0);
+	CU_ASSERT_FATAL(sipc_wait_ready(s, mc->handshakes ? 2 : 1, WAIT_MS) ==
+	    0);
 	for (i = 0; i < 40; i++) {
 		n = snprintf(buf, sizeof(buf), "req %u\n", i);
 		r = (struct sipc_request){ .payload = buf, .len = (size_t)n,
@@ -407,7 +413,7 @@ run_badframes(const struct mode_case *mc)
 	CU_ASSERT(ok >= 38);
 	CU_ASSERT(other <= 2);
 	if (mc->violation)   /* the handshake modes fail asynchronously */
-		CU_ASSERT(tl_wait_until(violation_seen, s, 10000));
+		CU_ASSERT(tl_wait_until(violation_seen, s, WAIT_MS));
 	CU_ASSERT(sipc_stats_get(s, &st) == 0);
 	if (!mc->handshakes)  /* a worker that never shook hands got no work */
 		CU_ASSERT(st.workers[0].completed == 0);

@@ -12,6 +12,13 @@
  * child that ends badly after its last test (a sanitizer's leak report
  * at exit) fails the suite.  No text is parsed.
  *
+ * A test abandoned by a fatal assertion (CUnit longjmps out of it) may
+ * leave a supervisor running whose threads later call back into its
+ * dead stack frame.  So each test function runs through a trampoline
+ * that notes whether it returned; when it did not, the child ends right
+ * after that test's record, and the parent starts a new child for the
+ * rest of the suite (the tests already run are made inactive there).
+ *
  * Threads: the parent is single-threaded (it starts and joins one thread
  * before the first fork, see settle_threads()); each child runs its
  * tests on its main thread, as before.
@@ -35,6 +42,7 @@ enum { ST_PASS, ST_FAIL, ST_SKIP };
 /* One event.  Written whole with one write() by the child. */
 struct rec {
 	unsigned kind, status;
+	unsigned abandoned;       /* REC_DONE: left by a fatal assertion */
 	long ms;
 	char suite[64];
 	char test[128];
@@ -50,6 +58,15 @@ static int rec_fd = -1;
 static struct rec cur;
 static int64_t cur_start;
 static bool cur_skipped;
+static bool cur_returned;         /* the test function returned */
+
+/* Child exit status after an abandoned test: "go on with the rest". */
+#define ABANDONED_EXIT 86
+
+/* Registered tests and their functions, for the trampoline. */
+struct tfn { CU_pTest t; CU_TestFunc fn; };
+static struct tfn *tfns;
+static size_t ntfns;
 
 void
 tl_skip(const char *why)
@@ -79,10 +96,29 @@ settle_threads(void)
 		pthread_join(t, NULL);
 }
 
+/* Every test runs through here: a fatal assertion longjmps past the
+ * assignment, and on_complete() sees that the test was abandoned. */
+static void
+trampoline(void)
+{
+	CU_pTest t = CU_get_current_test();
+	size_t i;
+
+	for (i = 0; i < ntfns; i++)
+		if (tfns[i].t == t) {
+			tfns[i].fn();
+			cur_returned = true;
+			return;
+		}
+	abort();
+}
+
 void
 tl_suite(const char *name, const tl_test *tests)
 {
 	CU_pSuite s;
+	CU_pTest t;
+	struct tfn *n;
 
 	if (CU_get_registry() == NULL) {
 		settle_threads();
@@ -92,9 +128,13 @@ tl_suite(const char *name, const tl_test *tests)
 	s = CU_add_suite(name, NULL, NULL);
 	if (s == NULL)
 		abort();
-	for (; tests->name != NULL; tests++)
-		if (CU_add_test(s, tests->name, tests->fn) == NULL)
+	for (; tests->name != NULL; tests++) {
+		if ((t = CU_add_test(s, tests->name, trampoline)) == NULL ||
+		    (n = realloc(tfns, (ntfns + 1) * sizeof(*n))) == NULL)
 			abort();
+		tfns = n;
+		tfns[ntfns++] = (struct tfn){ t, tests->fn };
+	}
 }
 
 /* ------------------------------------------------------------ child */
@@ -114,11 +154,14 @@ rec_put(const struct rec *r)
 static void
 on_start(const CU_pTest t, const CU_pSuite s)
 {
+	if (!t->fActive)
+		return;           /* run by an earlier child */
 	memset(&cur, 0, sizeof(cur));
 	cur.kind = REC_START;
 	snprintf(cur.suite, sizeof(cur.suite), "%s", s->pName);
 	snprintf(cur.test, sizeof(cur.test), "%s", t->pName);
 	cur_skipped = false;
+	cur_returned = false;
 	cur_start = tl_now_ms();
 	printf("  Test: %s ...", t->pName);
 	fflush(stdout);
@@ -133,7 +176,10 @@ on_complete(const CU_pTest t, const CU_pSuite s, const CU_pFailureRecord first)
 	size_t off = 0;
 	int i = 1;
 
+	if (!t->fActive)
+		return;
 	cur.kind = REC_DONE;
+	cur.abandoned = !cur_returned;
 	cur.ms = (long)(tl_now_ms() - cur_start);
 	cur.status = f != NULL ? ST_FAIL : cur_skipped ? ST_SKIP : ST_PASS;
 	printf("%s\n", cur.status == ST_PASS ? "passed" :
@@ -151,6 +197,13 @@ on_complete(const CU_pTest t, const CU_pSuite s, const CU_pFailureRecord first)
 	}
 	fflush(stdout);
 	rec_put(&cur);
+	/* Whatever the abandoned test left running (a supervisor and its
+	 * callbacks into the dead frame) ends with this process; _exit():
+	 * what it left is no leak of the suite's. */
+	if (cur.abandoned) {
+		fflush(stderr);
+		_exit(ABANDONED_EXIT);
+	}
 }
 
 static void
@@ -166,9 +219,16 @@ on_init_failure(const CU_pSuite s)
 }
 
 static void __attribute__((noreturn))
-child_run(CU_pSuite s, int fd, bool subreaper)
+child_run(CU_pSuite s, int fd, bool subreaper, unsigned from)
 {
+	CU_pTest t;
+	unsigned i;
+
 	rec_fd = fd;
+	/* The first `from` tests ran in an earlier child. */
+	CU_set_fail_on_inactive(CU_FALSE);
+	for (i = 0, t = s->pTest; t != NULL && i < from; t = t->pNext, i++)
+		CU_set_test_active(t, CU_FALSE);
 	/* main() may have made the process a child subreaper before
 	 * tl_run(); fork() does not pass that on, so the suite asks again
 	 * (its tests' orphans must come to it, not to the runner). */
@@ -178,7 +238,8 @@ child_run(CU_pSuite s, int fd, bool subreaper)
 	CU_set_test_start_handler(on_start);
 	CU_set_test_complete_handler(on_complete);
 	CU_set_suite_init_failure_handler(on_init_failure);
-	printf("Suite: %s\n", s->pName);
+	if (from == 0)
+		printf("Suite: %s\n", s->pName);
 	fflush(stdout);
 	CU_run_suite(s);
 	fflush(stdout);
@@ -214,24 +275,32 @@ describe_end(int st, char *buf, size_t len)
 		    WEXITSTATUS(st));
 }
 
-/* Read the child's records from *off on; fail what it left unfinished. */
-static void
-collect(int fd, off_t *off, int st, const char *suite)
+/* Read the child's records from *off on; fail what it left unfinished.
+ * Returns how many tests completed, and in *ret_resume whether the child
+ * ended after an abandoned test (the rest of the suite is still to run). */
+static unsigned
+collect(int fd, off_t *off, int st, const char *suite, bool *ret_resume)
 {
 	struct rec r, open = { 0 };
 	bool clean = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+	unsigned n = 0;
 
+	*ret_resume = false;
 	while (pread(fd, &r, sizeof(r), *off) == (ssize_t)sizeof(r)) {
 		*off += (off_t)sizeof(r);
 		if (r.kind == REC_START)
 			open = r;
 		else {
 			keep(&r);
+			n++;
 			open.kind = 0;
+			*ret_resume = r.abandoned;
 		}
 	}
-	if (clean)
-		return;
+	*ret_resume = *ret_resume && open.kind != REC_START &&
+	    WIFEXITED(st) && WEXITSTATUS(st) == ABANDONED_EXIT;
+	if (clean || *ret_resume)
+		return n;
 	if (open.kind != REC_START) {
 		memset(&open, 0, sizeof(open));
 		snprintf(open.suite, sizeof(open.suite), "%s", suite);
@@ -242,29 +311,35 @@ collect(int fd, off_t *off, int st, const char *suite)
 	describe_end(st, open.msg, sizeof(open.msg));
 	printf("\n*** %s: %s: %s\n", open.suite, open.test, open.msg);
 	keep(&open);
+	return n;
 }
 
 static int
 run_isolated(CU_pSuite s, int fd, off_t *off)
 {
 	int st, sub = 0;
+	unsigned from = 0;
+	bool resume;
 	pid_t pid;
 
 	(void)prctl(PR_GET_CHILD_SUBREAPER, &sub);
-	fflush(stdout);
-	fflush(stderr);
-	if ((pid = fork()) < 0)
-		return -errno;
-	if (pid == 0)
-		child_run(s, fd, sub != 0);
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR)
+	do {
+		fflush(stdout);
+		fflush(stderr);
+		if ((pid = fork()) < 0)
 			return -errno;
-	/* A subreaper runner adopts what the suite left when it ended; it
-	 * has no other children, so it may reap them all. */
-	while (sub && waitpid(-1, NULL, WNOHANG) > 0)
-		;
-	collect(fd, off, st, s->pName);
+		if (pid == 0)
+			child_run(s, fd, sub != 0, from);
+		while (waitpid(pid, &st, 0) < 0)
+			if (errno != EINTR)
+				return -errno;
+		/* A subreaper runner adopts what the suite left when it
+		 * ended; it has no other children, so it may reap them
+		 * all. */
+		while (sub && waitpid(-1, NULL, WNOHANG) > 0)
+			;
+		from += collect(fd, off, st, s->pName, &resume);
+	} while (resume);
 	return 0;
 }
 
@@ -371,5 +446,6 @@ tl_run(void)
 	report(counts);
 	CU_cleanup_registry();
 	free(done);
+	free(tfns);
 	return ndone > 0 && counts[ST_FAIL] == 0 ? 0 : 1;
 }

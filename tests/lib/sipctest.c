@@ -118,8 +118,15 @@ st_start(const struct sipc_config *c, unsigned ready, int wait_ms)
 	if (rc != 0)
 		fprintf(stderr, "sipc_create: %s: %s\n", sipc_strerror(rc), err);
 	CU_ASSERT_FATAL(rc == 0);
-	if (ready > 0)
-		CU_ASSERT_FATAL(sipc_wait_ready(s, ready, wait_ms) == 0);
+	if (ready > 0 && (rc = sipc_wait_ready(s, ready, wait_ms)) != 0) {
+		/* Destroyed before the test is left: nothing it started
+		 * outlives it (the runner also ends an abandoned test's
+		 * process). */
+		fprintf(stderr, "sipc_wait_ready(%u, %d ms): %s\n", ready,
+		    wait_ms, sipc_strerror(rc));
+		sipc_destroy(s);
+		CU_FAIL_FATAL("workers not ready");
+	}
 	return s;
 }
 

@@ -80,7 +80,8 @@ void st_cfg_base(struct sipc_config *c, const char *fixture,
 /*
  * Reset the log capture, sipc_create() (printing the error text on
  * failure), then, if `ready` > 0, wait up to `wait_ms` for that many
- * ready workers.  Either failure is a fatal assertion.
+ * ready workers.  Either failure is a fatal assertion; a supervisor
+ * whose workers did not get ready is destroyed first.
  */
 sipc_supervisor *st_start(const struct sipc_config *c, unsigned ready,
                           int wait_ms);
