@@ -150,7 +150,7 @@ struct sipc_supervisor {
 	struct sipc__journal *journal;
 	struct sipc_leftover *leftovers; /* [const] verdicts at open */
 	size_t nleftovers;               /* [const] (durable.c) */
-	bool subreaper_held;          /* [const] counted in subreaper_users */
+	bool owner_held;              /* [const] holds owner mode */
 	/* reaper */
 	pthread_t reaper;
 	bool reaper_started;
@@ -305,5 +305,11 @@ void sipc__terminate(struct sipc__slot *sl, enum sipc_term_reason why,
 int sipc__reaper_start(struct sipc_supervisor *s);
 void sipc__reaper_wake(struct sipc_supervisor *s);
 void sipc__reaper_shutdown(struct sipc_supervisor *s);
+
+/* orphan.c (reaper thread, owner mode): reap ended adopted orphans and
+ * return how many of the last workers' group members still live; and
+ * empty the SIGCHLD signalfd, true if a signal came. */
+unsigned sipc__orphans_reap(struct sipc_supervisor *s);
+bool sipc__orphans_signalled(struct sipc_supervisor *s);
 
 #endif

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -495,42 +496,66 @@ slots_init(struct sipc_supervisor *s)
 }
 
 /*
- * PR_SET_CHILD_SUBREAPER is a property of the whole process.  Supervisors
- * that ask for it share it: the first turns it on (remembering whether
- * the host had it on already) and the last one destroyed turns it off
- * again, unless the host had set it itself.
+ * Owner mode is a property of the whole process (SIGCHLD, the subreaper
+ * flag), so one owner-mode supervisor at a time holds it.  The flag is
+ * cleared again at release unless the host had set it (or the process is
+ * PID 1, where it is not needed).  owner_lock guards the three below.
  */
-static pthread_mutex_t subreaper_lock = PTHREAD_MUTEX_INITIALIZER;
-static unsigned subreaper_users;
-static bool subreaper_was_set;
+static pthread_mutex_t owner_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool owner_taken;
+static bool owner_set_flag;
 
+/* Calling thread (sipc_create()): SIGCHLD is blocked here (library
+ * threads block every signal already) and read from s->sig_fd by the
+ * reaper thread.  On failure the caller's mask is as it was. */
 static int
-subreaper_hold(void)
+owner_hold(struct sipc_supervisor *s)
 {
+	sigset_t chld, old;
 	int prev = 0, rc = 0;
 
-	pthread_mutex_lock(&subreaper_lock);
-	if (subreaper_users == 0) {
-		if (prctl(PR_GET_CHILD_SUBREAPER, &prev) < 0)
-			prev = 0;
-		subreaper_was_set = prev != 0;
-		if (!subreaper_was_set && prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
-			rc = -errno;
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	pthread_mutex_lock(&owner_lock);
+	if (owner_taken) {
+		rc = -EBUSY;
+		goto out;
 	}
-	if (rc == 0)
-		subreaper_users++;
-	pthread_mutex_unlock(&subreaper_lock);
+	if ((rc = -pthread_sigmask(SIG_BLOCK, &chld, &old)) < 0)
+		goto out;
+	if ((s->sig_fd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
+		rc = -errno;
+		goto fail_mask;
+	}
+	if (prctl(PR_GET_CHILD_SUBREAPER, &prev) < 0)
+		prev = 0;
+	owner_set_flag = getpid() != 1 && prev == 0;
+	if (owner_set_flag && prctl(PR_SET_CHILD_SUBREAPER, 1) < 0) {
+		rc = -errno;
+		goto fail_fd;
+	}
+	owner_taken = true;
+	s->owner_held = true;
+	goto out;
+fail_fd:
+	close(s->sig_fd);
+	s->sig_fd = -1;
+fail_mask:
+	(void)pthread_sigmask(SIG_SETMASK, &old, NULL);
+out:
+	pthread_mutex_unlock(&owner_lock);
 	return rc;
 }
 
 static void
-subreaper_release(void)
+owner_release(void)
 {
-	pthread_mutex_lock(&subreaper_lock);
-	if (subreaper_users > 0 && --subreaper_users == 0 &&
-	    !subreaper_was_set)
+	pthread_mutex_lock(&owner_lock);
+	if (owner_set_flag)
 		(void)prctl(PR_SET_CHILD_SUBREAPER, 0);
-	pthread_mutex_unlock(&subreaper_lock);
+	owner_set_flag = false;
+	owner_taken = false;
+	pthread_mutex_unlock(&owner_lock);
 }
 
 static void
@@ -564,8 +589,8 @@ sup_free(struct sipc_supervisor *s)
 	free((char *)s->cfg.init_path);
 	free(s->pool_budget);
 	sipc__table_fini(&s->table);
-	if (s->subreaper_held)
-		subreaper_release();
+	if (s->owner_held)
+		owner_release();
 	if (s->sig_fd >= 0)
 		close(s->sig_fd);
 	if (s->timer_fd >= 0)
@@ -644,14 +669,17 @@ sipc_create(const struct sipc_config *cfg, char *errbuf, size_t errlen,
 	if ((rc = sup_alloc(cfg, &s)) < 0)
 		goto fail;
 	s->prov = prov;
-	if (cfg->subreaper && (rc = subreaper_hold()) < 0)
+	if (cfg->owner && (rc = owner_hold(s)) < 0) {
+		if (rc == -EBUSY)
+			snprintf(errbuf, errlen, "owner mode: another owner-mode "
+			    "supervisor exists in this process");
 		goto fail;
-	s->subreaper_held = cfg->subreaper;
+	}
 	if (cfg->state_dir != NULL &&
 	    (rc = sipc__durable_open(s, errbuf, errlen)) < 0)
 		goto fail;
-	/* No process-wide signal state is touched: workers raise no
-	 * SIGCHLD (exit_signal 0) and the reaper watches their pidfds. */
+	/* Outside owner mode no process-wide signal state is touched:
+	 * the reaper watches the workers' pidfds. */
 	if ((rc = sipc__reaper_start(s)) < 0)
 		goto fail;
 	pthread_mutex_lock(&s->rlock);
