@@ -371,8 +371,10 @@ typedef struct sipc_supervisor sipc_supervisor;
  * environment is unset, SIPC_E_PRODUCTION when the provider lacks a
  * required guarantee; nothing is spawned), check the worker executable
  * (SIPC_E_EXEC, errbuf names the path and errno text), open the state
- * directory if any (SIPC_E_LOCKED names the holder), start the reaper
- * and the pool.  Workers become ready asynchronously: see
+ * directory if any (SIPC_E_LOCKED names the holder), take owner mode
+ * if cfg->owner (-EBUSY: another owner-mode supervisor exists; or the
+ * signalfd / prctl error, with the caller's signal mask as it was),
+ * start the reaper and the pool.  Workers become ready asynchronously: see
  * sipc_wait_ready().  `errbuf` (may be NULL) receives a human-readable
  * reason on failure; *ret is untouched then.  `cfg` and everything it
  * points at may be freed when this returns, except cfg->log_arg, used
@@ -387,7 +389,8 @@ int sipc_create(const struct sipc_config *cfg, char *errbuf, size_t errlen,
  * Process-wide state: what the library does to the process that links it
  * (the local provider; workers are ordinary children of this process).
  *
- *   - SIGCHLD.  Not read, not blocked, disposition not changed.  Workers
+ *   - SIGCHLD.  Outside owner mode (below): not read, not blocked,
+ *     disposition not changed.  Workers
  *     are cloned with a pidfd and watched through it (the reaper polls
  *     the pidfds), so a host's SIGCHLD handler, signalfd or SIG_IGN keeps
  *     working for its own children.  Caveat, a kernel fact: execve()
