@@ -1,5 +1,6 @@
 /*
- * orphan.c - owner mode: reap the orphans this process adopted.
+ * orphan.c - owner mode: take it, and reap the orphans this process
+ * adopted.
  *
  * In owner mode the process is a child subreaper (or PID 1), so every
  * orphaned descendant becomes its child, and the reaper thread reads
@@ -12,19 +13,103 @@
  *     there unless they leave it, and the host waits for them itself.
  * Never waitpid(-1): it could take a worker or a host child.
  *
- * Thread: the reaper only (it reads the slots' pid and handle, which are
- * [reaper] fields).  No locks.
+ * Threads: taking and giving back owner mode, sipc_create() and destroy
+ * (owner_lock); the walk, the reaper only (it reads the slots' pid and
+ * handle, which are [reaper] fields).
  */
 #include <dirent.h>
+#include <pthread.h>
+#include <signal.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "sipc_int.h"
+
+/*
+ * Owner mode is a property of the whole process (SIGCHLD, the subreaper
+ * flag), so one owner-mode supervisor at a time holds it.  The flag is
+ * cleared again at release unless the host had set it (or the process is
+ * PID 1, where it is not needed).  owner_lock guards the three below.
+ */
+static pthread_mutex_t owner_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool owner_taken;
+static bool owner_set_flag;
+static bool owner_chld_was_blocked;   /* in sipc_create()'s thread */
+
+/* Calling thread (sipc_create()): SIGCHLD is blocked here (library
+ * threads block every signal already) and read from s->sig_fd by the
+ * reaper thread.  On failure the caller's mask is as it was. */
+int
+sipc__owner_hold(struct sipc_supervisor *s)
+{
+	sigset_t chld, old;
+	int prev = 0, rc = 0;
+
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	pthread_mutex_lock(&owner_lock);
+	if (owner_taken) {
+		rc = -EBUSY;
+		goto out;
+	}
+	if ((rc = -pthread_sigmask(SIG_BLOCK, &chld, &old)) < 0)
+		goto out;
+	owner_chld_was_blocked = sigismember(&old, SIGCHLD) == 1;
+	if ((s->sig_fd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
+		rc = -errno;
+		goto fail_mask;
+	}
+	if (prctl(PR_GET_CHILD_SUBREAPER, &prev) < 0)
+		prev = 0;
+	owner_set_flag = getpid() != 1 && prev == 0;
+	if (owner_set_flag && prctl(PR_SET_CHILD_SUBREAPER, 1) < 0) {
+		rc = -errno;
+		goto fail_fd;
+	}
+	owner_taken = true;
+	s->owner_held = true;
+	goto out;
+fail_fd:
+	close(s->sig_fd);
+	s->sig_fd = -1;
+fail_mask:
+	(void)pthread_sigmask(SIG_SETMASK, &old, NULL);
+out:
+	pthread_mutex_unlock(&owner_lock);
+	return rc;
+}
+
+/* sipc_create() failed after owner_hold(): the calling thread's mask
+ * back as it was (only SIGCHLD was changed). */
+void
+sipc__owner_unblock(void)
+{
+	sigset_t chld;
+
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	pthread_mutex_lock(&owner_lock);
+	if (!owner_chld_was_blocked)
+		(void)pthread_sigmask(SIG_UNBLOCK, &chld, NULL);
+	pthread_mutex_unlock(&owner_lock);
+}
+
+void
+sipc__owner_release(void)
+{
+	pthread_mutex_lock(&owner_lock);
+	if (owner_set_flag)
+		(void)prctl(PR_SET_CHILD_SUBREAPER, 0);
+	owner_set_flag = false;
+	owner_taken = false;
+	pthread_mutex_unlock(&owner_lock);
+}
 
 static bool
 live_worker(const struct sipc_supervisor *s, pid_t pid)

@@ -310,6 +310,12 @@ void sipc__reaper_shutdown(struct sipc_supervisor *s);
  * return how many of the last workers' group members still live; and
  * empty the SIGCHLD signalfd, true if a signal came. */
 unsigned sipc__orphans_reap(struct sipc_supervisor *s);
+/* orphan.c (sipc_create() / destroy): take owner mode (SIGCHLD blocked
+ * in the calling thread, s->sig_fd, subreaper flag; -EBUSY if taken),
+ * undo the mask change after a failed create, give it back. */
+int sipc__owner_hold(struct sipc_supervisor *s);
+void sipc__owner_unblock(void);
+void sipc__owner_release(void);
 bool sipc__orphans_signalled(struct sipc_supervisor *s);
 
 #endif

@@ -16,8 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/signalfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -495,69 +493,6 @@ slots_init(struct sipc_supervisor *s)
 	return 0;
 }
 
-/*
- * Owner mode is a property of the whole process (SIGCHLD, the subreaper
- * flag), so one owner-mode supervisor at a time holds it.  The flag is
- * cleared again at release unless the host had set it (or the process is
- * PID 1, where it is not needed).  owner_lock guards the three below.
- */
-static pthread_mutex_t owner_lock = PTHREAD_MUTEX_INITIALIZER;
-static bool owner_taken;
-static bool owner_set_flag;
-
-/* Calling thread (sipc_create()): SIGCHLD is blocked here (library
- * threads block every signal already) and read from s->sig_fd by the
- * reaper thread.  On failure the caller's mask is as it was. */
-static int
-owner_hold(struct sipc_supervisor *s)
-{
-	sigset_t chld, old;
-	int prev = 0, rc = 0;
-
-	sigemptyset(&chld);
-	sigaddset(&chld, SIGCHLD);
-	pthread_mutex_lock(&owner_lock);
-	if (owner_taken) {
-		rc = -EBUSY;
-		goto out;
-	}
-	if ((rc = -pthread_sigmask(SIG_BLOCK, &chld, &old)) < 0)
-		goto out;
-	if ((s->sig_fd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
-		rc = -errno;
-		goto fail_mask;
-	}
-	if (prctl(PR_GET_CHILD_SUBREAPER, &prev) < 0)
-		prev = 0;
-	owner_set_flag = getpid() != 1 && prev == 0;
-	if (owner_set_flag && prctl(PR_SET_CHILD_SUBREAPER, 1) < 0) {
-		rc = -errno;
-		goto fail_fd;
-	}
-	owner_taken = true;
-	s->owner_held = true;
-	goto out;
-fail_fd:
-	close(s->sig_fd);
-	s->sig_fd = -1;
-fail_mask:
-	(void)pthread_sigmask(SIG_SETMASK, &old, NULL);
-out:
-	pthread_mutex_unlock(&owner_lock);
-	return rc;
-}
-
-static void
-owner_release(void)
-{
-	pthread_mutex_lock(&owner_lock);
-	if (owner_set_flag)
-		(void)prctl(PR_SET_CHILD_SUBREAPER, 0);
-	owner_set_flag = false;
-	owner_taken = false;
-	pthread_mutex_unlock(&owner_lock);
-}
-
 static void
 sup_free(struct sipc_supervisor *s)
 {
@@ -590,7 +525,7 @@ sup_free(struct sipc_supervisor *s)
 	free(s->pool_budget);
 	sipc__table_fini(&s->table);
 	if (s->owner_held)
-		owner_release();
+		sipc__owner_release();
 	if (s->sig_fd >= 0)
 		close(s->sig_fd);
 	if (s->timer_fd >= 0)
@@ -669,7 +604,7 @@ sipc_create(const struct sipc_config *cfg, char *errbuf, size_t errlen,
 	if ((rc = sup_alloc(cfg, &s)) < 0)
 		goto fail;
 	s->prov = prov;
-	if (cfg->owner && (rc = owner_hold(s)) < 0) {
+	if (cfg->owner && (rc = sipc__owner_hold(s)) < 0) {
 		if (rc == -EBUSY)
 			snprintf(errbuf, errlen, "owner mode: another owner-mode "
 			    "supervisor exists in this process");
@@ -692,6 +627,8 @@ fail:
 	if (errbuf[0] == '\0')
 		snprintf(errbuf, errlen, "%s", sipc_strerror(rc));
 	if (s != NULL) {
+		if (s->owner_held)
+			sipc__owner_unblock();
 		sipc__durable_close(s);
 		sup_free(s);
 	}

@@ -972,14 +972,21 @@ subreaper_flag(void)
 }
 
 static int
-start_owner(sipc_supervisor **s)
+start_owner_in(sipc_supervisor **s, const char *state_dir)
 {
 	struct sipc_config c;
 	char err[256];
 
 	cfg_base(&c, "echo", NULL, 1);
 	c.owner = true;
+	c.state_dir = state_dir;
 	return sipc_create(&c, err, sizeof(err), s);
+}
+
+static int
+start_owner(sipc_supervisor **s)
+{
+	return start_owner_in(s, NULL);
 }
 
 static bool
@@ -1001,6 +1008,11 @@ test_contract_owner_flag_restored(void)
 
 	CU_ASSERT_EQUAL_FATAL(subreaper_flag(), 0);
 	CU_ASSERT_FALSE_FATAL(sigchld_blocked());
+	/* a create that fails after taking owner mode gives all of it
+	 * back: the mask, the flag, the one owner slot */
+	CU_ASSERT(start_owner_in(&a, "/dev/null/no") < 0);
+	CU_ASSERT_FALSE(sigchld_blocked());
+	CU_ASSERT_EQUAL(subreaper_flag(), 0);
 	CU_ASSERT_EQUAL_FATAL(start_owner(&a), 0);
 	CU_ASSERT_NOT_EQUAL(subreaper_flag(), 0);
 	CU_ASSERT_TRUE(sigchld_blocked());
