@@ -18,7 +18,6 @@
  * handle, which are [reaper] fields).
  */
 #include <dirent.h>
-#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <errno.h>
@@ -174,14 +173,13 @@ visit(struct sipc_supervisor *s, pid_t pid, pid_t host_pgrp)
 static unsigned
 visit_task(struct sipc_supervisor *s, const char *tid, pid_t host_pgrp)
 {
-	char path[sizeof("/proc/self/task//children") + NAME_MAX];
+	char path[96];
 	unsigned pending = 0;
 	FILE *f;
-	int pid, n;
+	int pid;
 
-	n = snprintf(path, sizeof(path), "/proc/self/task/%s/children", tid);
-	if (n < 0 || (size_t)n >= sizeof(path) ||
-	    (f = fopen(path, "re")) == NULL)
+	snprintf(path, sizeof(path), "/proc/self/task/%s/children", tid);
+	if ((f = fopen(path, "re")) == NULL)
 		return 0;
 	while (fscanf(f, "%d", &pid) == 1)
 		pending += visit(s, (pid_t)pid, host_pgrp);
