@@ -645,10 +645,9 @@ is_zombie(void *arg)
 }
 
 /* The host's own child, spawned beside a supervisor that keeps reaping
- * and restarting crashing workers, stays waitable by the host (in owner
- * mode too: it is the host's child, not an orphan). */
+ * and restarting crashing workers, stays waitable by the host. */
 static void
-host_child(bool owner)
+host_child(bool subreaper)
 {
 	char *const argv[] = { "crash", "exit3", "0", NULL };
 	char *const sargv[] = { "sleep", "0.2", NULL };
@@ -661,7 +660,7 @@ host_child(bool owner)
 	int status = -1, i;
 
 	st_cfg_base(&c, "crash", argv, 2);
-	c.owner = owner;
+	c.subreaper = subreaper;
 	c.restart_intensity = 100;
 	c.pool_restart_budget = 1000;
 	s = st_start(&c, 2, WAIT_MS);
@@ -690,8 +689,8 @@ host_child(bool owner)
 	CU_ASSERT_EQUAL(w, child);
 	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	sipc_destroy(s);
-	if (owner)
-		st_unblock_sigchld();   /* owner mode left it blocked here */
+	if (subreaper)
+		(void)prctl(PR_SET_CHILD_SUBREAPER, 0);
 }
 
 static void
@@ -701,7 +700,7 @@ test_lifecycle_host_child_waitable(void)
 }
 
 static void
-test_lifecycle_host_child_waitable_owner(void)
+test_lifecycle_host_child_waitable_subreaper(void)
 {
 	host_child(true);
 }
@@ -933,9 +932,9 @@ static const tl_test lifecycle_tests[] = {
 	  test_lifecycle_destroy_inflight_one_outcome },
 	{ "test_lifecycle_destroy_races_submits",
 	  test_lifecycle_destroy_races_submits },
-	/* last: owner mode changes process-wide state until cleared */
-	{ "test_lifecycle_host_child_waitable_owner",
-	  test_lifecycle_host_child_waitable_owner },
+	/* last: it leaves this process a subreaper until it clears it */
+	{ "test_lifecycle_host_child_waitable_subreaper",
+	  test_lifecycle_host_child_waitable_subreaper },
 	{ NULL, NULL },
 };
 
