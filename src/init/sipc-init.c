@@ -177,6 +177,15 @@ main(int argc, char **argv)
 		    "the sipc library only.\n");
 		return 127;
 	}
+	/* kill(-1) and waitpid(-1) below are safe only because this is PID 1
+	 * of a namespace of its own: there they reach the worker's tree and
+	 * nothing else.  Anywhere else they would reach every process this
+	 * user may signal, so refuse to run at all. */
+	if (getpid() != 1) {
+		fprintf(stderr, "sipc-init: not PID 1 of a new PID namespace; "
+		    "refusing to run\n");
+		return 127;
+	}
 	sigfillset(&all);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &all, NULL);
