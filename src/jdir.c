@@ -2,13 +2,15 @@
  * jdir.c - the state directory around the journal (jdir.h): creating it
  * durably, the instance lock, and the copies of a corrupt journal kept
  * for an operator.  Runs at journal open and close only, on the thread
- * that opens or closes; no library state, no locks.
+ * that opens or closes.  Its one piece of state is the process-wide list
+ * of state directories this process has locked, under `held_mu`.
  */
 #include "jdir.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <bsd/libutil.h>
+#include <bsd/sys/queue.h>
 
 #include "sipc.h"
 
@@ -129,39 +131,159 @@ read_holder(const char *path)
 }
 
 /*
- * flopen() opens, flocks and checks that the path still names the file
- * it locked (a holder that was removing it cannot hand over a dead
- * lock).  O_CLOEXEC is part of the open itself: a fork+exec in another
- * host thread between an open and a later F_SETFD would carry the lock
- * into a process that outlives us.
+ * The instance lock is a POSIX record lock (fcntl F_SETLK) on the whole
+ * of sipc.pid.  Such a lock belongs to the process: a child never
+ * inherits it, and it is gone the moment the holder's process is, even
+ * while a child it forked still has the descriptor (a worker caught
+ * between clone and execve when its supervisor is killed).  A flock()
+ * or open-file-description lock would live on in that child, and the
+ * next instance would find the directory locked by a dead process.
+ *
+ * Two consequences are handled here.  Record locks never conflict inside
+ * one process, so the directories locked in this process are kept in
+ * `held` and a second instance on one of them is refused before the
+ * file is touched.  And closing ANY descriptor of the file drops the
+ * process's lock, so the file is never opened while this process holds
+ * it: the check of `held` comes first, under `held_mu`.  A child forked
+ * after a lock was taken inherits the list but not the lock: entries of
+ * another pid are dropped, and the child finds the parent as the holder
+ * like any other process would.
  */
+struct held_dir {
+	LIST_ENTRY(held_dir) link;
+	dev_t dev;
+	ino_t ino;
+	pid_t pid;                /* the process holding it */
+	int fd;
+};
+
+static pthread_mutex_t held_mu = PTHREAD_MUTEX_INITIALIZER;
+static LIST_HEAD(, held_dir) held = LIST_HEAD_INITIALIZER(held);
+
+/* The entry of a directory this process holds, or NULL.  held_mu. */
+static struct held_dir *
+held_find(dev_t dev, ino_t ino)
+{
+	struct held_dir *h, *next;
+	pid_t me = getpid();
+
+	for (h = LIST_FIRST(&held); h != NULL; h = next) {
+		next = LIST_NEXT(h, link);
+		if (h->pid != me) {
+			LIST_REMOVE(h, link);
+			free(h);
+		} else if (h->dev == dev && h->ino == ino) {
+			return h;
+		}
+	}
+	return NULL;
+}
+
+/* The pid of a process holding a conflicting lock on fd's file, or -1. */
+static pid_t
+lock_holder(int fd)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+
+	if (fcntl(fd, F_GETLK, &fl) < 0 || fl.l_type == F_UNLCK)
+		return -1;
+	return fl.l_pid;
+}
+
+/* Open and lock sipc.pid at `path`: 0 with the descriptor in *ret_fd,
+ * SIPC_E_LOCKED, or -errno.  O_CLOEXEC is part of the open: no
+ * descriptor of the state directory crosses an exec. */
+static int
+lock_file(const char *dir, const char *path, int *ret_fd, char *errbuf,
+    size_t errlen)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	struct stat fs, ps;
+	pid_t holder;
+	int fd, e;
+
+	for (;;) {
+		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
+		    0600);
+		if (fd < 0) {
+			e = errno;
+			snprintf(errbuf, errlen, "cannot open %s: %s", path,
+			    strerror(e));
+			return -e;
+		}
+		if (fcntl(fd, F_SETLK, &fl) < 0) {
+			e = errno;
+			if (e != EAGAIN && e != EACCES) {
+				close(fd);
+				snprintf(errbuf, errlen, "cannot lock %s: %s",
+				    path, strerror(e));
+				return -e;
+			}
+			if ((holder = lock_holder(fd)) <= 0)
+				holder = read_holder(path);
+			close(fd);
+			if (holder > 0)
+				snprintf(errbuf, errlen, "state directory %s "
+				    "is locked by another instance, pid %d",
+				    dir, (int)holder);
+			else
+				snprintf(errbuf, errlen, "state directory %s "
+				    "is locked by another instance (pid "
+				    "unknown)", dir);
+			return SIPC_E_LOCKED;
+		}
+		/* A holder that was leaving removed the name before it let
+		 * go: a lock on the removed file guards nothing, so try
+		 * again on the file the path names now. */
+		if (fstat(fd, &fs) == 0 && stat(path, &ps) == 0 &&
+		    fs.st_dev == ps.st_dev && fs.st_ino == ps.st_ino) {
+			*ret_fd = fd;
+			return 0;
+		}
+		close(fd);
+	}
+}
+
 int
 sipc__jdir_lock(const char *dir, int *ret_fd, char *errbuf, size_t errlen)
 {
 	char path[4096], pid[24];
-	pid_t holder;
-	int fd, r, e;
+	struct held_dir *h;
+	struct stat ds;
+	int fd = -1, r;
 	size_t n;
 
 	if ((size_t)snprintf(path, sizeof(path), "%s/" LOCK_NAME, dir) >=
 	    sizeof(path))
 		return -ENAMETOOLONG;
-	fd = flopen(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0600);
-	if (fd < 0) {
-		e = errno;
-		if (e != EWOULDBLOCK) {
-			snprintf(errbuf, errlen, "cannot open %s: %s", path,
-			    strerror(e));
-			return -e;
-		}
-		if ((holder = read_holder(path)) > 0)
-			snprintf(errbuf, errlen, "state directory %s is locked "
-			    "by another instance, pid %d", dir, (int)holder);
-		else
-			snprintf(errbuf, errlen, "state directory %s is locked "
-			    "by another instance (pid unknown)", dir);
+	if (stat(dir, &ds) < 0) {
+		r = -errno;
+		snprintf(errbuf, errlen, "cannot stat %s: %s", dir,
+		    strerror(-r));
+		return r;
+	}
+	if ((h = calloc(1, sizeof(*h))) == NULL)
+		return -ENOMEM;
+	pthread_mutex_lock(&held_mu);
+	if (held_find(ds.st_dev, ds.st_ino) != NULL) {
+		pthread_mutex_unlock(&held_mu);
+		free(h);
+		snprintf(errbuf, errlen, "state directory %s is locked by "
+		    "another instance in this process, pid %d", dir,
+		    (int)getpid());
 		return SIPC_E_LOCKED;
 	}
+	if ((r = lock_file(dir, path, &fd, errbuf, errlen)) < 0) {
+		pthread_mutex_unlock(&held_mu);
+		free(h);
+		return r;
+	}
+	h->dev = ds.st_dev;
+	h->ino = ds.st_ino;
+	h->pid = getpid();
+	h->fd = fd;
+	LIST_INSERT_HEAD(&held, h, link);
+	pthread_mutex_unlock(&held_mu);
 	n = (size_t)snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
 	r = ftruncate(fd, 0) < 0 ? -errno : sipc__jdir_write_all(fd, pid, n);
 	if (r < 0) {
@@ -175,11 +297,13 @@ sipc__jdir_lock(const char *dir, int *ret_fd, char *errbuf, size_t errlen)
 }
 
 /* Remove the name first, then drop the lock: a newcomer either fails to
- * lock the old file or finds it gone and retries on a new one. */
+ * lock the old file or finds it gone and retries on a new one.  The
+ * directory leaves `held` only once the lock is gone. */
 void
 sipc__jdir_unlock(int dirfd, const char *dir, int fd)
 {
 	char path[4096];
+	struct held_dir *h;
 
 	if (fd < 0)
 		return;
@@ -188,7 +312,16 @@ sipc__jdir_unlock(int dirfd, const char *dir, int fd)
 	else if ((size_t)snprintf(path, sizeof(path), "%s/" LOCK_NAME, dir) <
 	    sizeof(path))
 		(void)unlink(path);
+	pthread_mutex_lock(&held_mu);
 	close(fd);
+	LIST_FOREACH(h, &held, link)
+		if (h->fd == fd && h->pid == getpid())
+			break;
+	if (h != NULL) {
+		LIST_REMOVE(h, link);
+		free(h);
+	}
+	pthread_mutex_unlock(&held_mu);
 }
 
 /*

@@ -15,8 +15,9 @@
 int sipc__jdir_open(const char *dir, int *ret_dirfd, char *errbuf,
     size_t errlen);
 
-/* Take the instance lock `dir`/sipc.pid (opened close-on-exec, flock,
- * holder pid written).  SIPC_E_LOCKED names the holder in errbuf. */
+/* Take the instance lock `dir`/sipc.pid (opened close-on-exec, a POSIX
+ * record lock owned by this process, holder pid written).  SIPC_E_LOCKED
+ * names the holder in errbuf, this process included. */
 int sipc__jdir_lock(const char *dir, int *ret_fd, char *errbuf,
     size_t errlen);
 

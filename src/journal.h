@@ -4,11 +4,11 @@
  * the data reconciliation needs after a crash.
  *
  * State directory layout:
- *   sipc.pid         instance lock (flock) + holder pid; the lock lives
- *                    as long as ANY process holds the descriptor, so it
- *                    is opened close-on-exec (in the open call itself)
- *                    and the spawner closes everything above the
- *                    protocol fd as well
+ *   sipc.pid         instance lock (fcntl record lock) + holder pid;
+ *                    the lock belongs to the holder's process and dies
+ *                    with it, whatever children still have a copy of
+ *                    the descriptor (opened close-on-exec all the same);
+ *                    see jdir.c
  *   journal          append-only records (format below)
  *   journal.tmp      compaction in progress (renamed over journal)
  *   journal.corrupt.<epoch ms>

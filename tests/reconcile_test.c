@@ -186,6 +186,33 @@ child_crash_run(int fd, const char *dir, enum sipc_durability d)
 }
 
 /*
+ * An instance with a forked child that keeps a copy of every descriptor,
+ * the lock's included, and never execs: what a worker is between clone
+ * and execve when its supervisor is killed.  Reports the child's pid.
+ */
+static void __attribute__((noreturn))
+child_fork_holder(int fd, const char *dir)
+{
+	struct sipc_config c = cfg_for(dir, "echo", SIPC_DURABLE_EACH);
+	sipc_supervisor *s = NULL;
+	pid_t kid;
+	int rc;
+
+	if ((rc = sipc_create(&c, NULL, 0, &s)) < 0)
+		child_fail(fd, "create", rc);
+	if ((kid = fork()) < 0)
+		child_fail(fd, "fork", -errno);
+	if (kid == 0) {
+		alarm(600);
+		for (;;)
+			pause();
+	}
+	dprintf(fd, "ready %d\n", (int)kid);
+	for (;;)
+		pause();
+}
+
+/*
  * The instance that crashes during reconciliation: resolves the first
  * `nresolve` listed entries, reports "ready <worker pid> <n listed>
  * <resolved keys...>" and waits to be killed.
@@ -236,6 +263,8 @@ spawn_child(int mode, const char *dir, enum sipc_durability d,
 		close(p[0]);
 		if (mode == 0)
 			child_crash_run(p[1], dir, d);
+		if (mode == 2)
+			child_fork_holder(p[1], dir);
 		child_half_resolve(p[1], dir, 2);
 	}
 	close(p[1]);
@@ -542,6 +571,71 @@ test_reconcile_lock_names_holder(void)
 	sd_remove(dir);
 }
 
+/*
+ * The lock belongs to the holder's process, not to its descriptor: once
+ * the holder is dead (reaped), the next instance gets the directory even
+ * while a child forked by the holder still has the lock's descriptor
+ * open.  With a flock() the child kept the dead instance's lock.
+ */
+static void
+test_reconcile_lock_not_kept_by_holders_child(void)
+{
+	char *dir = sd_make();
+	char line[256];
+	sipc_supervisor *s;
+	pid_t holder, kid;
+
+	holder = spawn_child(2, dir, SIPC_DURABLE_EACH, line, sizeof(line));
+	kid = (pid_t)atoi(line + 6);
+	CU_ASSERT_FATAL(kid > 0);
+	kill_child(holder);
+	CU_ASSERT(tl_pid_alive(kid));
+	s = open_next(dir, "echo");
+	sipc_destroy(s);
+	CU_ASSERT(kill(kid, SIGKILL) == 0);
+	CU_ASSERT(reap_leftover(kid, SIGKILL, DEADLINE_MS));
+	sd_remove(dir);
+}
+
+/* Record locks never conflict inside one process: a second instance in
+ * the same process is refused by the library itself, the refusal does
+ * not drop the first instance's lock (closing any descriptor of the
+ * file would), and the directory is free again after destroy. */
+static void
+test_reconcile_lock_second_instance_same_process(void)
+{
+	char *dir = sd_make();
+	struct sipc_config c = cfg_for(dir, "echo", SIPC_DURABLE_EACH);
+	sipc_supervisor *s, *t = NULL;
+	char err[256], path[512];
+	pid_t other;
+	int st;
+
+	s = st_start(&c, 0, 0);
+	err[0] = '\0';
+	CU_ASSERT_EQUAL(sipc_create(&c, err, sizeof(err), &t), SIPC_E_LOCKED);
+	CU_ASSERT(t == NULL);
+	CU_ASSERT(strstr(err, "in this process") != NULL);
+	/* Another process still sees our lock after that refusal (only
+	 * async-signal-safe calls in the forked child). */
+	snprintf(path, sizeof(path), "%s/sipc.pid", dir);
+	other = fork();
+	CU_ASSERT_FATAL(other >= 0);
+	if (other == 0) {
+		struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+		_exit(fd >= 0 && fcntl(fd, F_GETLK, &fl) == 0 &&
+		    fl.l_type == F_WRLCK && fl.l_pid == getppid() ? 0 : 1);
+	}
+	CU_ASSERT(waitpid(other, &st, 0) == other);
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	sipc_destroy(s);
+	s = open_next(dir, "echo");
+	sipc_destroy(s);
+	sd_remove(dir);
+}
+
 static void
 clean_cb(void *arg, struct sipc_result *res)
 {
@@ -645,6 +739,8 @@ main(void)
 	    { "test_reconcile_leftover_worker_terminated_decoy_survives", test_reconcile_leftover_worker_terminated_decoy_survives },
 	    { "test_reconcile_idempotent_across_second_crash", test_reconcile_idempotent_across_second_crash },
 	    { "test_reconcile_lock_names_holder", test_reconcile_lock_names_holder },
+	    { "test_reconcile_lock_not_kept_by_holders_child", test_reconcile_lock_not_kept_by_holders_child },
+	    { "test_reconcile_lock_second_instance_same_process", test_reconcile_lock_second_instance_same_process },
 	    { "test_reconcile_clean_shutdown_leaves_nothing", test_reconcile_clean_shutdown_leaves_nothing },
 	    { "test_reconcile_leftover_verdicts", test_reconcile_leftover_verdicts },
 	    { NULL, NULL } });
