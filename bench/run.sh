@@ -32,7 +32,7 @@ PY=${PYTHON:-python3}
 HERE=$(dirname "$0")
 
 parts="raw_pingpong raw_pipelined newline_proto ppe call pipe spawn mem scale
-stall journal accept containment spawn_cost"
+stall journal accept containment cost spawn_cost"
 for w in $ONLY; do
 	case " $(echo $parts) " in *" $w "*) ;; *)
 		echo "bench: BENCH_ONLY: unknown part $w (parts: $(echo $parts))" >&2
@@ -136,7 +136,8 @@ fi
 if [ $sipc_ok = 1 ]; then
 	state="$BIN/state"
 	rm -rf "$state"
-	for sec in call pipe spawn mem scale stall journal accept containment
+	for sec in call pipe spawn mem scale stall journal accept containment \
+	    cost
 	do
 		want "$sec" || continue
 		run "sipc_$sec" 300 "$BIN/sipc_bench" $q --fixtures "$FIX" \

@@ -5,8 +5,9 @@
  * Usage: sipc_bench [--quick] --fixtures DIR [--state-dir DIR]
  *                   [--stall-ms N] [--init PATH] SECTION...
  * Sections (each prints "metric <name> <value> <unit>" lines, see
- * bench/README.md): call pipe spawn mem scale stall journal accept, and
- * containment (sipc_contain.c, which needs --init PATH).  run.sh
+ * bench/README.md): call pipe spawn mem scale stall journal accept,
+ * containment (sipc_contain.c, which needs --init PATH) and cost
+ * (sipc_cost.c).  run.sh
  * runs each section in its own process so RSS figures start clean and a
  * failure in one section cannot hide the others.
  *
@@ -421,16 +422,22 @@ sec_mem(void)
 	return mem_queued();
 }
 
-/* 16, 64, 256 workers: ready time, idle RSS, 64 B throughput, peak RSS. */
+/*
+ * 4, 16, 64, 256 workers: ready time, idle RSS, 64 B throughput, peak
+ * RSS; then 256 bare spawns of the same binary, one after the other,
+ * and that time divided by the usable CPUs: what 256 workers ready
+ * should not exceed if spawns run in parallel.
+ */
 static int
 sec_scale(void)
 {
-	static const unsigned nw[] = { 16, 64, 256 };
-	double dur = O.quick ? 0.4 : 2.0, rate;
-	unsigned w, nsc = O.quick ? 2 : 3;
+	static const unsigned nw[] = { 4, 16, 64, 256 };
+	double dur = O.quick ? 0.4 : 2.0, rate, bare;
+	unsigned w, nsc = O.quick ? 3 : 4;
 	long rss0, rss1, peak;
 	struct sipc_config c;
 	sipc_supervisor *s;
+	cpu_set_t cpus;
 	uint64_t t0;
 
 	for (w = 0; w < nsc; w++) {
@@ -454,6 +461,16 @@ sec_scale(void)
 		sipc_destroy(s);
 		metricf(ms_since(t0), "ms", "sipc_scale_w%u_destroy", nw[w]);
 	}
+	if ((bare = bare_spawn_ms(O.echo, 256)) < 0) {
+		notef("scale: bare spawns of %s failed", O.echo);
+		return -1;
+	}
+	if (sched_getaffinity(0, sizeof(cpus), &cpus) < 0 ||
+	    CPU_COUNT(&cpus) < 1)
+		CPU_SET(0, &cpus);
+	metricf(bare, "ms", "sipc_scale_bare_spawn_256");
+	metricf((double)CPU_COUNT(&cpus), "cpus", "sipc_scale_cpus");
+	metricf(bare / CPU_COUNT(&cpus), "ms", "sipc_scale_bare_spawn_256_per_cpu");
 	return 0;
 }
 
@@ -749,7 +766,7 @@ cpu_us(int who)
 }
 
 /* Pid of worker 0, or 0. */
-static pid_t
+pid_t
 worker_pid(sipc_supervisor *s)
 {
 	struct sipc_stats st;
@@ -905,7 +922,7 @@ static const struct {
 	{ "call", sec_call }, { "pipe", sec_pipe }, { "spawn", sec_spawn },
 	{ "mem", sec_mem }, { "scale", sec_scale }, { "stall", sec_stall },
 	{ "journal", sec_journal }, { "accept", sec_accept },
-	{ "containment", sec_contain },
+	{ "containment", sec_contain }, { "cost", sec_cost },
 };
 #define NSECTIONS (sizeof(sections) / sizeof(sections[0]))
 

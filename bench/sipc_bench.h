@@ -40,7 +40,15 @@ int sup_start(const struct sipc_config *c, unsigned timeout_ms,
 int measure_tput(sipc_supervisor *s, size_t size, unsigned window,
     double warm, double dur, double *ret_rate, long *rss_peak);
 
+/* Pid of worker 0, or 0. */
+pid_t worker_pid(sipc_supervisor *s);
+
 /* sipc_contain.c */
 int sec_contain(void);
+
+/* sipc_cost.c */
+int sec_cost(void);
+/* `n` bare spawns of `path` one after the other, total ms, or -1. */
+double bare_spawn_ms(const char *path, unsigned n);
 
 #endif /* SIPC_BENCH_BENCH_H */
