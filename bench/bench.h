@@ -1,7 +1,9 @@
 /*
  * bench.h - helpers shared by the bench programs (header-only, all static
  * inline so each program stays one translation unit): monotonic time,
- * percentiles, full reads/writes, the `metric` output line, VmRSS.
+ * percentiles, full reads/writes, the `metric` output line, VmRSS, the
+ * channels and CPU placements of the raw baselines, CPU time and context
+ * switches of a process.
  *
  * Threads: every helper is reentrant; nothing here holds a lock.
  */

@@ -15,12 +15,13 @@
  * tracepoints of the futex calls, inherited by every thread and process
  * this one starts afterwards (the library's threads, the worker).  Where
  * the counter cannot be opened the figure is a note saying why, never
- * an estimate.  The counter runs on its own supervisor: a counted task
- * pays a little at each context switch, so the other figures are taken
- * without it.
+ * an estimate.  The counter runs on a supervisor of its own: a counted
+ * task pays a little at each context switch, so the other figures are
+ * taken without it.
  *
- * Threads: the main thread; load submitters and completion callbacks
- * only touch the atomics of sipc_load.h.
+ * Threads: the main thread (the synchronous part runs first, while it is
+ * the only thread); load submitters and completion callbacks only touch
+ * the atomics of sipc_load.h.
  */
 #include <linux/perf_event.h>
 #include <sched.h>
@@ -244,30 +245,29 @@ out:
 	return rc < 0 ? -1 : 0;
 }
 
-/* Synchronous 64 B calls, 1 worker, with the futex counter when it can
- * be opened: per call, context switches, CPU, futex calls. */
+/*
+ * Synchronous 64 B calls, 1 worker, for `dur` seconds.  With `fc` (the
+ * counter already open, so the supervisor's threads inherit it): futex
+ * calls per call.  Without: context switches and CPU per call.
+ */
 static int
-cost_call(double dur)
+cost_call(double dur, const struct futex_ctr *fc)
 {
-	struct futex_ctr fc = { .n = 0 };
 	struct sipc_result res;
 	struct sipc_config c;
 	struct snap a, b;
 	sipc_supervisor *s;
-	char why[256];
 	uint8_t buf[64];
 	struct sipc_request req = { .payload = buf, .len = sizeof(buf),
 	    .timeout_ms = 10000 };
 	uint64_t end;
 	double n = 0;
-	int counted, k, rc = -1;
+	int k, rc = -1;
 	pid_t wpid;
 
-	/* Before the supervisor: its threads and worker inherit it. */
-	counted = futex_ctr_open(&fc, why, sizeof(why)) == 0;
 	cfg_base(&c, 1);
 	if (sup_start(&c, 10000, &s) < 0)
-		goto out_ctr;
+		return -1;
 	if ((wpid = worker_pid(s)) <= 0)
 		goto out;
 	bench_fill(buf, sizeof(buf), 64);
@@ -276,7 +276,7 @@ cost_call(double dur)
 			goto out;
 		sipc_result_release(&res);
 	}
-	snap_take(&a, wpid, counted ? &fc : NULL);
+	snap_take(&a, wpid, fc);
 	end = bench_now_ns() + (uint64_t)(dur * 1e9);
 	do {
 		if (sipc_call(s, &req, &res) < 0 ||
@@ -287,23 +287,22 @@ cost_call(double dur)
 		sipc_result_release(&res);
 		n++;
 	} while (bench_now_ns() < end);
-	snap_take(&b, wpid, counted ? &fc : NULL);
-	metricf(n, "calls", "sipc_cost_call_64_n");
-	metricf((b.ctxsw - a.ctxsw) / n, "switches", "sipc_cost_call_64_ctxsw");
-	metricf((b.ctxsw_host - a.ctxsw_host) / n, "switches",
-	    "sipc_cost_call_64_ctxsw_host");
-	metricf((b.cpu_us - a.cpu_us) / n, "us", "sipc_cost_call_64_cpu");
-	if (counted)
+	snap_take(&b, wpid, fc);
+	if (fc != NULL) {
 		metricf((b.futex - a.futex) / n, "calls",
 		    "sipc_cost_call_64_futex");
-	else
-		notef("cost: futex calls per sync call not measurable here: %s",
-		    why);
+		metricf(n, "calls", "sipc_cost_call_64_futex_n");
+	} else {
+		metricf((b.ctxsw - a.ctxsw) / n, "switches",
+		    "sipc_cost_call_64_ctxsw");
+		metricf((b.ctxsw_host - a.ctxsw_host) / n, "switches",
+		    "sipc_cost_call_64_ctxsw_host");
+		metricf((b.cpu_us - a.cpu_us) / n, "us", "sipc_cost_call_64_cpu");
+		metricf(n, "calls", "sipc_cost_call_64_n");
+	}
 	rc = 0;
 out:
 	sipc_destroy(s);
-out_ctr:
-	futex_ctr_close(&fc);
 	return rc;
 }
 
@@ -311,10 +310,28 @@ int
 sec_cost(void)
 {
 	double warm = O.quick ? 0.2 : 0.5, dur = O.quick ? 0.4 : 2.0;
+	double dcall = O.quick ? 0.3 : 1.5;
+	struct futex_ctr fc = { .n = 0 };
+	char why[256];
+	int rc;
 
-	if (cost_pipe(warm, dur) < 0)
+	/* The counted run first: no library thread exists yet that the
+	 * inherited counter would miss, and the tracepoint lookup may fork
+	 * while this process has one thread.  The other figures come from
+	 * supervisors started after the counter is closed: a counted task
+	 * pays a little at each context switch. */
+	if (futex_ctr_open(&fc, why, sizeof(why)) == 0) {
+		rc = cost_call(dcall, &fc);
+		futex_ctr_close(&fc);
+		if (rc < 0)
+			return -1;
+	} else {
+		notef("cost: futex calls per sync call not measurable here: %s",
+		    why);
+	}
+	if (cost_call(dcall, NULL) < 0)
 		return -1;
-	return cost_call(O.quick ? 0.3 : 1.5);
+	return cost_pipe(warm, dur);
 }
 
 /*
