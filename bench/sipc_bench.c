@@ -466,11 +466,14 @@ sec_scale(void)
 		return -1;
 	}
 	if (sched_getaffinity(0, sizeof(cpus), &cpus) < 0 ||
-	    CPU_COUNT(&cpus) < 1)
+	    CPU_COUNT(&cpus) < 1) {
+		CPU_ZERO(&cpus);
 		CPU_SET(0, &cpus);
+	}
 	metricf(bare, "ms", "sipc_scale_bare_spawn_256");
 	metricf((double)CPU_COUNT(&cpus), "cpus", "sipc_scale_cpus");
-	metricf(bare / CPU_COUNT(&cpus), "ms", "sipc_scale_bare_spawn_256_per_cpu");
+	metricf(bare / CPU_COUNT(&cpus), "ms",
+	    "sipc_scale_bare_spawn_256_per_cpu");
 	return 0;
 }
 
