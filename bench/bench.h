@@ -1,19 +1,26 @@
 /*
  * bench.h - helpers shared by the bench programs (header-only, all static
  * inline so each program stays one translation unit): monotonic time,
- * percentiles, full reads/writes, the `metric` output line, VmRSS.
+ * percentiles, full reads/writes, the `metric` output line, VmRSS, the
+ * channels and CPU placements of the raw baselines, CPU time and context
+ * switches of a process.
  *
  * Threads: every helper is reentrant; nothing here holds a lock.
  */
 #ifndef SIPC_BENCH_H
 #define SIPC_BENCH_H
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -199,6 +206,163 @@ bench_ignore_sigpipe(void)
 	sa.sa_handler = SIG_IGN;
 	sigemptyset(&sa.sa_mask);
 	(void)sigaction(SIGPIPE, &sa, NULL);
+}
+
+
+/* ------------------------------------------------------------ channels
+ * The raw baselines run over each channel a worker could be given, so
+ * the limit at each payload size is the faster one measured in the same
+ * run: one socketpair(AF_UNIX, SOCK_STREAM), two pipes, and two pipes
+ * grown to 1 MiB with F_SETPIPE_SZ (fewer wake-ups per 1 MiB frame). */
+enum bench_chan_kind { BENCH_SOCK, BENCH_PIPE, BENCH_PIPE1M, BENCH_NCHAN };
+static const char *const bench_chan_name[BENCH_NCHAN] = {
+	"sock", "pipe", "pipe1m"
+};
+
+/* One side of a channel: rd == wr for a socketpair. */
+struct bench_chan {
+	int rd, wr;
+};
+
+static inline void
+bench_chan_close(struct bench_chan *c)
+{
+	if (c->rd >= 0)
+		close(c->rd);
+	if (c->wr >= 0 && c->wr != c->rd)
+		close(c->wr);
+	c->rd = c->wr = -1;
+}
+
+/* Open a channel of `kind`; *par and *chi are the two ends (close the
+ * other one after fork).  Returns 0 or -errno. */
+static inline int
+bench_chan_open(int kind, struct bench_chan *par, struct bench_chan *chi)
+{
+	int sv[2], down[2], up[2], rc;
+
+	par->rd = par->wr = chi->rd = chi->wr = -1;
+	if (kind == BENCH_SOCK) {
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+			return -errno;
+		par->rd = par->wr = sv[0];
+		chi->rd = chi->wr = sv[1];
+		return 0;
+	}
+	if (pipe2(down, O_CLOEXEC) < 0)
+		return -errno;
+	if (pipe2(up, O_CLOEXEC) < 0) {
+		rc = -errno;
+		close(down[0]);
+		close(down[1]);
+		return rc;
+	}
+	par->wr = down[1];
+	chi->rd = down[0];
+	chi->wr = up[1];
+	par->rd = up[0];
+	if (kind == BENCH_PIPE1M &&
+	    (fcntl(down[1], F_SETPIPE_SZ, 1 << 20) < 0 ||
+	    fcntl(up[1], F_SETPIPE_SZ, 1 << 20) < 0)) {
+		rc = -errno;
+		bench_chan_close(par);
+		bench_chan_close(chi);
+		return rc;
+	}
+	return 0;
+}
+
+/* ----------------------------------------------------------- placement */
+enum { BENCH_SAMECPU, BENCH_CROSSCPU, BENCH_NPLACE };
+static const char *const bench_place_name[BENCH_NPLACE] = {
+	"samecpu", "crosscpu"
+};
+
+/* Pin the calling thread (and the threads it creates later) to `cpu`;
+ * -1 leaves it alone. */
+static inline void
+bench_pin(int cpu)
+{
+	cpu_set_t set;
+
+	if (cpu < 0)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	(void)sched_setaffinity(0, sizeof(set), &set);
+}
+
+/* The first two CPUs this process may use; returns how many (0..2). */
+static inline int
+bench_two_cpus(int cpu[2])
+{
+	cpu_set_t set;
+	int c, k = 0;
+
+	cpu[0] = cpu[1] = -1;
+	if (sched_getaffinity(0, sizeof(set), &set) < 0)
+		return 0;
+	for (c = 0; c < CPU_SETSIZE && k < 2; c++)
+		if (CPU_ISSET(c, &set))
+			cpu[k++] = c;
+	return k;
+}
+
+/* ------------------------------------------------------ what a run costs */
+
+/* CPU time (user + system, ns) of this whole process (pid 0) or of
+ * another process of ours, from the kernel's per-process clock; 0 if the
+ * process cannot be read. */
+static inline uint64_t
+bench_cpu_ns(pid_t pid)
+{
+	struct timespec ts;
+	clockid_t clk = CLOCK_PROCESS_CPUTIME_ID;
+
+	if (pid != 0 && clock_getcpuclockid(pid, &clk) != 0)
+		return 0;
+	if (clock_gettime(clk, &ts) < 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Context switches (voluntary + involuntary) of every thread of this
+ * process (pid 0, getrusage) or of another process (the sum over
+ * /proc/PID/task/x/status; a thread that exited is not counted). */
+static inline double
+bench_ctxsw(pid_t pid)
+{
+	char path[300], line[128];
+	unsigned long long v, sum = 0;
+	struct rusage ru;
+	struct dirent *de;
+	DIR *d;
+	FILE *f;
+
+	if (pid == 0) {
+		if (getrusage(RUSAGE_SELF, &ru) < 0)
+			return 0;
+		return (double)ru.ru_nvcsw + (double)ru.ru_nivcsw;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	if ((d = opendir(path)) == NULL)
+		return 0;
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%.64s/status",
+		    (int)pid, de->d_name);
+		if ((f = fopen(path, "r")) == NULL)
+			continue;
+		while (fgets(line, sizeof(line), f) != NULL)
+			if (sscanf(line, "voluntary_ctxt_switches: %llu",
+			    &v) == 1 || sscanf(line,
+			    "nonvoluntary_ctxt_switches: %llu", &v) == 1)
+				sum += v;
+		fclose(f);
+	}
+	closedir(d);
+	return (double)sum;
 }
 
 #endif /* SIPC_BENCH_H */

@@ -1,17 +1,23 @@
 /*
  * raw_pipelined.c - baseline: the physical limit of pipelined transfer.
  *
- * Parent and a forked child joined by socketpair(AF_UNIX, SOCK_STREAM).
+ * Parent and a forked child joined by a channel: a socketpair(AF_UNIX,
+ * SOCK_STREAM), two pipes, or two pipes grown to 1 MiB (F_SETPIPE_SZ).
  * A writer thread in the parent keeps WINDOW (64) requests in flight,
  * issuing one write() per frame (4-byte length prefix + payload in the
  * same buffer); the child reads in large chunks, and echoes every
  * complete frame with one write() per frame; the parent's main thread
  * reads echoes in large chunks and frees a window slot per frame.
  *
+ * Every channel runs with parent and child pinned to one CPU (samecpu)
+ * and to two (crosscpu; the parent's two threads share its CPU).
  * Prints, for 64 B, 4 KiB, 1 MiB (payload bytes, one direction, 1 MB =
- * 10^6 bytes):
- *   metric raw_pipelined_<S>_msgs <msgs/s> msg/s
- *   metric raw_pipelined_<S>_mbps <MB/s> MB/s
+ * 10^6 bytes), CPU time of both processes per echoed frame:
+ *   metric raw_pipelined_<S>_<chan>_<place>_msgs <msgs/s> msg/s, _mbps
+ *       <MB/s> MB/s, _cpu_per_msg <us> us
+ *   metric raw_pipelined_<S>_msgs, _mbps, _cpu_per_msg   the channel and
+ *       placement with the most msg/s at that size: the limit
+ * and a note per size naming the channel and placement that won.
  *
  * Threads: parent = main (reader, timing) + one writer thread; the window
  * semaphore and the atomics below are the only shared state.
@@ -22,7 +28,6 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 
 #include "bench.h"
@@ -35,7 +40,8 @@ static const size_t sizes[] = { 64, 4096, 1048576 };
 #define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
 
 struct run {
-	int fd;
+	struct bench_chan c;
+	pid_t child;
 	size_t size;
 	uint8_t *frame;         /* prefix + payload, written as one */
 	sem_t window;
@@ -44,9 +50,17 @@ struct run {
 	atomic_uint_fast64_t sent;
 };
 
+struct fig {
+	double msgs, mbps, cpu;
+	int ok;
+};
+
+/* [channel][placement][size] */
+static struct fig F[BENCH_NCHAN][BENCH_NPLACE][NSIZES];
+
 /* Child: parse frames out of big reads, echo each with one write(). */
 static void
-child_echo(int fd)
+child_echo(struct bench_chan c)
 {
 	size_t cap = 2 * (4 + MAXSZ) + CHUNK, have = 0, off, flen;
 	uint8_t *buf = malloc(cap);
@@ -56,7 +70,7 @@ child_echo(int fd)
 	if (buf == NULL)
 		_exit(2);
 	for (;;) {
-		n = read(fd, buf + have, cap - have);
+		n = read(c.rd, buf + have, cap - have);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
@@ -70,7 +84,7 @@ child_echo(int fd)
 				_exit(3);
 			if (have - off < flen)
 				break;
-			if (bench_write_all(fd, buf + off, flen) < 0)
+			if (bench_write_all(c.wr, buf + off, flen) < 0)
 				_exit(4);
 			off += flen;
 		}
@@ -89,7 +103,7 @@ writer_main(void *arg)
 			;
 		if (atomic_load(&r->stop))
 			break;
-		if (bench_write_all(r->fd, r->frame, 4 + r->size) < 0)
+		if (bench_write_all(r->c.wr, r->frame, 4 + r->size) < 0)
 			break;
 		atomic_fetch_add(&r->sent, 1);
 	}
@@ -103,13 +117,14 @@ writer_main(void *arg)
  */
 static int
 reader_loop(struct run *r, double warm, double dur, uint64_t *ret_n,
-    double *ret_secs)
+    double *ret_secs, double *ret_cpu)
 {
+	uint64_t cpu_mark = 0, cpu_end = 0;
 	uint64_t t_start = bench_now_ns(), t_mark = 0, t_end = 0, now;
 	uint64_t done = 0, done_mark = 0, done_end = 0;
 	size_t need = 0, hdr = 0;   /* payload bytes left; header bytes seen */
 	uint8_t *buf = malloc(CHUNK), hb[4];
-	struct pollfd pfd = { .fd = r->fd, .events = POLLIN };
+	struct pollfd pfd = { .fd = r->c.rd, .events = POLLIN };
 	uint32_t len;
 	ssize_t n, i;
 
@@ -120,7 +135,7 @@ reader_loop(struct run *r, double warm, double dur, uint64_t *ret_n,
 		 * read that would then never return: poll briefly instead. */
 		if (atomic_load(&r->stop) && poll(&pfd, 1, 10) == 0)
 			continue;
-		n = read(r->fd, buf, CHUNK);
+		n = read(r->c.rd, buf, CHUNK);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
@@ -150,11 +165,13 @@ reader_loop(struct run *r, double warm, double dur, uint64_t *ret_n,
 		if (t_mark == 0 && now - t_start >= (uint64_t)(warm * 1e9)) {
 			t_mark = now;
 			done_mark = done;
+			cpu_mark = bench_cpu_ns(0) + bench_cpu_ns(r->child);
 		}
 		if (t_mark != 0 && t_end == 0 &&
 		    now - t_mark >= (uint64_t)(dur * 1e9)) {
 			t_end = now;
 			done_end = done;
+			cpu_end = bench_cpu_ns(0) + bench_cpu_ns(r->child);
 			atomic_store(&r->stop, true);
 			sem_post(&r->window);
 		}
@@ -162,17 +179,19 @@ reader_loop(struct run *r, double warm, double dur, uint64_t *ret_n,
 	free(buf);
 	*ret_n = done_end - done_mark;
 	*ret_secs = bench_secs(t_mark, t_end);
+	*ret_cpu = (double)(cpu_end - cpu_mark) / 1e3 /
+	    (double)(*ret_n ? *ret_n : 1);
 	return 0;
 }
 
 static int
-measure(int fd, size_t size, double dur)
+measure(struct bench_chan c, pid_t child, size_t size, double dur,
+    struct fig *f)
 {
-	struct run r = { .fd = fd, .size = size };
+	struct run r = { .c = c, .child = child, .size = size };
 	double secs, warm = size >= MAXSZ ? 0.3 : 0.2;
 	pthread_t th;
 	uint64_t n;
-	char name[64];
 	uint32_t len = (uint32_t)size;
 	int rc;
 
@@ -185,49 +204,145 @@ measure(int fd, size_t size, double dur)
 	atomic_init(&r.stop, false);
 	atomic_init(&r.writer_done, false);
 	atomic_init(&r.sent, 0);
-	if ((rc = pthread_create(&th, NULL, writer_main, &r)) != 0)
+	if ((rc = pthread_create(&th, NULL, writer_main, &r)) != 0) {
+		free(r.frame);
 		return -rc;
-	rc = reader_loop(&r, warm, dur, &n, &secs);
+	}
+	rc = reader_loop(&r, warm, dur, &n, &secs, &f->cpu);
 	pthread_join(th, NULL);
 	sem_destroy(&r.window);
 	free(r.frame);
 	if (rc < 0)
 		return rc;
-	snprintf(name, sizeof(name), "raw_pipelined_%zu_msgs", size);
-	bench_metric(name, (double)n / secs, "msg/s");
-	snprintf(name, sizeof(name), "raw_pipelined_%zu_mbps", size);
-	bench_metric(name, (double)n * (double)size / secs / 1e6, "MB/s");
+	f->msgs = (double)n / secs;
+	f->mbps = (double)n * (double)size / secs / 1e6;
+	f->ok = 1;
 	return 0;
+}
+
+/*
+ * One channel, one placement: parent (both threads) on CPU `pc`, child
+ * on CPU `cc` (-1: where the scheduler puts them).  Fills figs[].
+ */
+static int
+placement(int kind, int pc, int cc, double dur, struct fig *figs)
+{
+	struct bench_chan par, chi;
+	cpu_set_t orig;
+	int status, rc;
+	size_t i;
+	pid_t pid;
+
+	sched_getaffinity(0, sizeof(orig), &orig);
+	if ((rc = bench_chan_open(kind, &par, &chi)) < 0)
+		return rc;
+	if ((pid = fork()) < 0) {
+		rc = -errno;
+		bench_chan_close(&par);
+		bench_chan_close(&chi);
+		return rc;
+	}
+	if (pid == 0) {
+		bench_pin(cc);
+		bench_chan_close(&par);
+		child_echo(chi);
+	}
+	bench_chan_close(&chi);
+	bench_pin(pc);          /* the writer thread inherits it */
+	for (i = 0, rc = 0; i < NSIZES && rc == 0; i++)
+		rc = measure(par, pid, sizes[i], dur, &figs[i]);
+	bench_chan_close(&par);
+	waitpid(pid, &status, 0);
+	sched_setaffinity(0, sizeof(orig), &orig);
+	return rc;
+}
+
+static void
+print_fig(const char *tag, size_t i, const struct fig *f)
+{
+	char name[96];
+
+	snprintf(name, sizeof(name), "raw_pipelined_%zu%s_msgs", sizes[i], tag);
+	bench_metric(name, f->msgs, "msg/s");
+	snprintf(name, sizeof(name), "raw_pipelined_%zu%s_mbps", sizes[i], tag);
+	bench_metric(name, f->mbps, "MB/s");
+	snprintf(name, sizeof(name), "raw_pipelined_%zu%s_cpu_per_msg",
+	    sizes[i], tag);
+	bench_metric(name, f->cpu, "us");
+}
+
+/* Every figure, then per size the one with the most msg/s. */
+static void
+report(int nplace)
+{
+	const struct fig *best;
+	int c, p, bc = 0, bp = 0;
+	char tag[48], note[256];
+	size_t i;
+
+	for (c = 0; c < BENCH_NCHAN; c++)
+		for (p = 0; p < nplace; p++)
+			for (i = 0; i < NSIZES; i++) {
+				if (!F[c][p][i].ok)
+					continue;
+				snprintf(tag, sizeof(tag), "_%s_%s",
+				    bench_chan_name[c], bench_place_name[p]);
+				print_fig(tag, i, &F[c][p][i]);
+			}
+	for (i = 0; i < NSIZES; i++) {
+		best = NULL;
+		for (c = 0; c < BENCH_NCHAN; c++)
+			for (p = 0; p < nplace; p++)
+				if (F[c][p][i].ok && (best == NULL ||
+				    F[c][p][i].msgs > best->msgs)) {
+					best = &F[c][p][i];
+					bc = c;
+					bp = p;
+				}
+		if (best == NULL)
+			continue;
+		print_fig("", i, best);
+		snprintf(note, sizeof(note), "raw_pipelined best at %zu B: %s %s "
+		    "(%.0f msg/s, %.2f us CPU per message)", sizes[i],
+		    bench_chan_name[bc], nplace > 1 ? bench_place_name[bp] :
+		    "unpinned", best->msgs, best->cpu);
+		bench_note(note);
+	}
 }
 
 int
 main(int argc, char **argv)
 {
-	double dur = bench_quick(argc, argv) ? 0.4 : 2.0;
-	int sv[2], status, rc = 0;
-	size_t i;
-	pid_t pid;
+	double dur = bench_quick(argc, argv) ? 0.3 : 1.0;
+	int cpu[2], k, c, p, rc, nplace;
+	char note[256];
 
 	bench_ignore_sigpipe();
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
-		perror("raw_pipelined: socketpair");
-		return 1;
+	k = bench_two_cpus(cpu);
+	nplace = k < 2 ? 1 : 2;
+	if (k < 2) {
+		bench_note("raw_pipelined: one CPU only, unpinned runs");
+		cpu[0] = cpu[1] = -1;
 	}
-	pid = fork();
-	if (pid < 0) {
-		perror("raw_pipelined: fork");
-		return 1;
+	for (c = 0; c < BENCH_NCHAN; c++)
+		for (p = 0; p < nplace; p++) {
+			rc = placement(c, cpu[0], cpu[p], dur, F[c][p]);
+			if (rc == 0)
+				continue;
+			snprintf(note, sizeof(note), "raw_pipelined %s %s: %s",
+			    bench_chan_name[c], bench_place_name[p],
+			    strerror(-rc));
+			bench_note(note);
+			if (c == BENCH_SOCK)
+				return 1;
+		}
+	if (nplace > 1) {
+		snprintf(note, sizeof(note), "raw_pipelined placement: samecpu "
+		    "parent (writer and reader threads) and child on CPU %d, "
+		    "crosscpu parent on CPU %d and child on CPU %d", cpu[0],
+		    cpu[0], cpu[1]);
+		bench_note(note);
 	}
-	if (pid == 0) {
-		close(sv[0]);
-		child_echo(sv[1]);
-	}
-	close(sv[1]);
-	for (i = 0; i < NSIZES && rc == 0; i++)
-		rc = measure(sv[0], sizes[i], dur);
-	close(sv[0]);
-	waitpid(pid, &status, 0);
-	if (rc < 0)
-		fprintf(stderr, "raw_pipelined: %s\n", strerror(-rc));
-	return rc < 0;
+	report(nplace);
+	return 0;
 }

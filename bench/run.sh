@@ -32,7 +32,7 @@ PY=${PYTHON:-python3}
 HERE=$(dirname "$0")
 
 parts="raw_pingpong raw_pipelined newline_proto ppe call pipe spawn mem scale
-stall journal accept containment spawn_cost"
+stall journal accept containment cost spawn_cost"
 for w in $ONLY; do
 	case " $(echo $parts) " in *" $w "*) ;; *)
 		echo "bench: BENCH_ONLY: unknown part $w (parts: $(echo $parts))" >&2
@@ -101,8 +101,9 @@ env_notes() {
 	emit "note env kernel: $(uname -srm) $(uname -v)"
 	emit "note env user: uid $(id -u), max_user_namespaces $(cat /proc/sys/user/max_user_namespaces 2>/dev/null || echo unreadable) (the containment modes depend on both)"
 	emit "note env load_average: $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min) at start"
-	emit "note placement raw_pingpong, newline_proto: each runs twice, parent and child pinned to one CPU (_samecpu) and to two (_crosscpu); the unsuffixed figure is the better (which one: the program's own note)"
-	emit "note placement raw_pipelined, ppe, spawn_cost: not pinned (the scheduler places them)"
+	emit "note placement raw_pingpong, raw_pipelined: each channel (sock: socketpair; pipe: two pipes; pipe1m: two pipes of 1 MiB) runs twice, parent and child pinned to one CPU (samecpu) and to two (crosscpu); the unsuffixed figure of a size is the best channel at its better placement, the limit every ratio uses (which one: the program's own note)"
+	emit "note placement newline_proto: runs twice, parent and child pinned to one CPU (_samecpu) and to two (_crosscpu); the unsuffixed figure is the better"
+	emit "note placement ppe, spawn_cost, bare spawns of scale: not pinned (the scheduler places them)"
 	emit "note placement sipc_bench: not pinned (the library pins nothing; caller, writer, reader and worker threads go where the scheduler puts them)"
 }
 env_notes
@@ -136,7 +137,8 @@ fi
 if [ $sipc_ok = 1 ]; then
 	state="$BIN/state"
 	rm -rf "$state"
-	for sec in call pipe spawn mem scale stall journal accept containment
+	for sec in call pipe spawn mem scale stall journal accept containment \
+	    cost
 	do
 		want "$sec" || continue
 		run "sipc_$sec" 300 "$BIN/sipc_bench" $q --fixtures "$FIX" \
@@ -158,10 +160,13 @@ fi
 
 # --------------------------------------------------------------- ratios
 # ratio NAME NUM_METRIC DEN_METRIC OP TARGET [DEN_FACTOR]
-met=0; missed=0; missed_names=""
+# DEN_METRIC "-" compares the metric itself with the target (a count
+# per call, not a ratio of two figures).
+met=0; missed=0; missed_names=""; unmeasured=0
 ratio() {
 	line=$(awk -v n="$2" -v d="$3" -v op="$4" -v t="$5" -v name="$1" \
 	    -v f="${6:-1}" '
+		BEGIN { if (d == "-") { dv = 1; hd = 1 } }
 		$1 == "metric" && $2 == n { nv = $3; hn = 1 }
 		$1 == "metric" && $2 == d { dv = $3; hd = 1 }
 		END {
@@ -184,9 +189,25 @@ ratio() {
 		[ -z "$ONLY" ] && emit "$line" ;;
 	esac
 }
+# Every raw_* denominator below is the best channel at its better CPU
+# placement, measured in this run (see the programs' "best at" notes).
 ratio sync_64_p50_vs_raw_pingpong sipc_call_64_p50 raw_pingpong_64_p50 '<=' 1.5
+ratio ctxsw_per_sync_call sipc_cost_call_64_ctxsw - '<=' 3
+if grep -q '^metric sipc_cost_call_64_futex ' "$out" ||
+    ! grep -q '^note cost: futex calls per sync call not measurable' "$out"
+then
+	ratio futex_per_sync_call sipc_cost_call_64_futex - '<=' 2
+else
+	emit "note ratio futex_per_sync_call not measurable here (see the cost note): neither met nor missed"
+	unmeasured=$((unmeasured + 1))
+fi
 ratio pipe_64_msgs_vs_raw_pipelined sipc_pipe_w1_64_msgs raw_pipelined_64_msgs '>=' 1.0
-ratio pipe_1m_mbps_vs_raw_pipelined sipc_pipe_w1_1048576_mbps raw_pipelined_1048576_mbps '>=' 0.8
+ratio pipe_4k_msgs_vs_raw_pipelined sipc_pipe_w1_4096_msgs raw_pipelined_4096_msgs '>=' 1.0
+ratio pipe_1m_mbps_vs_raw_pipelined sipc_pipe_w1_1048576_mbps raw_pipelined_1048576_mbps '>=' 0.9
+ratio cpu_per_req_64_vs_raw_pipelined sipc_cost_pipe_w1_64_cpu_per_req raw_pipelined_64_cpu_per_msg '<=' 1.5
+ratio scale_w64_vs_w4_64_msgs sipc_scale_w64_64_msgs sipc_scale_w4_64_msgs '>=' 0.7
+ratio scale_w256_vs_w4_64_msgs sipc_scale_w256_64_msgs sipc_scale_w4_64_msgs '>=' 0.5
+ratio spawn_256_ready_vs_bare_spawns_per_cpu sipc_scale_w256_ready sipc_scale_bare_spawn_256_per_cpu '<=' 1.0
 ratio req_64_vs_ppe sipc_pipe_w2_64_msgs ppe_64_reqs '>=' 20
 ratio req_64_vs_newline_proto sipc_pipe_w1_64_msgs newline_proto_64_reqs '>=' 5
 ratio stall_healthy_vs_3_workers sipc_stall_healthy_msgs sipc_stall_base3_msgs '>=' 0.9
@@ -197,8 +218,10 @@ ratio stall_detect_vs_timeout sipc_stall_detect_ms sipc_stall_timeout_ms '<=' 1.
 ratio accept_exact_vs_batch_call_64_p50 sipc_accept_exact_call_64_p50 sipc_accept_batch_call_64_p50 '<=' 1.1
 ratio accept_exact_vs_batch_pipe_64_msgs sipc_accept_exact_pipe_64_msgs sipc_accept_batch_pipe_64_msgs '>=' 0.9
 ratio accept_exact_vs_batch_pipe_64_cpu sipc_accept_exact_pipe_64_cpu_per_req sipc_accept_batch_pipe_64_cpu_per_req '<=' 1.1
+um=""
+[ "$unmeasured" != 0 ] && um="; $unmeasured not measurable here"
 [ -z "$ONLY" ] &&
-    emit "note targets: $met met, $missed missed${missed_names:+:$missed_names}"
+    emit "note targets: $met met, $missed missed${missed_names:+:$missed_names}$um"
 
 # Context, not targets: the same figures against the baselines with the
 # two processes on different CPUs (sipc itself is never pinned, and its
@@ -212,6 +235,11 @@ info() {
 	    while read -r l; do emit "$l"; done
 }
 info sync_64_p50_vs_raw_pingpong_crosscpu sipc_call_64_p50 raw_pingpong_64_crosscpu_p50
+for ch in sock pipe pipe1m; do
+	info "sync_64_p50_vs_raw_pingpong_$ch" sipc_call_64_p50 "raw_pingpong_64_${ch}_p50"
+done
+info ctxsw_per_sync_call_vs_raw_pingpong sipc_cost_call_64_ctxsw raw_pingpong_64_ctxsw
+info scale_w16_vs_w4_64_msgs sipc_scale_w16_64_msgs sipc_scale_w4_64_msgs
 info req_64_vs_newline_proto_crosscpu sipc_pipe_w1_64_msgs newline_proto_64_crosscpu_reqs
 
 # What containment costs: each namespace mode against process_group, and

@@ -40,7 +40,23 @@ int sup_start(const struct sipc_config *c, unsigned timeout_ms,
 int measure_tput(sipc_supervisor *s, size_t size, unsigned window,
     double warm, double dur, double *ret_rate, long *rss_peak);
 
+/* Sleep `secs`, sampling our RSS every 20 ms into *peak (if not NULL). */
+void idle_sample(double secs, long *peak);
+struct load;
+/* A note when a load saw non-OK outcomes or submit errors. */
+void load_report(struct load *L, const char *what);
+
+/* sipc_accept.c */
+int sec_accept(void);
+/* Pid of worker 0, or 0. */
+pid_t worker_pid(sipc_supervisor *s);
+
 /* sipc_contain.c */
 int sec_contain(void);
+
+/* sipc_cost.c */
+int sec_cost(void);
+/* `n` bare spawns of `path` one after the other, total ms, or -1. */
+double bare_spawn_ms(const char *path, unsigned n);
 
 #endif /* SIPC_BENCH_BENCH_H */
