@@ -14,10 +14,13 @@
 #ifndef SIPC_PROVIDER_H
 #define SIPC_PROVIDER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #include "sipc.h"
+
+struct sipc__cg;
 
 struct sipc__launch {
 	const char *path;
@@ -27,6 +30,9 @@ struct sipc__launch {
 	unsigned nproc_limit;         /* 0 = none */
 	enum sipc_containment contain;/* asked for (AUTO: best available) */
 	const char *init_path;        /* sipc-init; NULL: installed default */
+	/* The supervisor's cgroup (cgroup.h), NULL: none.  The worker gets
+	 * a cgroup of its own below it, for its generation. */
+	struct sipc__cg *cg;
 };
 
 /* Channels handed back by launch.  The core owns both descriptors. */
@@ -40,6 +46,11 @@ struct sipc__chan {
 	/* Why AUTO did not get the strongest mode ("" if it did); for the
 	 * log. */
 	char contain_why[96];
+	/* Its own cgroup: in one, with these enum sipc_limit bits written;
+	 * or not, with the negative error why (0 when launch had no cg). */
+	bool cgroup;
+	unsigned limits;
+	int cgroup_err;
 };
 
 enum sipc__tree_sig { SIPC__SIG_TERM, SIPC__SIG_KILL };
