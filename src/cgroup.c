@@ -22,6 +22,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -308,20 +309,81 @@ enable_controllers(int dirfd, const char *dir, unsigned bits, char *why,
 
 /* ------------------------------------------------------------- open */
 
-/* mkdir the supervisor's cgroup under `parent` and open it. */
+/*
+ * A supervisor that crashed (no sipc_destroy) leaves its cgroups behind:
+ * its workers died with it (parent-death signal), so they are normally
+ * empty.  Remove those of owners that no longer exist.  Only rmdir, and
+ * the kernel refuses it for a cgroup that holds a process or a child
+ * cgroup: what still holds a crashed instance's survivor is left as it
+ * is, never killed, since nothing proves it ours.
+ */
+/* rmdir every empty worker cgroup (w*) under dirfd. */
+static void
+rmdir_workers(int dirfd)
+{
+	struct dirent *de;
+	int fd;
+	DIR *d;
+
+	if ((fd = dup(dirfd)) < 0)
+		return;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL)
+		if (de->d_type == DT_DIR && de->d_name[0] == 'w')
+			(void)unlinkat(dirfd, de->d_name, AT_REMOVEDIR);
+	closedir(d);
+}
+
+static void
+sweep_stale(int pfd)
+{
+	struct dirent *de;
+	int fd, cfd, pid;
+	unsigned n;
+	DIR *d;
+
+	if ((fd = dup(pfd)) < 0)
+		return;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (sscanf(de->d_name, "sipc.%d.%u", &pid, &n) != 2 || pid <= 0 ||
+		    kill(pid, 0) == 0 || errno != ESRCH)
+			continue;
+		if ((cfd = openat(pfd, de->d_name, O_RDONLY | O_DIRECTORY |
+		    O_CLOEXEC)) < 0)
+			continue;
+		rmdir_workers(cfd);
+		close(cfd);
+		(void)unlinkat(pfd, de->d_name, AT_REMOVEDIR);
+	}
+	closedir(d);
+}
+
+/* mkdir the supervisor's cgroup under `parent` and open it.  A name
+ * taken by a crashed earlier process with our pid is skipped. */
 static int
 make_sup(struct sipc__cg *cg, const char *parent, char *why, size_t whylen)
 {
-	int rc;
+	int rc, tries = 0;
 
-	if (snprintf(cg->path, sizeof(cg->path), "%s/sipc.%d.%u", parent,
-	    (int)getpid(), atomic_fetch_add(&cg_seq, 1)) >= (int)sizeof(cg->path)) {
-		snprintf(why, whylen, "%s: path too long", parent);
-		return -ENAMETOOLONG;
-	}
-	if (mkdir(cg->path, 0755) < 0) {
-		rc = -errno;
+	do {
+		if (snprintf(cg->path, sizeof(cg->path), "%s/sipc.%d.%u",
+		    parent, (int)getpid(), atomic_fetch_add(&cg_seq, 1)) >=
+		    (int)sizeof(cg->path)) {
+			snprintf(why, whylen, "%s: path too long", parent);
+			return -ENAMETOOLONG;
+		}
+		rc = mkdir(cg->path, 0755) < 0 ? -errno : 0;
+	} while (rc == -EEXIST && ++tries < 64);
+	if (rc < 0) {
 		snprintf(why, whylen, "mkdir %s: %s", cg->path, strerror(-rc));
+		cg->path[0] = '\0';           /* not ours to remove */
 		return rc;
 	}
 	if ((cg->dirfd = open(cg->path, O_RDONLY | O_DIRECTORY |
@@ -377,6 +439,7 @@ sipc__cg_open(enum sipc_cgroup_mode mode, const struct sipc__cg_limits *lim,
 		snprintf(why, whylen, "%s: %s", parent, strerror(-rc));
 		goto none;
 	}
+	sweep_stale(pfd);
 	rc = enable_controllers(pfd, parent, bits, why, whylen);
 	close(pfd);
 	if (rc < 0)
@@ -390,8 +453,6 @@ sipc__cg_open(enum sipc_cgroup_mode mode, const struct sipc__cg_limits *lim,
 	cg->lim = *lim;
 	cg->limits = bits;
 	if ((rc = make_sup(cg, parent, why, whylen)) < 0) {
-		if (rc == -EEXIST)
-			cg->path[0] = '\0';    /* not ours to remove */
 		(void)free_sup(cg);
 		goto none;
 	}

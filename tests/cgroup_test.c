@@ -402,6 +402,83 @@ test_cgroup_off(void)
 	CU_ASSERT(strstr(err, "cgroup: off") != NULL);
 }
 
+/* ------------------------------------------------------------ crashes */
+
+/* The cgroup at arg holds no process any more (or is gone). */
+static bool
+unpopulated(void *arg)
+{
+	char path[400], buf[64];
+	FILE *f;
+	bool yes = true;
+
+	snprintf(path, sizeof(path), "%s/cgroup.events", (const char *)arg);
+	if ((f = fopen(path, "re")) == NULL)
+		return true;
+	while (fgets(buf, sizeof(buf), f) != NULL)
+		if (strcmp(buf, "populated 1\n") == 0)
+			yes = false;
+	fclose(f);
+	return yes;
+}
+
+/*
+ * A supervisor process that dies without sipc_destroy() leaves its
+ * cgroups; its workers die with it (parent-death signal) and leave them
+ * empty.  The next supervisor made under the same cgroup removes them
+ * (only empty ones of owners that are gone: a live owner's stay).
+ */
+static void
+test_cgroup_crashed_instance_swept(void)
+{
+	char *const argv[] = { "echo", NULL };
+	struct sipc_config c;
+	char sup[256], w[300], live[300], *slash;
+	sipc_supervisor *s = NULL;
+	int p[2], st;
+	ssize_t n;
+	pid_t pid;
+
+	st_cfg_base(&c, "echo", argv, 1);
+	c.containment = SIPC_CONTAIN_PROCESS_GROUP;
+	CU_ASSERT_FATAL(pipe(p) == 0);
+	if ((pid = fork()) == 0) {
+		struct sipc_stats sst;
+
+		close(p[0]);
+		if (sipc_create(&c, NULL, 0, &s) != 0 ||
+		    sipc_wait_ready(s, 1, WAIT_MS) != 0 ||
+		    sipc_stats_get(s, &sst) != 0)
+			_exit(1);
+		n = write(p[1], sst.cgroup_path, strlen(sst.cgroup_path));
+		_exit(n > 0 ? 0 : 2);         /* the crash: no destroy */
+	}
+	CU_ASSERT_FATAL(pid > 0);
+	close(p[1]);
+	n = read(p[0], sup, sizeof(sup) - 1);
+	close(p[0]);
+	CU_ASSERT(waitpid(pid, &st, 0) == pid);
+	if (n <= 0) {
+		tl_skip("no cgroup v2 here (the crashing instance got none)");
+		return;
+	}
+	sup[n] = '\0';
+	snprintf(w, sizeof(w), "%s/w0.g1", sup);
+	CU_ASSERT_FATAL(!path_gone(w));
+	CU_ASSERT(tl_wait_until(unpopulated, w, WAIT_MS));
+	/* the same name shape, but its owner (this process) lives */
+	CU_ASSERT_FATAL((slash = strrchr(sup, '/')) != NULL);
+	snprintf(live, sizeof(live), "%.*s/sipc.%d.999", (int)(slash - sup),
+	    sup, (int)getpid());
+	CU_ASSERT_FATAL(mkdir(live, 0755) == 0);
+	s = st_start(&c, 1, WAIT_MS);
+	CU_ASSERT(path_gone(w));
+	CU_ASSERT(path_gone(sup));
+	CU_ASSERT(!path_gone(live));
+	sipc_destroy(s);
+	CU_ASSERT(rmdir(live) == 0);
+}
+
 /* ---------------------------------------------------------------- OOM */
 
 static void
@@ -516,6 +593,8 @@ static const tl_test cgroup_tests[] = {
 	{ "test_cgroup_cpu_max_applied_or_refused",
 	  test_cgroup_cpu_max_applied_or_refused },
 	{ "test_cgroup_off", test_cgroup_off },
+	{ "test_cgroup_crashed_instance_swept",
+	  test_cgroup_crashed_instance_swept },
 	{ "test_cgroup_oom_is_its_own_exit_kind",
 	  test_cgroup_oom_is_its_own_exit_kind },
 	{ "test_cgroup_read_key_flat_file", test_cgroup_read_key_flat_file },
