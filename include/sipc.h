@@ -380,6 +380,9 @@ struct sipc_config {
 	enum sipc_durability durability;
 	unsigned group_commit_ms;     /* SIPC_DURABLE_GROUP (10) */
 
+	sipc_log_fn log;
+	void *log_arg;
+
 	/* cgroup v2 per worker (AUTO; see enum sipc_cgroup_mode), and the
 	 * limits written into each worker's cgroup (0 = unset).  A limit
 	 * that cannot be enforced here (no cgroup, or its controller not
@@ -392,9 +395,6 @@ struct sipc_config {
 	size_t memory_max;            /* bytes per worker tree (memory.max) */
 	unsigned cpu_max_percent;     /* per worker tree, % of one CPU
 	                               * (cpu.max "percent*1000 100000") */
-
-	sipc_log_fn log;
-	void *log_arg;
 };
 
 /* Fill `cfg` with the documented defaults (environment UNSET, provider
@@ -419,8 +419,10 @@ typedef struct sipc_supervisor sipc_supervisor;
  * environment is unset, SIPC_E_PRODUCTION when the provider lacks a
  * required guarantee; nothing is spawned), check the worker executable
  * (SIPC_E_EXEC, errbuf names the path and errno text), open the state
- * directory if any (SIPC_E_LOCKED names the holder), start the reaper
- * and the pool.  Workers become ready asynchronously: see
+ * directory if any (SIPC_E_LOCKED names the holder), make its cgroup
+ * (SIPC_E_CGROUP when cfg->cgroup is REQUIRED or a limit is set and
+ * that cannot be done here, errbuf says why), start the reaper and the
+ * pool.  Workers become ready asynchronously: see
  * sipc_wait_ready().  `errbuf` (may be NULL) receives a human-readable
  * reason on failure; *ret is untouched then.  `cfg` and everything it
  * points at may be freed when this returns, except cfg->log_arg, used
@@ -460,6 +462,15 @@ int sipc_create(const struct sipc_config *cfg, char *errbuf, size_t errlen,
  *     descendants) are children of this process.  The library reaps them
  *     by pidfd and by the process group of its own workers; it never
  *     waits for -1 and never signals a process it did not start.
+ *   - Cgroups (cfg.cgroup, AUTO by default).  Where it may, the library
+ *     makes directories below the host process's own cgroup v2: one per
+ *     supervisor ("sipc.<pid>.<n>") and one per worker generation in it,
+ *     and removes them (each worker's at its end, the rest at
+ *     sipc_destroy(); empty ones a crashed process left, at the next
+ *     sipc_create()).  The host process is never moved.  Only when a
+ *     limit is configured, it may enable that limit's controller in the
+ *     host's own cgroup.subtree_control, and leaves it enabled (other
+ *     children of that cgroup may rely on it by then).
  *   - Descriptors.  Every descriptor the library opens is close-on-exec
  *     from its open on (the state directory's lock file included).
  *     Workers get only fd 0, 1, 2 and 3, whatever the host has open.
