@@ -200,10 +200,10 @@ own_cgroup(char *ret, size_t len)
 static bool
 mount_line_dir(char *line, const char *own, char *ret, size_t len)
 {
-	char *f[10], *save = NULL, *tok;
+	char *f[32], *save = NULL, *tok;
 	size_t n = 0, rl;
 
-	for (tok = strtok_r(line, " \n", &save); tok != NULL && n < 10;
+	for (tok = strtok_r(line, " \n", &save); tok != NULL && n < 32;
 	    tok = strtok_r(NULL, " \n", &save))
 		f[n++] = tok;
 	/* id parent maj:min root mountpoint opts [optional...] - fstype */
@@ -277,11 +277,10 @@ enable_controllers(int dirfd, const char *dir, unsigned bits, char *why,
 	if (bits == 0)
 		return 0;
 	if ((n = read_at(dirfd, "cgroup.controllers", have, sizeof(have))) < 0 ||
-	    read_at(dirfd, "cgroup.subtree_control", on, sizeof(on)) < 0) {
-		rc = n < 0 ? (int)n : -errno;
+	    (n = read_at(dirfd, "cgroup.subtree_control", on, sizeof(on))) < 0) {
 		snprintf(why, whylen, "%s: cannot read its controllers: %s",
-		    dir, strerror(-rc));
-		return rc;
+		    dir, strerror((int)-n));
+		return (int)n;
 	}
 	have[strcspn(have, "\n")] = '\0';
 	for (size_t i = 0; i < NLIMITS; i++) {
@@ -417,6 +416,29 @@ free_sup(struct sipc__cg *cg)
 	return rc;
 }
 
+/* Say which configured limit (if any) cannot be enforced, unless the
+ * reason already starts with its key. */
+static void
+name_first_limit(unsigned bits, char *why, size_t whylen)
+{
+	char tmp[512];
+
+	for (size_t i = 0; i < NLIMITS; i++) {
+		if (!(bits & limit_ctrl[i].bit))
+			continue;
+		if (strncmp(why, limit_ctrl[i].key, strlen(limit_ctrl[i].key)))
+			continue;
+		return;
+	}
+	for (size_t i = 0; i < NLIMITS; i++)
+		if (bits & limit_ctrl[i].bit) {
+			snprintf(tmp, sizeof(tmp), "%s is set, but no cgroup "
+			    "can be made here: %s", limit_ctrl[i].key, why);
+			snprintf(why, whylen, "%s", tmp);
+			return;
+		}
+}
+
 int
 sipc__cg_open(enum sipc_cgroup_mode mode, const struct sipc__cg_limits *lim,
               struct sipc__cg **ret, char *why, size_t whylen)
@@ -464,6 +486,7 @@ none:
 		*ret = NULL;
 		return 0;
 	}
+	name_first_limit(bits, why, whylen);
 	return SIPC_E_CGROUP;
 }
 
