@@ -240,7 +240,9 @@ const char *sipc_guarantee_name(unsigned one_bit);
  *                   caller's own uid and gid (no privilege needed where
  *                   the kernel allows unprivileged user namespaces).
  *   PROCESS_GROUP   fallback: the worker leads a process group; a
- *                   descendant that calls setsid() escapes termination.
+ *                   descendant that calls setsid() escapes termination,
+ *                   unless the worker has a cgroup of its own
+ *                   (sipc_config.cgroup), whose cgroup.kill ends it.
  * AUTO (the default) takes the first of the three that works here and
  * says which in the log and in the stats; an explicit mode is required
  * (a worker that cannot get it does not start).

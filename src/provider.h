@@ -65,14 +65,17 @@ struct sipc__provider {
 	int (*launch)(void *prov, const struct sipc__launch *l,
 	              struct sipc__chan *ret_chan, void **ret_handle,
 	              int *ret_errno);
-	/* Non-blocking.  0: still running.  1: ended; the provider has
+	/* Non-blocking (a killed cgroup may take up to SIPC__CG_EMPTY_MS
+	 * to empty).  0: still running.  1: ended; the provider has
 	 * observed the end, swept the worker's tree, released the process
-	 * (reaped), and filled *ret (kind CLEAN/CODE/SIGNAL, or LOST when
-	 * someone else reaped it: then nothing was swept).  <0: error. */
+	 * (reaped), and filled *ret (kind CLEAN/CODE/SIGNAL, OOM when the
+	 * OOM killer ended it in its own cgroup, or LOST when someone else
+	 * reaped it: then only its own cgroup, if any, was swept).  <0:
+	 * error. */
 	int (*try_end)(void *handle, struct sipc_exit *ret);
-	/* Signal the worker's whole tree.  Never reaches a process the
-	 * provider cannot prove belongs to this worker; a no-op after
-	 * try_end returned 1. */
+	/* Signal the worker's whole tree (KILL: its own cgroup too, if
+	 * any).  Never reaches a process the provider cannot prove belongs
+	 * to this worker; a no-op after try_end returned 1. */
 	int (*signal_tree)(void *handle, enum sipc__tree_sig sig);
 	/* A descriptor that polls readable (POLLIN) once the worker has
 	 * ended, for the reaper's poll(); -1 if the provider has none (the
