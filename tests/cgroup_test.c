@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -23,6 +24,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "provider.h"
 #include "sipc.h"
 #include "sipctest.h"
 #include "testlib.h"
@@ -479,6 +481,82 @@ test_cgroup_crashed_instance_swept(void)
 	CU_ASSERT(rmdir(live) == 0);
 }
 
+/* ------------------------------------------------------------- lost */
+
+/* Read "kid=PID" from pgkid's diagnostics pipe; -1 when none came. */
+static pid_t
+read_kid(int fd)
+{
+	char buf[64];
+	size_t len = 0;
+	ssize_t n;
+	int kid = 0;
+
+	while (len < sizeof(buf) - 1 && memchr(buf, '\n', len) == NULL) {
+		struct pollfd pf = { .fd = fd, .events = POLLIN };
+
+		if (poll(&pf, 1, WAIT_MS) != 1 ||
+		    (n = read(fd, buf + len, sizeof(buf) - 1 - len)) <= 0)
+			break;
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	return sscanf(buf, "kid=%d", &kid) == 1 ? kid : -1;
+}
+
+/*
+ * A process-group worker reaped behind the provider's back (a host
+ * wait): its group id is no longer pinned, so the group is left alone
+ * and the end is LOST, but its cgroup names no stranger: the end still
+ * kills what is in it (the group kid here) and removes it.
+ */
+static void
+test_cgroup_lost_worker_cgroup_still_killed(void)
+{
+	const struct sipc__cg_limits none = { 0, 0, 0 };
+	char *const argv[] = { "pgkid", NULL }, *const env[] = { NULL };
+	struct sipc__launch l = { .path = tl_fixture("pgkid"), .argv = argv,
+	    .envp = env, .slot = 0, .generation = 1,
+	    .contain = SIPC_CONTAIN_PROCESS_GROUP };
+	struct sipc__cg *cg = NULL;
+	struct sipc__chan ch;
+	struct sipc_exit e;
+	char why[256], dir[400];
+	siginfo_t si;
+	void *h = NULL;
+	pid_t kid;
+	int eno = 0;
+
+	CU_ASSERT_FATAL(sipc__cg_open(SIPC_CGROUP_AUTO, &none, &cg, why,
+	    sizeof(why)) == 0);
+	if (cg == NULL) {
+		tl_skip(why);
+		return;
+	}
+	l.cg = cg;
+	memset(&ch, 0, sizeof(ch));
+	CU_ASSERT_FATAL(sipc__provider_local.launch(NULL, &l, &ch, &h,
+	    &eno) == 0);
+	CU_ASSERT(ch.cgroup);
+	kid = read_kid(ch.diag_fd);
+	CU_ASSERT_FATAL(kid > 0);
+	snprintf(dir, sizeof(dir), "%s/w0.g1", sipc__cg_path(cg));
+	/* the host kills and reaps the library's child */
+	CU_ASSERT(kill(ch.pid, SIGKILL) == 0);
+	CU_ASSERT(waitid(P_PID, (id_t)ch.pid, &si, WEXITED | __WALL) == 0);
+	CU_ASSERT(tl_pid_alive(kid));
+	CU_ASSERT_EQUAL(sipc__provider_local.try_end(h, &e), 1);
+	CU_ASSERT_EQUAL(e.kind, SIPC_EXIT_LOST);
+	CU_ASSERT(tl_wait_until(st_pid_dead, &kid, WAIT_MS));
+	CU_ASSERT(path_gone(dir));
+	sipc__provider_local.release(h);
+	close(ch.proto_fd);
+	close(ch.diag_fd);
+	CU_ASSERT_EQUAL(sipc__cg_close(cg), 0);
+	if (tl_pid_alive(kid))
+		(void)kill(kid, SIGKILL);
+}
+
 /* ---------------------------------------------------------------- OOM */
 
 static void
@@ -595,6 +673,8 @@ static const tl_test cgroup_tests[] = {
 	{ "test_cgroup_off", test_cgroup_off },
 	{ "test_cgroup_crashed_instance_swept",
 	  test_cgroup_crashed_instance_swept },
+	{ "test_cgroup_lost_worker_cgroup_still_killed",
+	  test_cgroup_lost_worker_cgroup_still_killed },
 	{ "test_cgroup_oom_is_its_own_exit_kind",
 	  test_cgroup_oom_is_its_own_exit_kind },
 	{ "test_cgroup_read_key_flat_file", test_cgroup_read_key_flat_file },
