@@ -7,7 +7,11 @@
  * user_namespace, asked for explicitly, with --init as sipc-init):
  * spawn-to-ready (sipc_create until sipc_wait_ready returns) of 1 and of
  * 64 workers, destroy of the 64, and pipelined 64 B throughput with 1
- * and 4 workers (max_inflight 64, 256 outstanding, as in `pipe`).  Rounds
+ * and 4 workers (max_inflight 64, 256 outstanding, as in `pipe`).  Every
+ * figure runs the default cgroup setting (auto: a cgroup per worker
+ * where one can be made, noted once); spawn-to-ready of 1 worker is also
+ * measured with cgroup = off, so the cgroup's own cost is the
+ * difference.  Rounds
  * rotate the order of the modes and every figure is the median of its
  * rounds, so a slow spell of a shared machine does not land on one mode
  * only.  A mode that cannot start a worker here is a note "not
@@ -114,9 +118,10 @@ probe(enum sipc_containment mode, const char *init,
 /* One mode's samples over every round. */
 struct figs {
 	double ready1[ROUNDS_MAX * REPS1_MAX];
+	double ready1_off[ROUNDS_MAX * REPS1_MAX];  /* cgroup = off */
 	double ready_big[ROUNDS_MAX], destroy_big[ROUNDS_MAX];
 	double w1[ROUNDS_MAX], w4[ROUNDS_MAX];
-	unsigned n1, n;
+	unsigned n1, n1_off, n;
 };
 
 static int
@@ -152,6 +157,13 @@ round_one(enum sipc_containment mode, unsigned reps, struct figs *f)
 			return -1;
 		f->ready1[f->n1++] = ms_since(t0);
 		sipc_destroy(s);
+		cfg_mode(&c, mode, O.init_path, 1);
+		c.cgroup = SIPC_CGROUP_OFF;
+		t0 = bench_now_ns();
+		if (sup_start(&c, 30000, &s) < 0)
+			return -1;
+		f->ready1_off[f->n1_off++] = ms_since(t0);
+		sipc_destroy(s);
 	}
 	cfg_mode(&c, mode, O.init_path, BIG);
 	t0 = bench_now_ns();
@@ -175,6 +187,8 @@ report(const char *name, struct figs *f)
 
 	metricf(bench_median(f->ready1, f->n1), "ms",
 	    "sipc_contain_%s_spawn_ready_1_p50", name);
+	metricf(bench_median(f->ready1_off, f->n1_off), "ms",
+	    "sipc_contain_%s_spawn_ready_1_nocgroup_p50", name);
 	metricf(big, "ms", "sipc_contain_%s_spawn_ready_%u_p50", name, BIG);
 	metricf(big / BIG, "ms", "sipc_contain_%s_spawn_ready_%u_per_worker",
 	    name, BIG);
@@ -216,6 +230,34 @@ available(enum sipc_containment *avail)
 	return n;
 }
 
+/* Say whether the default configuration gets a cgroup here, and why
+ * not when it does not. */
+static void
+note_cgroup(void)
+{
+	struct sipc_config c;
+	struct sipc_stats st;
+	sipc_supervisor *s;
+	char err[256] = "";
+	int rc;
+
+	cfg_base(&c, 1);
+	if ((rc = sipc_create(&c, err, sizeof(err), &s)) < 0) {
+		notef("cgroup: sipc_create: %s: %s", sipc_strerror(rc), err);
+		return;
+	}
+	if (sipc_stats_get(s, &st) == 0) {
+		if (st.cgroup_path[0] != '\0')
+			notef("cgroup: provided (%s); spawn_ready_1_nocgroup "
+			    "runs with cgroup = off", st.cgroup_path);
+		else
+			notef("cgroup: not provided (%s): both spawn figures "
+			    "run without one", st.cgroup_why);
+		sipc_stats_release(&st);
+	}
+	sipc_destroy(s);
+}
+
 int
 sec_contain(void)
 {
@@ -226,6 +268,7 @@ sec_contain(void)
 
 	if ((n = available(avail)) == 0)
 		return -1;
+	note_cgroup();
 	for (r = 0; r < rounds; r++)
 		for (m = 0; m < n; m++) {
 			unsigned k = (r + m) % n;

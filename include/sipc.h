@@ -94,7 +94,8 @@ const char *sipc_version_string(void);
 	X(SIPC_E_JOURNAL, -1019, "journal cannot be read or written")         \
 	X(SIPC_E_CANCELLED, -1020, "request cancelled")                       \
 	X(SIPC_E_STALL, -1021, "worker stalled")                              \
-	X(SIPC_E_NOTFOUND, -1022, "no such request")
+	X(SIPC_E_NOTFOUND, -1022, "no such request")                          \
+	X(SIPC_E_CGROUP, -1023, "cgroup or resource limit cannot be enforced here")
 
 enum sipc_error {
 #define SIPC__ERRENUM(name, val, msg) name = (val),
@@ -145,7 +146,13 @@ enum sipc_exit_kind {
 	SIPC_EXIT_HANDSHAKE,      /* ended or broke before a valid handshake */
 	SIPC_EXIT_LOST,           /* reaped by someone else (a host wait on a
 	                           * pid it does not own): status unknown, and
-	                           * its tree was left alone, not signalled */
+	                           * its process group was left alone, not
+	                           * signalled (its own cgroup, which names no
+	                           * stranger, is still killed) */
+	SIPC_EXIT_OOM,            /* killed by the kernel's OOM killer in its
+	                           * own cgroup (memory_max reached; signo is
+	                           * SIGKILL); reason: ours, if we were also
+	                           * stopping it */
 };
 const char *sipc_exit_kind_name(enum sipc_exit_kind k);
 
@@ -233,7 +240,9 @@ const char *sipc_guarantee_name(unsigned one_bit);
  *                   caller's own uid and gid (no privilege needed where
  *                   the kernel allows unprivileged user namespaces).
  *   PROCESS_GROUP   fallback: the worker leads a process group; a
- *                   descendant that calls setsid() escapes termination.
+ *                   descendant that calls setsid() escapes termination,
+ *                   unless the worker has a cgroup of its own
+ *                   (sipc_config.cgroup), whose cgroup.kill ends it.
  * AUTO (the default) takes the first of the three that works here and
  * says which in the log and in the stats; an explicit mode is required
  * (a worker that cannot get it does not start).
@@ -245,6 +254,39 @@ enum sipc_containment {
 	SIPC_CONTAIN_PROCESS_GROUP,
 };
 const char *sipc_containment_name(enum sipc_containment c);
+
+/*
+ * cgroup v2 (sipc_config.cgroup).  Where the supervisor may write a
+ * cgroup v2 (root, or a subtree delegated to it), it makes one cgroup of
+ * its own under the host process's cgroup and, in it, one leaf cgroup
+ * per worker generation; the worker (in the namespace modes, its
+ * sipc-init) is cloned straight into it, so every descendant, setsid()
+ * escapees and daemons included, stays in it.  Termination (TERM, grace,
+ * KILL) ends with cgroup.kill, which reaches every member in every
+ * containment mode; each end of a worker kills what is left of its
+ * cgroup and removes it; sipc_destroy() leaves no cgroup behind.  The
+ * host process is never moved.
+ *   AUTO      use one where it can be made; where it cannot, run without
+ *             and say why (log, sipc_stats.cgroup_why).  With a limit
+ *             configured it behaves as REQUIRED.
+ *   OFF       never (a configured limit is then SIPC_E_CONFIG).
+ *   REQUIRED  sipc_create() fails (SIPC_E_CGROUP, errbuf says why) when
+ *             none can be made.
+ */
+enum sipc_cgroup_mode {
+	SIPC_CGROUP_AUTO = 0,
+	SIPC_CGROUP_OFF,
+	SIPC_CGROUP_REQUIRED,
+};
+const char *sipc_cgroup_mode_name(enum sipc_cgroup_mode m);
+
+/* Resource limits written into each worker's cgroup (sipc_config
+ * pids_max, memory_max, cpu_max_percent; sipc_worker_stats.limits). */
+enum sipc_limit {
+	SIPC_LIMIT_PIDS = 1u << 0,    /* pids.max */
+	SIPC_LIMIT_MEMORY = 1u << 1,  /* memory.max (and memory.swap.max 0) */
+	SIPC_LIMIT_CPU = 1u << 2,     /* cpu.max */
+};
 
 enum sipc_log_level { SIPC_LOG_ERROR, SIPC_LOG_WARN, SIPC_LOG_INFO, SIPC_LOG_DIAG };
 
@@ -342,6 +384,19 @@ struct sipc_config {
 
 	sipc_log_fn log;
 	void *log_arg;
+
+	/* cgroup v2 per worker (AUTO; see enum sipc_cgroup_mode), and the
+	 * limits written into each worker's cgroup (0 = unset).  A limit
+	 * that cannot be enforced here (no cgroup, or its controller not
+	 * available to the supervisor's cgroup) makes sipc_create() fail
+	 * with SIPC_E_CGROUP naming the key: a limit is never dropped in
+	 * silence.  memory_max also sets memory.swap.max to 0 where that
+	 * file exists (the limit is not lifted by swapping). */
+	enum sipc_cgroup_mode cgroup;
+	unsigned pids_max;            /* tasks per worker tree (pids.max) */
+	size_t memory_max;            /* bytes per worker tree (memory.max) */
+	unsigned cpu_max_percent;     /* per worker tree, % of one CPU
+	                               * (cpu.max "percent*1000 100000") */
 };
 
 /* Fill `cfg` with the documented defaults (environment UNSET, provider
@@ -366,8 +421,10 @@ typedef struct sipc_supervisor sipc_supervisor;
  * environment is unset, SIPC_E_PRODUCTION when the provider lacks a
  * required guarantee; nothing is spawned), check the worker executable
  * (SIPC_E_EXEC, errbuf names the path and errno text), open the state
- * directory if any (SIPC_E_LOCKED names the holder), start the reaper
- * and the pool.  Workers become ready asynchronously: see
+ * directory if any (SIPC_E_LOCKED names the holder), make its cgroup
+ * (SIPC_E_CGROUP when cfg->cgroup is REQUIRED or a limit is set and
+ * that cannot be done here, errbuf says why), start the reaper and the
+ * pool.  Workers become ready asynchronously: see
  * sipc_wait_ready().  `errbuf` (may be NULL) receives a human-readable
  * reason on failure; *ret is untouched then.  `cfg` and everything it
  * points at may be freed when this returns, except cfg->log_arg, used
@@ -407,6 +464,15 @@ int sipc_create(const struct sipc_config *cfg, char *errbuf, size_t errlen,
  *     descendants) are children of this process.  The library reaps them
  *     by pidfd and by the process group of its own workers; it never
  *     waits for -1 and never signals a process it did not start.
+ *   - Cgroups (cfg.cgroup, AUTO by default).  Where it may, the library
+ *     makes directories below the host process's own cgroup v2: one per
+ *     supervisor ("sipc.<pid>.<n>") and one per worker generation in it,
+ *     and removes them (each worker's at its end, the rest at
+ *     sipc_destroy(); empty ones a crashed process left, at the next
+ *     sipc_create()).  The host process is never moved.  Only when a
+ *     limit is configured, it may enable that limit's controller in the
+ *     host's own cgroup.subtree_control, and leaves it enabled (other
+ *     children of that cgroup may rely on it by then).
  *   - Descriptors.  Every descriptor the library opens is close-on-exec
  *     from its open on (the state directory's lock file included).
  *     Workers get only fd 0, 1, 2 and 3, whatever the host has open.
@@ -528,6 +594,14 @@ struct sipc_worker_stats {
 	struct sipc_exit last_exit;
 	/* what the current (or last) generation got; AUTO before a start */
 	enum sipc_containment containment;
+	/* The current (or last) generation ran in a cgroup of its own, with
+	 * these limits written (enum sipc_limit bits: every configured
+	 * limit, or the worker does not start).  false with cgroup_error
+	 * the negative error when the supervisor has a cgroup but this
+	 * worker's could not be made (only possible without limits). */
+	bool cgroup;
+	unsigned limits;
+	int cgroup_error;
 };
 
 struct sipc_stats {
@@ -545,6 +619,10 @@ struct sipc_stats {
 	 * until a new supervisor opens the directory; logged once at
 	 * SIPC_LOG_ERROR).  Always 0 without a state_dir. */
 	int journal_error;
+	/* cgroup v2: the supervisor's cgroup directory, "" when it has none,
+	 * and then why ("off", no cgroup2 mount, mkdir refused, ...). */
+	char cgroup_path[256];
+	char cgroup_why[160];
 };
 
 /* Snapshot of counters.  Allocates ret->workers; free with

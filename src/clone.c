@@ -4,9 +4,11 @@
  * Why clone3 and not posix_spawn: the child comes with a pidfd that
  * names it from the first instruction (no pidfd_open race), is put into
  * new PID (and user) namespaces in the same call, and gets its parent-
- * death signal, group and limits before exec.  exit_signal = 0 keeps it
- * out of the host's SIGCHLD and wait(-1) until execve(), which resets the
- * exit signal to SIGCHLD (see local.c for what that leaves to the host).
+ * death signal, group and limits before exec.  With a cgroup it is born
+ * in it (CLONE_INTO_CGROUP): no fork of it can race a later move.
+ * exit_signal = 0 keeps it out of the host's SIGCHLD and wait(-1) until
+ * execve(), which resets the exit signal to SIGCHLD (see local.c for
+ * what that leaves to the host).
  *
  * The child side is written like libuv's: every signal is blocked in the
  * parent across clone3 so no host handler can run in the child; the
@@ -212,6 +214,10 @@ sipc__spawn(const struct sipc__spawn *sp, pid_t *ret_pid, int *ret_pidfd,
 		ca.flags |= CLONE_NEWPID | CLONE_NEWNS;
 	if (sp->flags & SIPC__SPAWN_NEWUSER)
 		ca.flags |= CLONE_NEWUSER;
+	if (sp->flags & SIPC__SPAWN_CGROUP) {
+		ca.flags |= CLONE_INTO_CGROUP;
+		ca.cgroup = (uint64_t)sp->cgroup_fd;
+	}
 	ca.pidfd = (uint64_t)(uintptr_t)&pidfd;
 	ca.exit_signal = 0;
 	/* No host signal handler may run in the child before its reset. */

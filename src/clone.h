@@ -29,6 +29,10 @@ enum sipc__spawn_flags {
 	                                 * /proc that shows only its pids) */
 	SIPC__SPAWN_NEWUSER = 1u << 2,  /* ... inside a new user namespace
 	                                 * mapping the caller's uid/gid */
+	SIPC__SPAWN_CGROUP = 1u << 3,   /* born in cgroup_fd's cgroup v2
+	                                 * (CLONE_INTO_CGROUP): no instant
+	                                 * in which it, or a child it forks,
+	                                 * lives outside it */
 };
 
 struct sipc__spawn {
@@ -42,6 +46,7 @@ struct sipc__spawn {
 	int fds[5];
 	unsigned flags;               /* enum sipc__spawn_flags */
 	unsigned nproc_limit;         /* RLIMIT_NPROC in the child, 0 = none */
+	int cgroup_fd;                /* SIPC__SPAWN_CGROUP: its directory */
 };
 
 #define SIPC__SPAWN_FD_FLOOR 10

@@ -62,6 +62,10 @@ const struct sipc__cfg_key sipc__cfg_keys[] = {
 	OTHER(state_dir, SIPC__CK_OPTSTRING),
 	{ "durability", SIPC__CK_DURABILITY, F(durability), 0, SIPC_DURABLE_EACH },
 	NUM(group_commit_ms, 0, 60000),
+	{ "cgroup", SIPC__CK_CGROUP, F(cgroup), 0, SIPC_CGROUP_REQUIRED },
+	NUM(pids_max, 0, 4194304),
+	NUM(memory_max, 0, SIZE_CAP),
+	NUM(cpu_max_percent, 0, 100000),
 };
 _Static_assert(sizeof(sipc__cfg_keys) / sizeof(sipc__cfg_keys[0]) ==
     SIPC__CFG_NKEYS, "SIPC__CFG_NKEYS counts the key table");
@@ -304,6 +308,12 @@ validate_cross(const struct sipc_config *cfg, char *msg, size_t len)
 		snprintf(msg, len, "restart_cap_ms: %u must be >= "
 		    "restart_base_ms (%u)", cfg->restart_cap_ms,
 		    cfg->restart_base_ms);
+	else if (cfg->cgroup == SIPC_CGROUP_OFF && (cfg->pids_max != 0 ||
+	    cfg->memory_max != 0 || cfg->cpu_max_percent != 0))
+		snprintf(msg, len, "cgroup: off, but %s is set (limits are "
+		    "enforced through the worker's cgroup)",
+		    cfg->pids_max ? "pids_max" : cfg->memory_max ? "memory_max" :
+		    "cpu_max_percent");
 	else
 		return true;
 	return false;

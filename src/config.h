@@ -19,7 +19,10 @@
  *   ring_bytes >= max_payload + SIPC_FRAME_HDR_LEN  (one frame fits a ring)
  *   mem_ceiling >= ring_bytes                       (one ring fits memory)
  *   restart_cap_ms >= restart_base_ms
- * plus: environment, durability and containment are known enum values,
+ *   cgroup != off when a limit (pids_max, memory_max, cpu_max_percent)
+ *   is set
+ * plus: environment, durability, containment and cgroup are known enum
+ * values,
  * required_guarantees has no bit outside SIPC_G_ALL, provider and path
  * are non-NULL and non-empty, env_allow entries are variable names and
  * env_set entries are "NAME=value".
@@ -41,13 +44,14 @@ const char *sipc__environment_name(enum sipc_environment e);
 
 /* ------------------------------------------- shared by config*.c only */
 
-/* The first five kinds are integers checked against min..max (an enum's
+/* The first six kinds are integers checked against min..max (an enum's
  * names, a guarantee mask's bits); the rest are checked by kind. */
 enum sipc__cfg_kind {
 	SIPC__CK_NUM,            /* unsigned, uint32_t or size_t in min..max */
 	SIPC__CK_ENVIRONMENT,
 	SIPC__CK_DURABILITY,
 	SIPC__CK_CONTAINMENT,    /* enum sipc_containment */
+	SIPC__CK_CGROUP,         /* enum sipc_cgroup_mode */
 	SIPC__CK_GUARANTEES,
 	SIPC__CK_BOOL,
 	SIPC__CK_STRING,         /* required, non-empty */
@@ -68,7 +72,7 @@ struct sipc__cfg_key {
  * description at the top of config_load.c.  Defined in config.c; the
  * count is checked there against the table.  The loader keeps a
  * uint64_t mask of keys seen. */
-#define SIPC__CFG_NKEYS 35
+#define SIPC__CFG_NKEYS 39
 _Static_assert(SIPC__CFG_NKEYS <= 64, "seen-key mask is a uint64_t");
 extern const struct sipc__cfg_key sipc__cfg_keys[];
 

@@ -36,6 +36,7 @@
  *   init_path            text; empty = the installed sipc-init
  *   state_dir            text; empty = no durable state
  *   durability           off | group | each
+ *   cgroup               auto | off | required
  *   numeric fields       decimal integers within the ranges below
  *
  * Numeric ranges (also enforced by sipc__config_validate):
@@ -50,10 +51,13 @@
  *   restart_reset_ms 0..86400000 restart_intensity 1..100
  *   restart_window_ms 1..86400000 pool_restart_budget 1..1000
  *   cooldown_ms 1..86400000      worker_nproc_limit 0..4194304 (0 = none)
- *   group_commit_ms 0..60000
+ *   group_commit_ms 0..60000     pids_max 0..4194304 (0 = unset)
+ *   memory_max 0..2^40 bytes (0 = unset)
+ *   cpu_max_percent 0..100000 (0 = unset; 100 = one CPU)
  * Cross-field rules (checked by validation, not while loading, because a
  * later source may fix them): ring_bytes >= max_payload + 24,
- * mem_ceiling >= ring_bytes, restart_cap_ms >= restart_base_ms.
+ * mem_ceiling >= ring_bytes, restart_cap_ms >= restart_base_ms, no limit
+ * with cgroup = off.
  *
  * ---- Environment form ---------------------------------------------------
  *
@@ -317,6 +321,21 @@ parse_containment(struct pctx *c, const char *v)
 }
 
 static int
+parse_cgroup(struct pctx *c, const char *v)
+{
+	const char *names[SIPC_CGROUP_REQUIRED + 1];
+	int e = 0, r;
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		names[i] = sipc_cgroup_mode_name((enum sipc_cgroup_mode)i);
+	if ((r = parse_enum(c, v, names, sizeof(names) / sizeof(names[0]),
+	    0, "auto, off or required", &e)) == 0)
+		c->tmp.cgroup = (enum sipc_cgroup_mode)e;
+	return r;
+}
+
+static int
 parse_guarantees(struct pctx *c, char *v)
 {
 	unsigned bits = 0, bit;
@@ -488,6 +507,8 @@ apply(struct pctx *c, const struct sipc__cfg_key *k, char *v)
 		return r;
 	case SIPC__CK_CONTAINMENT:
 		return parse_containment(c, v);
+	case SIPC__CK_CGROUP:
+		return parse_cgroup(c, v);
 	case SIPC__CK_GUARANTEES:
 		return parse_guarantees(c, v);
 	case SIPC__CK_STRING:

@@ -23,6 +23,14 @@
  *   PROCESS_GROUP: the worker leads a group; TERM/KILL go to the leader
  *     by pidfd and to the group while the leader, unreaped, pins its id.
  *
+ * Cgroup (any mode, when the supervisor has one: cgroup.h): the child is
+ * cloned into a cgroup of its own for this generation.  KILL also writes
+ * cgroup.kill, and every end, once the leader is observed, kills what is
+ * left in it (setsid() escapees of process-group mode included), reads
+ * its OOM-kill count (an OOM-killed worker ends SIPC_EXIT_OOM) and
+ * removes it.  A cgroup names no stranger, so unlike a group id it stays
+ * safe to kill after the leader was reaped behind our back.
+ *
  * It gives NO mount, network, user-credential or secret isolation and
  * declares no guarantee (PRODUCTION_BOUNDARY.md); provider selection
  * refuses it outside development and test configurations.
@@ -51,6 +59,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "ident.h"
 #include "init_proto.h"
 #include "provider.h"
@@ -72,6 +81,7 @@ struct local_proc {
 	enum sipc_containment mode;
 	bool ended;
 	bool lost;                    /* reaped behind our back */
+	struct sipc__cgw *cg;         /* own cgroup, or NULL */
 	struct sipc_exit exit;        /* once ended: how */
 };
 
@@ -196,6 +206,10 @@ spawn_mode(const struct sipc__launch *l, const char *init,
 		sp.argv = argv;
 		sp.envp = env;
 	}
+	if (p->cg != NULL) {
+		sp.flags |= SIPC__SPAWN_CGROUP;
+		sp.cgroup_fd = sipc__cgw_fd(p->cg);
+	}
 	if ((rc = sipc__spawn(&sp, &p->pid, &p->pidfd, ret_errno)) < 0)
 		goto out;
 	p->pgid = p->pid;
@@ -245,7 +259,7 @@ local_launch(void *prov, const struct sipc__launch *l,
 	struct launch_fds f;
 	char why[96] = "";
 	size_t i;
-	int rc;
+	int rc, cg_err = 0;
 
 	if ((unsigned)l->contain > SIPC_CONTAIN_PROCESS_GROUP)
 		return -EINVAL;
@@ -254,6 +268,14 @@ local_launch(void *prov, const struct sipc__launch *l,
 	p->pidfd = p->report_fd = -1;
 	if ((rc = fds_open(&f)) < 0)
 		goto fail;
+	/* A configured limit is enforced or the worker does not start;
+	 * without one, a worker that gets no cgroup runs, reported. */
+	if (l->cg != NULL && (rc = sipc__cgw_create(l->cg, l->slot,
+	    l->generation, &p->cg)) < 0) {
+		if (sipc__cg_limits(l->cg) != 0)
+			goto fail;
+		cg_err = rc;
+	}
 	rc = -EINVAL;
 	for (i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
 		if (l->contain != SIPC_CONTAIN_AUTO && l->contain != order[i])
@@ -288,6 +310,9 @@ local_launch(void *prov, const struct sipc__launch *l,
 	ret_chan->pid = p->pid;
 	ret_chan->pgid = p->pgid;
 	ret_chan->contain = p->mode;
+	ret_chan->cgroup = p->cg != NULL;
+	ret_chan->limits = p->cg != NULL ? sipc__cg_limits(l->cg) : 0;
+	ret_chan->cgroup_err = cg_err;
 	snprintf(ret_chan->contain_why, sizeof(ret_chan->contain_why), "%s",
 	    p->mode == SIPC_CONTAIN_PID_NAMESPACE ? "" : why);
 	if (sipc__proc_starttime(p->pid, &ret_chan->starttime) < 0)
@@ -296,6 +321,7 @@ local_launch(void *prov, const struct sipc__launch *l,
 	return 0;
 fail:
 	fds_close(&f);
+	(void)sipc__cgw_remove(p->cg);   /* its child, if any, is reaped */
 	free(p);
 	return rc;
 }
@@ -358,12 +384,28 @@ init_report(struct local_proc *p, struct sipc_exit *ret)
 	return got;
 }
 
+/* The end of a worker's cgroup: was the OOM killer at work in it (its
+ * SIGKILL is then the kernel's, not ours or a stranger's)?  Then kill
+ * what is left, wait for it to empty (bounded) and remove it. */
+static void
+end_cgroup(struct local_proc *p, struct sipc_exit *e)
+{
+	if (p->cg == NULL)
+		return;
+	if (e != NULL && e->kind == SIPC_EXIT_SIGNAL && e->signo == SIGKILL &&
+	    sipc__cgw_oom_kills(p->cg) > 0)
+		e->kind = SIPC_EXIT_OOM;
+	(void)sipc__cgw_remove(p->cg);
+	p->cg = NULL;
+}
+
 static void
 mark_lost(struct local_proc *p)
 {
 	p->lost = true;
 	p->ended = true;
 	p->exit = (struct sipc_exit){ .kind = SIPC_EXIT_LOST, .code = -1 };
+	end_cgroup(p, NULL);
 	if (p->pidfd >= 0)
 		close(p->pidfd);
 	p->pidfd = -1;
@@ -392,6 +434,7 @@ local_try_end(void *h, struct sipc_exit *ret)
 		 * worker's status before it exited, and its exit emptied the
 		 * namespace: nothing is lost.  Otherwise it is. */
 		if (init_report(p, ret)) {
+			end_cgroup(p, ret);
 			p->exit = *ret;
 			p->ended = true;
 			close(p->pidfd);
@@ -419,6 +462,7 @@ local_try_end(void *h, struct sipc_exit *ret)
 	/* The init reports the worker's own status just before exiting;
 	 * no report means the init itself was killed (our KILL). */
 	(void)init_report(p, ret);
+	end_cgroup(p, ret);
 	p->exit = *ret;
 	p->ended = true;
 	close(p->pidfd);
@@ -436,6 +480,9 @@ local_signal_tree(void *h, enum sipc__tree_sig which)
 
 	if (p->ended)
 		return 0;
+	/* Every member of its cgroup, whatever became of the leader. */
+	if (sig == SIGKILL && p->cg != NULL)
+		(void)sipc__cgw_kill(p->cg);
 	/* Namespace modes: the init passes TERM on; KILL to the init
 	 * empties the namespace. */
 	if (pidfd_send_signal(p->pidfd, sig, NULL, 0) < 0) {
@@ -484,6 +531,7 @@ local_release(void *h)
 		close(p->pidfd);
 	if (p->report_fd >= 0)
 		close(p->report_fd);
+	end_cgroup(p, NULL);
 	free(p);
 }
 

@@ -33,6 +33,7 @@ sipc_exit_kind_name(enum sipc_exit_kind k)
 	case SIPC_EXIT_EXEC_FAILED: return "exec_failed";
 	case SIPC_EXIT_HANDSHAKE: return "handshake";
 	case SIPC_EXIT_LOST: return "lost";
+	case SIPC_EXIT_OOM: return "oom";
 	}
 	return "invalid";
 }
@@ -79,6 +80,17 @@ sipc_containment_name(enum sipc_containment c)
 	return "invalid";
 }
 
+const char *
+sipc_cgroup_mode_name(enum sipc_cgroup_mode m)
+{
+	switch (m) {
+	case SIPC_CGROUP_AUTO: return "auto";
+	case SIPC_CGROUP_OFF: return "off";
+	case SIPC_CGROUP_REQUIRED: return "required";
+	}
+	return "invalid";
+}
+
 /* How the process itself ended, whatever the supervisor's reason. */
 static int
 raw_end(const struct sipc_exit *e, char *buf, size_t len)
@@ -115,7 +127,10 @@ sipc_exit_format(const struct sipc_exit *e, char *buf, size_t len)
 		    "handshake; %s", raw);
 	case SIPC_EXIT_LOST:
 		return snprintf(buf, len, "lost child: reaped by someone else, "
-		    "exit status unknown; its tree was not signalled");
+		    "exit status unknown; its process group was not signalled");
+	case SIPC_EXIT_OOM:
+		return snprintf(buf, len, "killed by the OOM killer in its "
+		    "cgroup (memory_max reached)");
 	}
 	return snprintf(buf, len, "invalid exit");
 }

@@ -14,10 +14,13 @@
 #ifndef SIPC_PROVIDER_H
 #define SIPC_PROVIDER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #include "sipc.h"
+
+struct sipc__cg;
 
 struct sipc__launch {
 	const char *path;
@@ -27,6 +30,9 @@ struct sipc__launch {
 	unsigned nproc_limit;         /* 0 = none */
 	enum sipc_containment contain;/* asked for (AUTO: best available) */
 	const char *init_path;        /* sipc-init; NULL: installed default */
+	/* The supervisor's cgroup (cgroup.h), NULL: none.  The worker gets
+	 * a cgroup of its own below it, for its generation. */
+	struct sipc__cg *cg;
 };
 
 /* Channels handed back by launch.  The core owns both descriptors. */
@@ -40,6 +46,11 @@ struct sipc__chan {
 	/* Why AUTO did not get the strongest mode ("" if it did); for the
 	 * log. */
 	char contain_why[96];
+	/* Its own cgroup: in one, with these enum sipc_limit bits written;
+	 * or not, with the negative error why (0 when launch had no cg). */
+	bool cgroup;
+	unsigned limits;
+	int cgroup_err;
 };
 
 enum sipc__tree_sig { SIPC__SIG_TERM, SIPC__SIG_KILL };
@@ -54,14 +65,17 @@ struct sipc__provider {
 	int (*launch)(void *prov, const struct sipc__launch *l,
 	              struct sipc__chan *ret_chan, void **ret_handle,
 	              int *ret_errno);
-	/* Non-blocking.  0: still running.  1: ended; the provider has
+	/* Non-blocking (a killed cgroup may take up to SIPC__CG_EMPTY_MS
+	 * to empty).  0: still running.  1: ended; the provider has
 	 * observed the end, swept the worker's tree, released the process
-	 * (reaped), and filled *ret (kind CLEAN/CODE/SIGNAL, or LOST when
-	 * someone else reaped it: then nothing was swept).  <0: error. */
+	 * (reaped), and filled *ret (kind CLEAN/CODE/SIGNAL, OOM when the
+	 * OOM killer ended it in its own cgroup, or LOST when someone else
+	 * reaped it: then only its own cgroup, if any, was swept).  <0:
+	 * error. */
 	int (*try_end)(void *handle, struct sipc_exit *ret);
-	/* Signal the worker's whole tree.  Never reaches a process the
-	 * provider cannot prove belongs to this worker; a no-op after
-	 * try_end returned 1. */
+	/* Signal the worker's whole tree (KILL: its own cgroup too, if
+	 * any).  Never reaches a process the provider cannot prove belongs
+	 * to this worker; a no-op after try_end returned 1. */
 	int (*signal_tree)(void *handle, enum sipc__tree_sig sig);
 	/* A descriptor that polls readable (POLLIN) once the worker has
 	 * ended, for the reaper's poll(); -1 if the provider has none (the

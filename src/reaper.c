@@ -118,18 +118,22 @@ note_start_error(struct sipc_supervisor *s, int err)
 static void
 note_containment(struct sipc__slot *sl, const struct sipc__chan *ch)
 {
-	if (sl->containment == ch->contain)
+	bool contained = ch->contain == SIPC_CONTAIN_PID_NAMESPACE ||
+	    ch->cgroup;
+
+	if (ch->cgroup_err != 0 && ch->cgroup_err != sl->cg_err)
+		sipc__log(sl->sup, SIPC_LOG_WARN, sl, "cgroup: not provided for "
+		    "this worker: %s", sipc_strerror(ch->cgroup_err));
+	if (sl->containment == ch->contain && sl->cgroup == ch->cgroup)
 		return;
-	if (ch->contain == SIPC_CONTAIN_PID_NAMESPACE)
-		sipc__log(sl->sup, SIPC_LOG_INFO, sl, "tree containment: %s",
-		    sipc_containment_name(ch->contain));
-	else
-		sipc__log(sl->sup, SIPC_LOG_WARN, sl, "tree containment: %s%s%s%s",
-		    sipc_containment_name(ch->contain),
-		    ch->contain == SIPC_CONTAIN_PROCESS_GROUP ?
-		    " (a descendant that calls setsid() escapes)" : "",
-		    ch->contain_why[0] ? "; stronger mode refused: " : "",
-		    ch->contain_why);
+	sipc__log(sl->sup, contained ? SIPC_LOG_INFO : SIPC_LOG_WARN, sl,
+	    "tree containment: %s%s%s%s%s", sipc_containment_name(ch->contain),
+	    ch->contain == SIPC_CONTAIN_PROCESS_GROUP && !ch->cgroup ?
+	    " (a descendant that calls setsid() escapes)" : "",
+	    ch->cgroup ? "; cgroup: provided (cgroup.kill ends the whole "
+	    "tree)" : "",
+	    ch->contain_why[0] ? "; stronger mode refused: " : "",
+	    ch->contain_why);
 }
 
 static void
@@ -152,7 +156,8 @@ spawn_slot(struct sipc__slot *sl, int64_t now)
 	l = (struct sipc__launch){ .path = s->cfg.path, .argv = s->argv,
 	    .envp = env, .slot = sl->idx, .generation = sl->generation,
 	    .nproc_limit = s->cfg.worker_nproc_limit,
-	    .contain = s->cfg.containment, .init_path = s->cfg.init_path };
+	    .contain = s->cfg.containment, .init_path = s->cfg.init_path,
+	    .cg = s->cg };
 	rc = s->prov->launch(s->prov_state, &l, &ch, &sl->handle, &eno);
 	free_env(s, env);
 	if (rc < 0)
@@ -181,6 +186,9 @@ spawn_slot(struct sipc__slot *sl, int64_t now)
 	pthread_mutex_lock(&sl->lock);
 	sl->pid = ch.pid;
 	sl->containment = ch.contain;
+	sl->cgroup = ch.cgroup;
+	sl->cg_limits = ch.limits;
+	sl->cg_err = ch.cgroup_err;
 	sl->state = SIPC_WS_STARTING;
 	sl->accepts = false;
 	/* Why a start failed belongs to that generation: a version error
@@ -289,8 +297,9 @@ on_end(struct sipc__slot *sl, struct sipc_exit *e, int64_t now)
 	/* A worker that never completed the handshake failed to start,
 	 * whoever ended it (handshake timeout, bad version); the reason
 	 * stays attached.  Only shutdown during start-up is not a fault. */
-	if (e->kind == SIPC_EXIT_LOST) {
-		/* say so whatever we were doing: the status is unknown */
+	if (e->kind == SIPC_EXIT_LOST || e->kind == SIPC_EXIT_OOM) {
+		/* say so whatever we were doing: the status is unknown, or
+		 * the kernel ended it for memory before we could */
 		e->reason = sl->term_reason;
 	} else if (before_ready && sl->term_reason != SIPC_TERM_SHUTDOWN) {
 		e->kind = SIPC_EXIT_HANDSHAKE;

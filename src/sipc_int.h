@@ -92,6 +92,9 @@ struct sipc__slot {
 	                               * may hold ACCEPTs */
 	struct sipc_exit last_exit;
 	enum sipc_containment containment; /* what this generation got */
+	bool cgroup;                  /* ... in a cgroup of its own */
+	unsigned cg_limits;           /* ... with these enum sipc_limit bits */
+	int cg_err;                   /* ... or why not (0: none wanted) */
 	char *diag_tail;              /* ring of the last diag bytes */
 	size_t diag_tail_len, diag_tail_pos;
 	/* [table] (counts written-unanswered on the current generation) */
@@ -151,6 +154,9 @@ struct sipc_supervisor {
 	struct sipc_leftover *leftovers; /* [const] verdicts at open */
 	size_t nleftovers;               /* [const] (durable.c) */
 	bool subreaper_held;          /* [const] counted in subreaper_users */
+	struct sipc__cg *cg;          /* [const] own cgroup v2 (cgroup.h) or
+	                               * NULL; closed after the reaper ends */
+	char cg_why[160];             /* [const] its path, or why none */
 	/* reaper */
 	pthread_t reaper;
 	bool reaper_started;

@@ -22,6 +22,7 @@
 
 #include <bsd/stdlib.h>
 
+#include "cgroup.h"
 #include "config.h"
 #include "policy.h"
 #include "provider.h"
@@ -537,6 +538,7 @@ static void
 sup_free(struct sipc_supervisor *s)
 {
 	unsigned i;
+	int rc;
 
 	if (s == NULL)
 		return;
@@ -566,6 +568,9 @@ sup_free(struct sipc_supervisor *s)
 	sipc__table_fini(&s->table);
 	if (s->subreaper_held)
 		subreaper_release();
+	if ((rc = sipc__cg_close(s->cg)) < 0)
+		sipc__log(s, SIPC_LOG_ERROR, NULL, "cgroup: cannot remove %s: %s",
+		    s->cg_why, sipc_strerror(rc));
 	if (s->sig_fd >= 0)
 		close(s->sig_fd);
 	if (s->timer_fd >= 0)
@@ -614,6 +619,26 @@ sup_alloc(const struct sipc_config *cfg, struct sipc_supervisor **ret)
 	return slots_init(s);
 }
 
+/* The supervisor's cgroup v2 (cgroup.h): made, or why not, said once. */
+static int
+cgroup_open(struct sipc_supervisor *s, char *errbuf, size_t errlen)
+{
+	const struct sipc__cg_limits lim = { s->cfg.pids_max,
+	    s->cfg.memory_max, s->cfg.cpu_max_percent };
+	int rc;
+
+	rc = sipc__cg_open(s->cfg.cgroup, &lim, &s->cg, s->cg_why,
+	    sizeof(s->cg_why));
+	if (rc < 0) {
+		snprintf(errbuf, errlen, "cgroup: %s", s->cg_why);
+		return rc;
+	}
+	sipc__log(s, s->cg != NULL || s->cfg.cgroup == SIPC_CGROUP_OFF ?
+	    SIPC_LOG_INFO : SIPC_LOG_WARN, NULL, "cgroup: %s (%s)",
+	    s->cg != NULL ? "provided" : "not provided", s->cg_why);
+	return 0;
+}
+
 int
 sipc_create(const struct sipc_config *cfg, char *errbuf, size_t errlen,
             sipc_supervisor **ret)
@@ -647,6 +672,8 @@ sipc_create(const struct sipc_config *cfg, char *errbuf, size_t errlen,
 	if (cfg->subreaper && (rc = subreaper_hold()) < 0)
 		goto fail;
 	s->subreaper_held = cfg->subreaper;
+	if ((rc = cgroup_open(s, errbuf, errlen)) < 0)
+		goto fail;
 	if (cfg->state_dir != NULL &&
 	    (rc = sipc__durable_open(s, errbuf, errlen)) < 0)
 		goto fail;
@@ -733,6 +760,9 @@ sipc_stats_get(sipc_supervisor *s, struct sipc_stats *ret)
 		w[i].queued = sl->ring.count;
 		w[i].last_exit = sl->last_exit;
 		w[i].containment = sl->containment;
+		w[i].cgroup = sl->cgroup;
+		w[i].limits = sl->cg_limits;
+		w[i].cgroup_error = sl->cg_err;
 		pthread_mutex_unlock(&sl->lock);
 		w[i].inflight = atomic_load(&sl->inflight);
 		w[i].bytes_in = atomic_load(&sl->bytes_in);
@@ -762,6 +792,12 @@ sipc_stats_get(sipc_supervisor *s, struct sipc_stats *ret)
 	pthread_mutex_unlock(&s->table.lock);
 	sipc__journal_note_stats(s, ret);
 	ret->mem_ceiling = s->cfg.mem_ceiling;
+	if (s->cg != NULL)
+		snprintf(ret->cgroup_path, sizeof(ret->cgroup_path), "%s",
+		    s->cg_why);
+	else
+		snprintf(ret->cgroup_why, sizeof(ret->cgroup_why), "%s",
+		    s->cg_why);
 	sipc__api_leave(s);
 	return 0;
 }

@@ -334,6 +334,7 @@ tree_case(bool subreaper, bool kill_leader)
 	/* process-group mode: the fallback's tree rules (the namespace
 	 * mode's are in contain_test.c) */
 	c.containment = SIPC_CONTAIN_PROCESS_GROUP;
+	c.cgroup = SIPC_CGROUP_OFF;       /* cgroup_test.c has the cgroup's */
 	c.subreaper = subreaper;
 	s = st_start(&c, 1, WAIT_MS);
 	tree_read(s, &t);

@@ -17,6 +17,7 @@ const struct sipc__provider *conf_prov;
 void *conf_prov_state;
 enum sipc_containment conf_contain = SIPC_CONTAIN_PROCESS_GROUP;
 const char *conf_init_path;
+struct sipc__cg *conf_cg;
 
 static char *
 xasprintf_env(const char *fmt, long v)
@@ -76,7 +77,7 @@ cw_launch_path(struct cw *w, const char *path, const char *a1,
 	sipc__decoder_init(&w->dec, CW_MAX_PAYLOAD);
 	l = (struct sipc__launch){ .path = path, .argv = argv, .envp = env,
 	    .slot = 0, .generation = 1, .contain = conf_contain,
-	    .init_path = conf_init_path };
+	    .init_path = conf_init_path, .cg = conf_cg };
 	rc = conf_prov->launch(conf_prov_state, &l, &w->ch, &w->h, &eno);
 	env_free(env);
 	if (rc < 0) {

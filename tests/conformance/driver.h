@@ -28,6 +28,9 @@ extern void *conf_prov_state;
  * another) and the sipc-init the namespace modes run. */
 extern enum sipc_containment conf_contain;
 extern const char *conf_init_path;
+/* The supervisor cgroup launches go below (cgroup.h); NULL: none. */
+struct sipc__cg;
+extern struct sipc__cg *conf_cg;
 
 /* One launched worker and what the suite has read from it. */
 struct cw {

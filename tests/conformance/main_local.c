@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cgroup.h"
 #include "conformance.h"
 #include "driver.h"
 #include "testlib.h"
@@ -124,6 +125,37 @@ test_conformance_modes_report_containment(void)
 	probe_mode(SIPC_CONTAIN_USER_NAMESPACE, true);
 }
 
+/*
+ * The cgroup, probed for real: "conformance: cgroup: provided (path)" or
+ * "not provided (why)".  Where provided, process-group mode inside it
+ * must contain the tree that it alone does not (its setsid() escapee
+ * dies at the worker's end).
+ */
+static void
+test_conformance_cgroup_reports(void)
+{
+	const struct sipc__cg_limits none = { 0, 0, 0 };
+	char why[256] = "";
+	int r;
+
+	CU_ASSERT_EQUAL_FATAL(sipc__cg_open(SIPC_CGROUP_AUTO, &none, &conf_cg,
+	    why, sizeof(why)), 0);
+	printf("conformance: cgroup: %s (%s)\n", conf_cg != NULL ?
+	    "provided" : "not provided", why);
+	if (conf_cg == NULL)
+		return;
+	conf_contain = SIPC_CONTAIN_PROCESS_GROUP;
+	why[0] = '\0';
+	r = conf_verify_tree_containment(&sipc__provider_local, NULL, why,
+	    sizeof(why));
+	printf("conformance: mode process_group+cgroup: tree_containment: "
+	    "%s (%s)\n", r == 1 ? "provided" : r == 0 ? "not provided" :
+	    "could not run", r < 0 ? sipc_strerror(r) : why);
+	CU_ASSERT_EQUAL(r, 1);
+	CU_ASSERT_EQUAL(sipc__cg_close(conf_cg), 0);
+	conf_cg = NULL;
+}
+
 int
 main(void)
 {
@@ -138,6 +170,8 @@ main(void)
 	      test_conformance_selfcheck_secrets_probe_fails_on_leaky },
 	    { "test_conformance_modes_report_containment",
 	      test_conformance_modes_report_containment },
+	    { "test_conformance_cgroup_reports",
+	      test_conformance_cgroup_reports },
 	    { NULL, NULL } });
 	rc = tl_run();
 	conf_print_summary();

@@ -1,0 +1,672 @@
+/*
+ * cgroup.c - cgroup v2 per supervisor and per worker generation; see
+ * cgroup.h for the layout and the rules.
+ *
+ * Where the hierarchy is: the cgroup2 line of /proc/self/mountinfo (on a
+ * pure v2 machine /sys/fs/cgroup, on a hybrid one often
+ * /sys/fs/cgroup/unified), and the host process's own cgroup from the
+ * "0::" line of /proc/self/cgroup, relative to that mount's root.
+ *
+ * Why a worker cgroup is removed only once it is empty: rmdir of a
+ * populated cgroup fails (EBUSY), and a SIGKILLed member leaves it a
+ * moment after cgroup.kill, not at once.  The wait is bounded
+ * (SIPC__CG_EMPTY_MS, woken by cgroup.events changes); what is still
+ * populated then is swept again at sipc__cg_close().
+ *
+ * Threads: see cgroup.h.  No locks: a struct sipc__cgw belongs to one
+ * worker handle (reaper thread), a struct sipc__cg is read-only while
+ * workers exist.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+
+#define FILE_CAP 4096             /* cgroup interface files are small */
+
+struct sipc__cg {
+	int dirfd;                    /* the supervisor's cgroup directory */
+	unsigned limits;              /* enum sipc_limit bits configured */
+	struct sipc__cg_limits lim;
+	char path[PATH_MAX];
+};
+
+struct sipc__cgw {
+	struct sipc__cg *cg;
+	int fd;                       /* the worker cgroup's directory */
+	char name[32];                /* entry in cg->dirfd */
+};
+
+/* Names process-wide unique supervisor cgroups (with the pid). */
+static atomic_uint cg_seq;
+
+static const struct {
+	unsigned bit;
+	const char *ctrl, *key;
+} limit_ctrl[] = {
+	{ SIPC_LIMIT_PIDS, "pids", "pids_max" },
+	{ SIPC_LIMIT_MEMORY, "memory", "memory_max" },
+	{ SIPC_LIMIT_CPU, "cpu", "cpu_max_percent" },
+};
+#define NLIMITS (sizeof(limit_ctrl) / sizeof(limit_ctrl[0]))
+
+/* ------------------------------------------------------------ files */
+
+static int64_t
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Read a small file under dirfd, NUL-terminated.  Length or -errno. */
+static ssize_t
+read_at(int dirfd, const char *name, char *buf, size_t len)
+{
+	ssize_t n;
+	int fd;
+
+	if ((fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC)) < 0)
+		return -errno;
+	do
+		n = read(fd, buf, len - 1);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		n = -errno;
+	else
+		buf[n] = '\0';
+	close(fd);
+	return n;
+}
+
+/* One write of `text` (cgroup files take a whole value per write). */
+static int
+write_at(int dirfd, const char *name, const char *text)
+{
+	size_t len = strlen(text);
+	ssize_t n;
+	int fd, rc = 0;
+
+	if ((fd = openat(dirfd, name, O_WRONLY | O_CLOEXEC)) < 0)
+		return -errno;
+	do
+		n = write(fd, text, len);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		rc = -errno;
+	else if ((size_t)n != len)
+		rc = -EIO;
+	close(fd);
+	return rc;
+}
+
+/* Is `word` one of the blank-separated words of `list`? */
+static bool
+has_word(const char *list, const char *word)
+{
+	size_t n = strlen(word);
+	const char *p = list;
+
+	while ((p = strstr(p, word)) != NULL) {
+		if ((p == list || p[-1] == ' ' || p[-1] == '\n') &&
+		    (p[n] == '\0' || p[n] == ' ' || p[n] == '\n'))
+			return true;
+		p += n;
+	}
+	return false;
+}
+
+int
+sipc__cg_read_key(int dirfd, const char *file, const char *key,
+                  uint64_t *ret)
+{
+	char buf[FILE_CAP], *line, *save = NULL;
+	size_t klen = strlen(key);
+	unsigned long long v;
+	ssize_t n;
+
+	if ((n = read_at(dirfd, file, buf, sizeof(buf))) < 0)
+		return (int)n;
+	for (line = strtok_r(buf, "\n", &save); line != NULL;
+	    line = strtok_r(NULL, "\n", &save))
+		if (strncmp(line, key, klen) == 0 && line[klen] == ' ' &&
+		    sscanf(line + klen + 1, "%llu", &v) == 1) {
+			*ret = v;
+			return 0;
+		}
+	return -ENOENT;
+}
+
+/* -------------------------------------------------------- discovery */
+
+/* Undo mountinfo's octal escapes (\040 for a blank) in place. */
+static void
+unescape(char *s)
+{
+	char *o = s;
+
+	for (; *s != '\0'; s++, o++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' &&
+		    s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
+			*o = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 +
+			    (s[3] - '0'));
+			s += 3;
+		} else {
+			*o = *s;
+		}
+	}
+	*o = '\0';
+}
+
+/* The host process's cgroup v2 path ("0::" line), e.g. "/" or
+ * "/system.slice/x.service".  0 or -ENOENT (no v2 membership). */
+static int
+own_cgroup(char *ret, size_t len)
+{
+	char line[PATH_MAX + 8];
+	FILE *f;
+	int rc = -ENOENT;
+
+	if ((f = fopen("/proc/self/cgroup", "re")) == NULL)
+		return -errno;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		if (strncmp(line, "0::", 3) != 0)
+			continue;
+		line[strcspn(line, "\n")] = '\0';
+		if (snprintf(ret, len, "%s", line + 3) < (int)len)
+			rc = 0;
+		break;
+	}
+	fclose(f);
+	return rc;
+}
+
+/* Mount point + own path below that mount's root, for a cgroup2 mount
+ * whose root contains our cgroup. */
+static bool
+mount_line_dir(char *line, const char *own, char *ret, size_t len)
+{
+	char *f[32], *save = NULL, *tok;
+	size_t n = 0, rl;
+
+	for (tok = strtok_r(line, " \n", &save); tok != NULL && n < 32;
+	    tok = strtok_r(NULL, " \n", &save))
+		f[n++] = tok;
+	/* id parent maj:min root mountpoint opts [optional...] - fstype */
+	for (size_t i = 6; i + 1 < n; i++) {
+		if (strcmp(f[i], "-") != 0)
+			continue;
+		if (strcmp(f[i + 1], "cgroup2") != 0)
+			return false;
+		unescape(f[3]);
+		unescape(f[4]);
+		rl = strcmp(f[3], "/") == 0 ? 0 : strlen(f[3]);
+		if (strncmp(own, f[3], rl) != 0 ||
+		    (own[rl] != '/' && own[rl] != '\0'))
+			return false;
+		return snprintf(ret, len, "%s%s", f[4],
+		    strcmp(own + rl, "/") == 0 ? "" : own + rl) < (int)len;
+	}
+	return false;
+}
+
+/* Directory of the host process's own cgroup v2.  0, or -errno with why. */
+static int
+find_own_dir(char *ret, size_t len, char *why, size_t whylen)
+{
+	char own[PATH_MAX], line[2 * PATH_MAX];
+	bool found = false;
+	FILE *f;
+	int rc;
+
+	if ((rc = own_cgroup(own, sizeof(own))) < 0) {
+		snprintf(why, whylen, "not a member of a cgroup v2 hierarchy "
+		    "(/proc/self/cgroup has no 0:: line)");
+		return rc;
+	}
+	if ((f = fopen("/proc/self/mountinfo", "re")) == NULL) {
+		rc = -errno;
+		snprintf(why, whylen, "/proc/self/mountinfo: %s", strerror(-rc));
+		return rc;
+	}
+	while (!found && fgets(line, sizeof(line), f) != NULL)
+		found = mount_line_dir(line, own, ret, len);
+	fclose(f);
+	if (!found) {
+		snprintf(why, whylen, "no cgroup2 mount shows cgroup %s", own);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------- controllers */
+
+static unsigned
+limit_bits(const struct sipc__cg_limits *lim)
+{
+	return (lim->pids_max ? SIPC_LIMIT_PIDS : 0) |
+	    (lim->memory_max ? SIPC_LIMIT_MEMORY : 0) |
+	    (lim->cpu_max_percent ? SIPC_LIMIT_CPU : 0);
+}
+
+/* Make every controller the limits need available to dir's children:
+ * present in its cgroup.controllers, then listed in (or written to) its
+ * cgroup.subtree_control. */
+static int
+enable_controllers(int dirfd, const char *dir, unsigned bits, char *why,
+                   size_t whylen)
+{
+	char have[FILE_CAP], on[FILE_CAP], plus[32];
+	ssize_t n;
+	int rc;
+
+	if (bits == 0)
+		return 0;
+	if ((n = read_at(dirfd, "cgroup.controllers", have, sizeof(have))) < 0 ||
+	    (n = read_at(dirfd, "cgroup.subtree_control", on, sizeof(on))) < 0) {
+		snprintf(why, whylen, "%s: cannot read its controllers: %s",
+		    dir, strerror((int)-n));
+		return (int)n;
+	}
+	have[strcspn(have, "\n")] = '\0';
+	for (size_t i = 0; i < NLIMITS; i++) {
+		if (!(bits & limit_ctrl[i].bit) || has_word(on, limit_ctrl[i].ctrl))
+			continue;
+		if (!has_word(have, limit_ctrl[i].ctrl)) {
+			snprintf(why, whylen, "%s: the %s controller is not "
+			    "available in cgroup v2 at %s (cgroup.controllers: "
+			    "\"%s\")", limit_ctrl[i].key, limit_ctrl[i].ctrl,
+			    dir, have);
+			return -EOPNOTSUPP;
+		}
+		snprintf(plus, sizeof(plus), "+%s", limit_ctrl[i].ctrl);
+		if ((rc = write_at(dirfd, "cgroup.subtree_control", plus)) < 0) {
+			snprintf(why, whylen, "%s: cannot enable the %s "
+			    "controller in %s/cgroup.subtree_control: %s%s",
+			    limit_ctrl[i].key, limit_ctrl[i].ctrl, dir,
+			    strerror(-rc), rc == -EBUSY ? " (a cgroup that "
+			    "holds processes cannot delegate controllers)" : "");
+			return rc;
+		}
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------- open */
+
+/*
+ * A supervisor that crashed (no sipc_destroy) leaves its cgroups behind:
+ * its workers died with it (parent-death signal), so they are normally
+ * empty.  Remove those of owners that no longer exist.  Only rmdir, and
+ * the kernel refuses it for a cgroup that holds a process or a child
+ * cgroup: what still holds a crashed instance's survivor is left as it
+ * is, never killed, since nothing proves it ours.
+ */
+/* rmdir every empty worker cgroup (w*) under dirfd. */
+static void
+rmdir_workers(int dirfd)
+{
+	struct dirent *de;
+	int fd;
+	DIR *d;
+
+	if ((fd = dup(dirfd)) < 0)
+		return;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL)
+		if (de->d_type == DT_DIR && de->d_name[0] == 'w')
+			(void)unlinkat(dirfd, de->d_name, AT_REMOVEDIR);
+	closedir(d);
+}
+
+static void
+sweep_stale(int pfd)
+{
+	struct dirent *de;
+	int fd, cfd, pid;
+	unsigned n;
+	DIR *d;
+
+	if ((fd = dup(pfd)) < 0)
+		return;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (sscanf(de->d_name, "sipc.%d.%u", &pid, &n) != 2 || pid <= 0 ||
+		    kill(pid, 0) == 0 || errno != ESRCH)
+			continue;
+		if ((cfd = openat(pfd, de->d_name, O_RDONLY | O_DIRECTORY |
+		    O_CLOEXEC)) < 0)
+			continue;
+		rmdir_workers(cfd);
+		close(cfd);
+		(void)unlinkat(pfd, de->d_name, AT_REMOVEDIR);
+	}
+	closedir(d);
+}
+
+/* mkdir the supervisor's cgroup under `parent` and open it.  A name
+ * taken by a crashed earlier process with our pid is skipped. */
+static int
+make_sup(struct sipc__cg *cg, const char *parent, char *why, size_t whylen)
+{
+	int rc, tries = 0;
+
+	do {
+		if (snprintf(cg->path, sizeof(cg->path), "%s/sipc.%d.%u",
+		    parent, (int)getpid(), atomic_fetch_add(&cg_seq, 1)) >=
+		    (int)sizeof(cg->path)) {
+			snprintf(why, whylen, "%s: path too long", parent);
+			return -ENAMETOOLONG;
+		}
+		rc = mkdir(cg->path, 0755) < 0 ? -errno : 0;
+	} while (rc == -EEXIST && ++tries < 64);
+	if (rc < 0) {
+		snprintf(why, whylen, "mkdir %s: %s", cg->path, strerror(-rc));
+		cg->path[0] = '\0';           /* not ours to remove */
+		return rc;
+	}
+	if ((cg->dirfd = open(cg->path, O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC)) < 0) {
+		rc = -errno;
+		snprintf(why, whylen, "%s: %s", cg->path, strerror(-rc));
+		(void)rmdir(cg->path);
+		return rc;
+	}
+	/* Without cgroup.kill (Linux < 5.14) a worker's tree could not be
+	 * ended through its cgroup: do not pretend. */
+	if (faccessat(cg->dirfd, "cgroup.kill", W_OK, 0) < 0) {
+		rc = -errno;
+		snprintf(why, whylen, "%s/cgroup.kill: %s (needs Linux 5.14)",
+		    cg->path, strerror(-rc));
+		return rc;
+	}
+	return enable_controllers(cg->dirfd, cg->path, cg->limits, why, whylen);
+}
+
+static int
+free_sup(struct sipc__cg *cg)
+{
+	int rc = 0;
+
+	if (cg->dirfd >= 0)
+		close(cg->dirfd);
+	if (cg->path[0] != '\0' && rmdir(cg->path) < 0)
+		rc = -errno;
+	free(cg);
+	return rc;
+}
+
+/* Say which configured limit (if any) cannot be enforced, unless the
+ * reason already starts with its key. */
+static void
+name_first_limit(unsigned bits, char *why, size_t whylen)
+{
+	char tmp[512];
+
+	for (size_t i = 0; i < NLIMITS; i++) {
+		if (!(bits & limit_ctrl[i].bit))
+			continue;
+		if (strncmp(why, limit_ctrl[i].key, strlen(limit_ctrl[i].key)))
+			continue;
+		return;
+	}
+	for (size_t i = 0; i < NLIMITS; i++)
+		if (bits & limit_ctrl[i].bit) {
+			snprintf(tmp, sizeof(tmp), "%s is set, but no cgroup "
+			    "can be made here: %s", limit_ctrl[i].key, why);
+			snprintf(why, whylen, "%s", tmp);
+			return;
+		}
+}
+
+int
+sipc__cg_open(enum sipc_cgroup_mode mode, const struct sipc__cg_limits *lim,
+              struct sipc__cg **ret, char *why, size_t whylen)
+{
+	unsigned bits = limit_bits(lim);
+	bool need = mode == SIPC_CGROUP_REQUIRED || bits != 0;
+	char parent[PATH_MAX];
+	struct sipc__cg *cg = NULL;
+	int pfd = -1, rc;
+
+	if (mode == SIPC_CGROUP_OFF) {
+		snprintf(why, whylen, "off");
+		*ret = NULL;
+		return 0;
+	}
+	if ((rc = find_own_dir(parent, sizeof(parent), why, whylen)) < 0)
+		goto none;
+	if ((pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		rc = -errno;
+		snprintf(why, whylen, "%s: %s", parent, strerror(-rc));
+		goto none;
+	}
+	sweep_stale(pfd);
+	rc = enable_controllers(pfd, parent, bits, why, whylen);
+	close(pfd);
+	if (rc < 0)
+		goto none;
+	if ((cg = calloc(1, sizeof(*cg))) == NULL) {
+		rc = -ENOMEM;
+		snprintf(why, whylen, "out of memory");
+		goto none;
+	}
+	cg->dirfd = -1;
+	cg->lim = *lim;
+	cg->limits = bits;
+	if ((rc = make_sup(cg, parent, why, whylen)) < 0) {
+		(void)free_sup(cg);
+		goto none;
+	}
+	snprintf(why, whylen, "%s", cg->path);
+	*ret = cg;
+	return 0;
+none:
+	if (!need) {
+		*ret = NULL;
+		return 0;
+	}
+	name_first_limit(bits, why, whylen);
+	return SIPC_E_CGROUP;
+}
+
+const char *
+sipc__cg_path(const struct sipc__cg *cg)
+{
+	return cg->path;
+}
+
+unsigned
+sipc__cg_limits(const struct sipc__cg *cg)
+{
+	return cg->limits;
+}
+
+/* ------------------------------------------------------- worker cgroups */
+
+/* Wait until the cgroup under fd holds no process.  0 or -ETIMEDOUT. */
+static int
+wait_empty(int fd, int timeout_ms)
+{
+	int64_t end = mono_ms() + timeout_ms, left;
+	struct pollfd pf = { .events = POLLPRI };
+	uint64_t populated = 1;
+	int rc;
+
+	if ((pf.fd = openat(fd, "cgroup.events", O_RDONLY | O_CLOEXEC)) < 0)
+		return -errno;
+	for (;;) {
+		if ((rc = sipc__cg_read_key(fd, "cgroup.events", "populated",
+		    &populated)) < 0 || populated == 0)
+			break;
+		if ((left = end - mono_ms()) <= 0) {
+			rc = -ETIMEDOUT;
+			break;
+		}
+		/* cgroup.events raises POLLPRI on change; the slice only
+		 * guards against a change between the read and the poll */
+		(void)poll(&pf, 1, left < 50 ? (int)left : 50);
+	}
+	close(pf.fd);
+	return rc;
+}
+
+/* Kill, wait for empty, rmdir the child `name` of dirfd. */
+static int
+remove_child(int dirfd, int fd, const char *name)
+{
+	int rc;
+
+	(void)write_at(fd, "cgroup.kill", "1");
+	if ((rc = wait_empty(fd, SIPC__CG_EMPTY_MS)) < 0)
+		return rc;
+	return unlinkat(dirfd, name, AT_REMOVEDIR) < 0 ? -errno : 0;
+}
+
+static int
+write_limits(int fd, const struct sipc__cg_limits *lim)
+{
+	char v[48];
+	int rc;
+
+	if (lim->pids_max) {
+		snprintf(v, sizeof(v), "%u", lim->pids_max);
+		if ((rc = write_at(fd, "pids.max", v)) < 0)
+			return rc;
+	}
+	if (lim->memory_max) {
+		snprintf(v, sizeof(v), "%zu", lim->memory_max);
+		if ((rc = write_at(fd, "memory.max", v)) < 0)
+			return rc;
+		/* no swap file where swap is not accounted: nothing to do */
+		if ((rc = write_at(fd, "memory.swap.max", "0")) < 0 &&
+		    rc != -ENOENT)
+			return rc;
+	}
+	if (lim->cpu_max_percent) {
+		snprintf(v, sizeof(v), "%llu 100000",
+		    (unsigned long long)lim->cpu_max_percent * 1000);
+		if ((rc = write_at(fd, "cpu.max", v)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+int
+sipc__cgw_create(struct sipc__cg *cg, uint32_t slot, uint32_t gen,
+                 struct sipc__cgw **ret)
+{
+	struct sipc__cgw *w;
+	int rc;
+
+	if ((w = calloc(1, sizeof(*w))) == NULL)
+		return -ENOMEM;
+	w->cg = cg;
+	snprintf(w->name, sizeof(w->name), "w%u.g%u", slot, gen);
+	if (mkdirat(cg->dirfd, w->name, 0755) < 0) {
+		rc = -errno;
+		free(w);
+		return rc;
+	}
+	if ((w->fd = openat(cg->dirfd, w->name, O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC)) < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	if ((rc = write_limits(w->fd, &cg->lim)) < 0)
+		goto fail;
+	*ret = w;
+	return 0;
+fail:
+	if (w->fd >= 0)
+		close(w->fd);
+	(void)unlinkat(cg->dirfd, w->name, AT_REMOVEDIR);
+	free(w);
+	return rc;
+}
+
+int
+sipc__cgw_fd(const struct sipc__cgw *w)
+{
+	return w->fd;
+}
+
+int
+sipc__cgw_kill(struct sipc__cgw *w)
+{
+	return write_at(w->fd, "cgroup.kill", "1");
+}
+
+uint64_t
+sipc__cgw_oom_kills(const struct sipc__cgw *w)
+{
+	uint64_t v = 0;
+
+	if (sipc__cg_read_key(w->fd, "memory.events", "oom_kill", &v) < 0)
+		return 0;
+	return v;
+}
+
+int
+sipc__cgw_remove(struct sipc__cgw *w)
+{
+	int rc;
+
+	if (w == NULL)
+		return 0;
+	rc = remove_child(w->cg->dirfd, w->fd, w->name);
+	close(w->fd);
+	free(w);
+	return rc;
+}
+
+/* ------------------------------------------------------------- close */
+
+int
+sipc__cg_close(struct sipc__cg *cg)
+{
+	struct dirent *de;
+	DIR *d;
+	int fd;
+
+	if (cg == NULL)
+		return 0;
+	/* worker cgroups that did not empty in time at their end */
+	if ((fd = dup(cg->dirfd)) >= 0 && (d = fdopendir(fd)) != NULL) {
+		while ((de = readdir(d)) != NULL) {
+			int cfd;
+
+			if (de->d_type != DT_DIR || de->d_name[0] == '.')
+				continue;
+			if ((cfd = openat(cg->dirfd, de->d_name, O_RDONLY |
+			    O_DIRECTORY | O_CLOEXEC)) < 0)
+				continue;
+			(void)remove_child(cg->dirfd, cfd, de->d_name);
+			close(cfd);
+		}
+		closedir(d);
+	} else if (fd >= 0) {
+		close(fd);
+	}
+	return free_sup(cg);
+}

@@ -1,0 +1,95 @@
+/*
+ * cgroup.h - cgroup v2 where the supervisor may write one: a cgroup per
+ * supervisor, a child cgroup per worker generation, limits written into
+ * it, cgroup.kill at the end of every worker, and the OOM-kill count.
+ *
+ * Layout (the "no internal processes" rule of cgroup v2):
+ *
+ *   <own cgroup>/                  the host process's cgroup, untouched
+ *                                  but for cgroup.subtree_control when a
+ *                                  configured limit needs a controller
+ *     sipc.<pid>.<n>/              one per supervisor; holds no process,
+ *                                  so its subtree_control may enable the
+ *                                  controllers the limits need
+ *       w<slot>.g<generation>/     one per worker generation; a leaf: the
+ *                                  worker (or its sipc-init) is cloned
+ *                                  straight into it (CLONE_INTO_CGROUP),
+ *                                  every descendant stays in it
+ *
+ * The host process is never moved.  A controller can be enabled for the
+ * supervisor's cgroup only if the host's own cgroup has it in
+ * cgroup.controllers and may list it in cgroup.subtree_control: always
+ * in the root cgroup; in any other cgroup only while it holds no process
+ * (the kernel answers EBUSY), which is the host's (or its service
+ * manager's) arrangement to make.  What cannot be arranged is reported,
+ * and a configured limit that cannot be enforced is an error: it is
+ * never silently dropped.
+ *
+ * Threads: sipc__cg_open / sipc__cg_close on the thread that creates or
+ * destroys the supervisor (no worker exists then); the sipc__cgw_* calls
+ * on the reaper thread (through the local provider).  A struct sipc__cg
+ * is read-only between open and close.
+ */
+#ifndef SIPC_CGROUP_H
+#define SIPC_CGROUP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sipc.h"
+
+struct sipc__cg;                  /* the supervisor's cgroup */
+struct sipc__cgw;                 /* one worker generation's cgroup */
+
+struct sipc__cg_limits {
+	unsigned pids_max;            /* 0 = unset */
+	size_t memory_max;            /* bytes, 0 = unset */
+	unsigned cpu_max_percent;     /* of one CPU, 0 = unset */
+};
+
+/* Bound on waiting for a killed worker cgroup to empty before rmdir. */
+#define SIPC__CG_EMPTY_MS 2000
+
+/*
+ * Make the supervisor's cgroup.  mode OFF: *ret = NULL, why "off".
+ * AUTO without limits: *ret = NULL with the reason in why when no cgroup
+ * can be made here (returns 0: run without, reported).  REQUIRED, or any
+ * limit set: an error (-errno, or SIPC_E_CGROUP when a controller is
+ * missing) with "key: reason" in why.  On success *ret is the cgroup and
+ * why holds its path.  Nothing is left behind on failure.
+ */
+int sipc__cg_open(enum sipc_cgroup_mode mode, const struct sipc__cg_limits *lim,
+                  struct sipc__cg **ret, char *why, size_t whylen);
+/* Kill and remove whatever worker cgroup is left (bounded), then the
+ * supervisor's own; free.  Call after every worker ended.  0, or -errno
+ * when the supervisor's cgroup could not be removed.  Accepts NULL. */
+int sipc__cg_close(struct sipc__cg *cg);
+/* The supervisor cgroup's directory (absolute path). */
+const char *sipc__cg_path(const struct sipc__cg *cg);
+/* enum sipc_limit bits configured (each one is enforced in every worker
+ * cgroup, or the worker does not start). */
+unsigned sipc__cg_limits(const struct sipc__cg *cg);
+
+/* Make a worker generation's cgroup and write the limits into it.
+ * 0 or -errno (nothing left behind). */
+int sipc__cgw_create(struct sipc__cg *cg, uint32_t slot, uint32_t gen,
+                     struct sipc__cgw **ret);
+/* Directory descriptor for clone3's CLONE_INTO_CGROUP. */
+int sipc__cgw_fd(const struct sipc__cgw *w);
+/* Kill every process in it (cgroup.kill).  0 or -errno. */
+int sipc__cgw_kill(struct sipc__cgw *w);
+/* How many times the OOM killer acted in it (memory.events oom_kill);
+ * 0 when the memory controller is not enabled there. */
+uint64_t sipc__cgw_oom_kills(const struct sipc__cgw *w);
+/* Kill, wait (up to SIPC__CG_EMPTY_MS) until it holds no process, rmdir
+ * and free.  A cgroup that did not empty in time stays for
+ * sipc__cg_close().  0 or -errno.  Accepts NULL. */
+int sipc__cgw_remove(struct sipc__cgw *w);
+
+/* Value of `key` in a flat-keyed cgroup file ("key value" lines) under
+ * directory dirfd.  0, -ENOENT when the file or the key is missing, or
+ * -errno.  Exposed for tests. */
+int sipc__cg_read_key(int dirfd, const char *file, const char *key,
+                      uint64_t *ret);
+
+#endif
