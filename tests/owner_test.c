@@ -1,0 +1,284 @@
+/*
+ * owner_test.c - owner mode: the library owns SIGCHLD and reaps every
+ * adopted orphan, but never a live worker's own child and never the
+ * host's own child that stays in the host's process group.
+ *
+ * The PID-1 test runs the host in a fresh PID namespace (and a mount
+ * namespace with its own /proc): a forked child of this process, which
+ * reports by exit code.  Skipped where namespaces cannot be made.
+ *
+ * Threads: the CUnit thread only (and, in the forked PID 1, its only
+ * thread).  Waits are on events with generous deadlines.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sipc.h"
+#include "sipctest.h"
+#include "testlib.h"
+
+#define WAIT_MS 10000
+#define CHURN_ROUNDS 5
+#define SKIP_CODE 77
+
+/* ------------------------------------------------------ PID 1 in a ns */
+
+static bool
+no_zombie(void *arg)
+{
+	(void)arg;
+	return tl_count_zombie_children() == 0;
+}
+
+static pid_t
+worker_pid(sipc_supervisor *s, unsigned i)
+{
+	struct sipc_stats st;
+	pid_t p = 0;
+
+	if (sipc_stats_get(s, &st) == 0) {
+		if (i < st.nworkers && st.workers[i].state == SIPC_WS_READY)
+			p = st.workers[i].pid;
+		sipc_stats_release(&st);
+	}
+	return p;
+}
+
+struct respawn { sipc_supervisor *s; unsigned i; pid_t old; };
+
+static bool
+respawned(void *arg)
+{
+	struct respawn *r = arg;
+	pid_t p = worker_pid(r->s, r->i);
+
+	return p != 0 && p != r->old;
+}
+
+/* Kill each worker in turn; its group (forker's child and double-forked
+ * daemon) is swept and adopted by PID 1.  Each round ends with no
+ * zombie; returns the step that failed, 0 if none. */
+static int
+churn(sipc_supervisor *s)
+{
+	struct respawn r = { s, 0, 0 };
+
+	for (int round = 0; round < CHURN_ROUNDS; round++)
+		for (r.i = 0; r.i < 2; r.i++) {
+			if ((r.old = worker_pid(s, r.i)) <= 0)
+				return 30;
+			if (kill(r.old, SIGKILL) < 0)
+				return 31;
+			if (!tl_wait_until(respawned, &r, WAIT_MS))
+				return 32;
+			if (!tl_wait_until(no_zombie, NULL, WAIT_MS))
+				return 33;
+		}
+	return 0;
+}
+
+/* The host, as PID 1: owner mode, forker workers in process groups. */
+static int
+pid1_host(void)
+{
+	char *const argv[] = { "forker", NULL };
+	struct sipc_config c;
+	sipc_supervisor *s;
+	char err[256];
+	int rc;
+
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+	    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+	    NULL) < 0)
+		return SKIP_CODE;
+	if (getpid() != 1)
+		return 20;
+	(void)setsid();           /* a container init leads its session */
+	st_cfg_base(&c, "forker", argv, 2);
+	c.containment = SIPC_CONTAIN_PROCESS_GROUP;
+	c.owner = true;
+	c.restart_intensity = 100;
+	c.pool_restart_budget = 1000;
+	if (sipc_create(&c, err, sizeof(err), &s) < 0) {
+		fprintf(stderr, "owner pid1: %s\n", err);
+		return 21;
+	}
+	if (sipc_wait_ready(s, 2, WAIT_MS) < 0)
+		rc = 22;
+	else
+		rc = churn(s);
+	sipc_destroy(s);
+	if (rc == 0 && !tl_wait_until(no_zombie, NULL, WAIT_MS))
+		rc = 40;
+	if (rc == 0 && tl_count_children() != 0)
+		rc = 41;          /* every adopted orphan ended and was reaped */
+	return rc;
+}
+
+/* Child of the test: new PID and mount namespaces, then fork PID 1. */
+static void __attribute__((noreturn))
+ns_parent(void)
+{
+	pid_t p;
+	int st;
+
+	if (unshare(CLONE_NEWPID | CLONE_NEWNS) < 0)
+		_exit(SKIP_CODE);
+	if ((p = fork()) < 0)
+		_exit(SKIP_CODE);
+	if (p == 0)
+		_exit(pid1_host());
+	while (waitpid(p, &st, 0) < 0 && errno == EINTR)
+		;
+	_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 99);
+}
+
+static void
+test_owner_pid1_no_zombie_while_workers_churn(void)
+{
+	pid_t p;
+	int st = 0;
+
+	fflush(NULL);
+	CU_ASSERT_FATAL((p = fork()) >= 0);
+	if (p == 0)
+		ns_parent();
+	CU_ASSERT_EQUAL_FATAL(waitpid(p, &st, 0), p);
+	CU_ASSERT_FATAL(WIFEXITED(st));
+	if (WEXITSTATUS(st) == SKIP_CODE) {
+		tl_skip("cannot create a PID and mount namespace here");
+		return;
+	}
+	CU_ASSERT_EQUAL(WEXITSTATUS(st), 0);   /* else: the failed step */
+}
+
+/* ------------------------------------------- whose children it reaps */
+
+static bool
+gone(void *arg)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d", *(pid_t *)arg);
+	return access(path, F_OK) < 0;
+}
+
+static char
+state_of(pid_t pid)
+{
+	char path[64], buf[512], *p, s = '?';
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((f = fopen(path, "re")) == NULL)
+		return '?';
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	if ((p = strrchr(buf, ')')) != NULL)
+		(void)sscanf(p + 1, " %c", &s);
+	return s;
+}
+
+static bool
+is_zombie(void *arg)
+{
+	return state_of(*(pid_t *)arg) == 'Z';
+}
+
+/* A daemon of the host's own: double fork and setsid(); the grandchild
+ * waits for a byte, then exits.  Returns its pid (the host's adoptee). */
+static pid_t
+host_daemon(int *go_w)
+{
+	int go[2], id[2];
+	pid_t mid, gc = 0;
+	int st;
+	char b;
+
+	CU_ASSERT_FATAL(pipe(go) == 0 && pipe(id) == 0);
+	fflush(NULL);
+	CU_ASSERT_FATAL((mid = fork()) >= 0);
+	if (mid == 0) {
+		if (fork() == 0) {
+			(void)setsid();
+			close(go[1]);     /* EOF on go[0] once the test closes */
+			gc = getpid();
+			(void)!write(id[1], &gc, sizeof(gc));
+			(void)!read(go[0], &b, 1);
+			_exit(0);
+		}
+		_exit(0);
+	}
+	CU_ASSERT_EQUAL(waitpid(mid, &st, 0), mid);
+	CU_ASSERT_FATAL(read(id[0], &gc, sizeof(gc)) == (ssize_t)sizeof(gc));
+	close(go[0]);
+	close(id[0]);
+	close(id[1]);
+	*go_w = go[1];
+	return gc;
+}
+
+static void
+test_owner_reaps_host_orphan_spares_host_child(void)
+{
+	char *const argv[] = { "crash", "exit3", "0", NULL };
+	struct sipc_config c;
+	struct sipc_result r;
+	sipc_supervisor *s;
+	pid_t child, daemon;
+	int go, status = -1;
+
+	st_cfg_base(&c, "crash", argv, 1);
+	c.owner = true;
+	c.restart_intensity = 100;
+	c.pool_restart_budget = 1000;
+	s = st_start(&c, 1, WAIT_MS);
+	/* the host's own child, in the host's group: ends at once */
+	fflush(NULL);
+	CU_ASSERT_FATAL((child = fork()) >= 0);
+	if (child == 0)
+		_exit(7);
+	CU_ASSERT_FATAL(tl_wait_until(is_zombie, &child, WAIT_MS));
+	daemon = host_daemon(&go);
+	/* the daemon is adopted (subreaper); when it ends, the library
+	 * reaps it: it never lingers as our zombie */
+	close(go);
+	CU_ASSERT(tl_wait_until(gone, &daemon, WAIT_MS));
+	/* crashes and restarts meanwhile: SIGCHLD after SIGCHLD */
+	for (int i = 0; i < 3; i++) {
+		st_call_cmd(s, NULL, WAIT_MS, 0, &r);
+		sipc_result_release(&r);
+	}
+	/* the host's child was seen by the same walks, and left alone */
+	CU_ASSERT_EQUAL(state_of(child), 'Z');
+	CU_ASSERT_EQUAL(waitpid(child, &status, WNOHANG), child);
+	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 7);
+	sipc_destroy(s);
+	st_unblock_sigchld();   /* owner mode left it blocked here */
+	CU_ASSERT_EQUAL(tl_count_zombie_children(), 0);
+}
+
+static const tl_test owner_tests[] = {
+	{ "test_owner_reaps_host_orphan_spares_host_child",
+	  test_owner_reaps_host_orphan_spares_host_child },
+	{ "test_owner_pid1_no_zombie_while_workers_churn",
+	  test_owner_pid1_no_zombie_while_workers_churn },
+	{ NULL, NULL },
+};
+
+int
+main(void)
+{
+	st_no_core_files();
+	tl_suite("owner", owner_tests);
+	return tl_run();
+}
