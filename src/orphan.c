@@ -18,6 +18,7 @@
  * handle, which are [reaper] fields).
  */
 #include <dirent.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <errno.h>
@@ -173,13 +174,14 @@ visit(struct sipc_supervisor *s, pid_t pid, pid_t host_pgrp)
 static unsigned
 visit_task(struct sipc_supervisor *s, const char *tid, pid_t host_pgrp)
 {
-	char path[96];
+	char path[sizeof("/proc/self/task//children") + NAME_MAX];
 	unsigned pending = 0;
 	FILE *f;
-	int pid;
+	int pid, n;
 
-	snprintf(path, sizeof(path), "/proc/self/task/%s/children", tid);
-	if ((f = fopen(path, "re")) == NULL)
+	n = snprintf(path, sizeof(path), "/proc/self/task/%s/children", tid);
+	if (n < 0 || (size_t)n >= sizeof(path) ||
+	    (f = fopen(path, "re")) == NULL)
 		return 0;
 	while (fscanf(f, "%d", &pid) == 1)
 		pending += visit(s, (pid_t)pid, host_pgrp);
