@@ -30,6 +30,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "ident.h"
 #include "sipc_int.h"
 
 /*
@@ -121,54 +122,45 @@ live_worker(const struct sipc_supervisor *s, pid_t pid)
 	return false;
 }
 
+/* A slot that never started a worker has pid 0, and 0 is the process
+ * group /proc shows for kernel threads: never a worker's group. */
 static bool
 last_worker_group(const struct sipc_supervisor *s, pid_t pgid)
 {
 	for (unsigned i = 0; i < s->nslots; i++)
-		if (s->slots[i].pid == pgid)
+		if (s->slots[i].pid > 0 && s->slots[i].pid == pgid)
 			return true;
 	return false;
 }
 
-/* State and process group of `pid` from /proc/<pid>/stat; -1 if gone.
- * The command name may hold ") ", so parse after the last ')'. */
-static int
-proc_stat(pid_t pid, char *state, pid_t *pgrp)
+/*
+ * `pid` is our child, shown as a zombie: reap it.  False when it cannot
+ * be reaped yet: /proc shows the state of the main thread, which may
+ * have exited while other threads still run (or are still exiting, as
+ * after a group SIGKILL); the kernel holds such a process back from
+ * waitpid() until its last thread is gone, then sends SIGCHLD again.
+ */
+static bool
+reap_zombie(pid_t pid)
 {
-	char path[64], buf[512], *p;
-	FILE *f;
-	size_t n;
-	int ppid, pg;
+	pid_t r;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if ((f = fopen(path, "re")) == NULL)
-		return -1;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	if ((p = strrchr(buf, ')')) == NULL ||
-	    sscanf(p + 1, " %c %d %d", state, &ppid, &pg) != 3)
-		return -1;
-	*pgrp = pg;
-	return 0;
+	while ((r = waitpid(pid, NULL, WNOHANG | __WALL)) < 0 && errno == EINTR)
+		;
+	return r != 0;
 }
 
-/* One child: reap it if it is an ended orphan.  Returns true while it is
- * a live adoptee of a last worker's group (destroy waits for those). */
+/* One child: reap it if it is an ended orphan.  Returns true when it is
+ * an orphan shown ended that cannot be reaped yet. */
 static bool
 visit(struct sipc_supervisor *s, pid_t pid, pid_t host_pgrp)
 {
-	char state;
-	pid_t pgrp;
+	struct sipc__proc_stat st;
 
-	if (live_worker(s, pid) || proc_stat(pid, &state, &pgrp) < 0 ||
-	    pgrp == host_pgrp)
+	if (live_worker(s, pid) || sipc__proc_stat(pid, &st) < 0 ||
+	    st.pgid == host_pgrp || st.state != 'Z')
 		return false;
-	if (state == 'Z') {
-		(void)waitpid(pid, NULL, WNOHANG | __WALL);
-		return false;
-	}
-	return last_worker_group(s, pgrp);
+	return !reap_zombie(pid);
 }
 
 static unsigned
@@ -202,6 +194,66 @@ sipc__orphans_reap(struct sipc_supervisor *s)
 	while ((d = readdir(dir)) != NULL)
 		if (d->d_name[0] >= '0' && d->d_name[0] <= '9')
 			pending += visit_task(s, d->d_name, host_pgrp);
+	closedir(dir);
+	return pending;
+}
+
+/*
+ * Must destroy wait for this member of a last worker's group?  The group
+ * sweep sent it SIGKILL, so it is on its way out:
+ *   - our child: reap it once it is a zombie; until then, wait;
+ *   - not (yet) our child and still running: wait; it is ours the moment
+ *     its parent (a member dying too) has exited;
+ *   - a zombie of another parent: wait while that parent is a member
+ *     too (it is exiting and hands the zombie to us); a parent outside
+ *     the groups (it left them: setsid, setpgid) keeps it, not ours.
+ */
+static bool
+member_pending(struct sipc_supervisor *s, pid_t pid,
+               const struct sipc__proc_stat *st)
+{
+	struct sipc__proc_stat parent;
+
+	if (st->ppid == getpid())
+		return st->state != 'Z' || !reap_zombie(pid);
+	if (st->state != 'Z')
+		return true;
+	return sipc__proc_stat(st->ppid, &parent) == 0 &&
+	    last_worker_group(s, parent.pgid);
+}
+
+/*
+ * Every process in /proc, not only our children: a member whose parent
+ * is exiting is not our child yet, and the per-thread children lists
+ * are not reliable while children are being reparented.  A process that
+ * exists for the whole scan is listed by /proc, and none can join a
+ * swept group (its members were killed; fork fails with a fatal signal
+ * pending), so a scan that finds none means none is left.
+ */
+unsigned
+sipc__orphans_left(struct sipc_supervisor *s)
+{
+	struct sipc__proc_stat st;
+	pid_t host_pgrp = getpgrp();
+	unsigned pending = 0;
+	struct dirent *d;
+	char *end;
+	long v;
+	DIR *dir;
+
+	if ((dir = opendir("/proc")) == NULL)
+		return 0;
+	while ((d = readdir(dir)) != NULL) {
+		if (d->d_name[0] < '1' || d->d_name[0] > '9')
+			continue;
+		v = strtol(d->d_name, &end, 10);
+		if (*end != '\0' || v <= 0 || v > INT_MAX ||
+		    sipc__proc_stat((pid_t)v, &st) < 0 ||
+		    st.pgid == host_pgrp || !last_worker_group(s, st.pgid) ||
+		    live_worker(s, (pid_t)v))
+			continue;
+		pending += member_pending(s, (pid_t)v, &st);
+	}
 	closedir(dir);
 	return pending;
 }

@@ -592,12 +592,21 @@ shutdown_all(struct sipc_supervisor *s, struct pollfd *pfd)
 		sipc__move_queued(&s->slots[i], false, SIPC_E_SHUTDOWN);
 	}
 	/* Owner mode: the end-of-worker sweep sent SIGKILL to each group;
-	 * adopted members die a moment later.  Wait for them (bounded), so
-	 * none is left behind as a zombie of the host. */
+	 * members die a moment later and come to us as their parents die.
+	 * Wait (bounded) until no process is left in those groups and no
+	 * adopted child shown ended is still held back by a live thread, so
+	 * none becomes a zombie of the host after we stop reaping. */
 	if (s->sig_fd < 0)
 		return;
 	term_at = sipc__now_ms() + s->cfg.grace_ms + ORPHAN_WAIT_MS;
-	while (sipc__orphans_reap(s) > 0 && sipc__now_ms() < term_at) {
+	for (;;) {
+		unsigned left = sipc__orphans_reap(s);
+
+		left += sipc__orphans_left(s);
+		if (left == 0 || sipc__now_ms() >= term_at)
+			break;
+		/* SIGCHLD wakes us for our own children; members that are
+		 * not ours yet are looked for again after 10 ms */
 		wait_events(s, NULL, 10);
 		drain_wakeups(s);
 		(void)sipc__orphans_signalled(s);

@@ -307,9 +307,12 @@ void sipc__reaper_wake(struct sipc_supervisor *s);
 void sipc__reaper_shutdown(struct sipc_supervisor *s);
 
 /* orphan.c (reaper thread, owner mode): reap ended adopted orphans and
- * return how many of the last workers' group members still live; and
+ * return how many are shown ended but cannot be reaped yet (a thread
+ * still runs); reap members of the last workers' groups and return how
+ * many processes are still in those groups (destroy waits for both);
  * empty the SIGCHLD signalfd, true if a signal came. */
 unsigned sipc__orphans_reap(struct sipc_supervisor *s);
+unsigned sipc__orphans_left(struct sipc_supervisor *s);
 /* orphan.c (sipc_create() / destroy): take owner mode (SIGCHLD blocked
  * in the calling thread, s->sig_fd, subreaper flag; -EBUSY if taken),
  * undo the mask change after a failed create, give it back. */

@@ -7,16 +7,20 @@
  * namespace with its own /proc): a forked child of this process, which
  * reports by exit code.  Skipped where namespaces cannot be made.
  *
- * Threads: the CUnit thread only (and, in the forked PID 1, its only
- * thread).  Waits are on events with generous deadlines.
+ * Threads: the CUnit thread (and, in the forked PID 1, its only thread);
+ * one test calls sipc_destroy() from a thread of its own and watches it
+ * through an atomic flag.  Waits are on events with generous deadlines.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -173,18 +177,9 @@ gone(void *arg)
 static char
 state_of(pid_t pid)
 {
-	char path[64], buf[512], *p, s = '?';
-	FILE *f;
-	size_t n;
+	char s = '?';
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if ((f = fopen(path, "re")) == NULL)
-		return '?';
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	if ((p = strrchr(buf, ')')) != NULL)
-		(void)sscanf(p + 1, " %c", &s);
+	(void)st_proc_stat(pid, &s, NULL, NULL);
 	return s;
 }
 
@@ -267,9 +262,175 @@ test_owner_reaps_host_orphan_spares_host_child(void)
 	CU_ASSERT_EQUAL(tl_count_zombie_children(), 0);
 }
 
+/* ----------------------------- destroy waits for a lingering member */
+
+/*
+ * A member of the last worker's group whose main thread has exited shows
+ * 'Z' but cannot be reaped until its other threads have exited (under
+ * TSan every fixture is such a process: the runtime's own thread exits
+ * last).  Destroy used to take 'Z' for "ended", stop waiting, and leave
+ * it a zombie of the host once it did end.  The test makes "its other
+ * thread ends late" certain: the member sits in a frozen cgroup v1
+ * freezer group, where even SIGKILL waits until it is thawed.  It is
+ * thawed when destroy has returned, or 200 ms after the group's SIGKILL
+ * reached it (well inside destroy's bound of grace + 1 s).
+ */
+#define FREEZER_ROOT "/sys/fs/cgroup/freezer"
+
+static bool
+write_str(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "we");
+	bool ok;
+
+	if (f == NULL)
+		return false;
+	ok = fputs(text, f) >= 0;
+	return fclose(f) == 0 && ok;
+}
+
+static bool
+freezer_is(const char *dir, const char *want)
+{
+	char path[256], buf[32] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/freezer.state", dir);
+	if ((f = fopen(path, "re")) == NULL)
+		return false;
+	if (fgets(buf, sizeof(buf), f) == NULL)
+		buf[0] = '\0';
+	fclose(f);
+	return strncmp(buf, want, strlen(want)) == 0;
+}
+
+static bool
+frozen(void *dir)
+{
+	return freezer_is(dir, "FROZEN");
+}
+
+/* Freeze `pid` (its whole thread group) in a new freezer group `dir`. */
+static bool
+freeze(const char *dir, pid_t pid)
+{
+	char path[256], num[24];
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	snprintf(num, sizeof(num), "%d", (int)pid);
+	if (!write_str(path, num))
+		return false;
+	snprintf(path, sizeof(path), "%s/freezer.state", dir);
+	return write_str(path, "FROZEN") &&
+	    tl_wait_until(frozen, (void *)dir, WAIT_MS);
+}
+
+static void
+thaw(const char *dir)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "%s/freezer.state", dir);
+	(void)write_str(path, "THAWED");
+}
+
+/* SIGKILL pending on `pid` (process-wide or on its first thread). */
+static bool
+kill_pending(pid_t pid)
+{
+	char path[64], line[128];
+	unsigned long long mask;
+	bool yes = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if ((f = fopen(path, "re")) == NULL)
+		return false;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if ((sscanf(line, "ShdPnd: %llx", &mask) == 1 ||
+		    sscanf(line, "SigPnd: %llx", &mask) == 1) &&
+		    (mask & (1ULL << (SIGKILL - 1))))
+			yes = true;
+	fclose(f);
+	return yes;
+}
+
+struct destroyer { sipc_supervisor *s; atomic_bool done; };
+
+static void *
+destroy_thread(void *arg)
+{
+	struct destroyer *d = arg;
+
+	sipc_destroy(d->s);
+	atomic_store(&d->done, true);
+	return NULL;
+}
+
+/* Thaw once destroy returned, or 200 ms after the SIGKILL came. */
+static void
+thaw_when_due(const char *dir, pid_t kid, struct destroyer *d)
+{
+	int64_t killed_at = 0, end = tl_now_ms() + WAIT_MS;
+
+	while (!atomic_load(&d->done) && tl_now_ms() < end) {
+		if (killed_at == 0 && kill_pending(kid))
+			killed_at = tl_now_ms();
+		if (killed_at != 0 && tl_now_ms() >= killed_at + 200)
+			break;
+		usleep(2000);
+	}
+	CU_ASSERT(killed_at != 0 || atomic_load(&d->done));
+	thaw(dir);
+}
+
+static void
+test_owner_destroy_waits_for_unreapable_zombie_member(void)
+{
+	char *const argv[] = { "zleader", NULL };
+	char dir[128], buf[32];
+	struct destroyer d = { NULL, false };
+	struct sipc_config c;
+	struct sipc_result r;
+	pthread_t th;
+	pid_t kid = 0;
+
+	snprintf(dir, sizeof(dir), FREEZER_ROOT "/sipc-owner-test-%d",
+	    (int)getpid());
+	if (mkdir(dir, 0755) < 0) {
+		tl_skip("no writable cgroup v1 freezer (needs root)");
+		return;
+	}
+	st_cfg_base(&c, "zleader", argv, 1);
+	c.containment = SIPC_CONTAIN_PROCESS_GROUP;
+	c.owner = true;
+	d.s = st_start(&c, 1, WAIT_MS);
+	st_call_cmd(d.s, NULL, WAIT_MS, 0, &r);
+	CU_ASSERT_FATAL(r.outcome == SIPC_OUTCOME_OK &&
+	    r.reply_len < sizeof(buf));
+	memcpy(buf, r.reply, r.reply_len);
+	buf[r.reply_len] = '\0';
+	sipc_result_release(&r);
+	CU_ASSERT_FATAL(sscanf(buf, "kid=%d", &kid) == 1);
+	CU_ASSERT_FATAL(tl_wait_until(is_zombie, &kid, WAIT_MS));
+	CU_ASSERT_FATAL(freeze(dir, kid));
+	CU_ASSERT_FATAL(pthread_create(&th, NULL, destroy_thread, &d) == 0);
+	thaw_when_due(dir, kid, &d);
+	pthread_join(th, NULL);
+	/* it ended after the thaw, and destroy had reaped it */
+	CU_ASSERT(tl_wait_until(gone, &kid, WAIT_MS));
+	CU_ASSERT_EQUAL(tl_count_zombie_children(), 0);
+	if (!gone(&kid))
+		(void)waitpid(kid, NULL, WNOHANG | __WALL);
+	(void)rmdir(dir);
+	st_unblock_sigchld();   /* owner mode left it blocked here */
+}
+
 static const tl_test owner_tests[] = {
 	{ "test_owner_reaps_host_orphan_spares_host_child",
 	  test_owner_reaps_host_orphan_spares_host_child },
+	{ "test_owner_destroy_waits_for_unreapable_zombie_member",
+	  test_owner_destroy_waits_for_unreapable_zombie_member },
 	{ "test_owner_pid1_no_zombie_while_workers_churn",
 	  test_owner_pid1_no_zombie_while_workers_churn },
 	{ NULL, NULL },
