@@ -415,12 +415,16 @@ int sipc_create(const struct sipc_config *cfg, char *errbuf, size_t errlen,
  *     is PID 1, which adopts anyway) and cleared at sipc_destroy() unless
  *     the host had set it before.  On each SIGCHLD the reaper reaps, by
  *     pid with WNOHANG, every ended child of this process that is not a
- *     live worker's own child and is not in the host's process group
+ *     worker (workers are reaped through their pidfds) and is not in
+ *     the host's process group
  *     (getpgrp()): adopted orphans of workers (in their groups) and
  *     setsid() daemons of anyone.  A host child that stays in the
  *     host's process group is left for the host to wait for; one that
  *     leaves it (setsid(), setpgid()) may be reaped by the library.
- *     Orphans that end after sipc_destroy() are the host's to reap.
+ *     sipc_destroy() waits (at most grace_ms + 1 s) until no process
+ *     is left in the last workers' process groups and no adopted child
+ *     shown ended is held back by a thread still running, reaping each;
+ *     orphans that end after sipc_destroy() are the host's to reap.
  *   - Children.  Workers (in the namespace modes, their sipc-init; in
  *     owner mode also adopted orphans) are children of this process.
  *     The library reaps its workers by pidfd; it never waits for -1 and

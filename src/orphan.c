@@ -7,8 +7,9 @@
  * SIGCHLD from a signalfd.  On each SIGCHLD it walks this process's
  * children (/proc/self/task/<tid>/children lists the children of every
  * thread) and reaps, by pid and WNOHANG, each one that:
- *   - is not a live worker's own child: those are observed through their
- *     pidfd (waitid WNOWAIT first), so they must not be taken here;
+ *   - is not a worker (a direct child the library spawned): workers are
+ *     observed through their pidfd (waitid WNOWAIT first) and reaped
+ *     there, so they must not be taken here;
  *   - is not in the host's process group: the host's own children stay
  *     there unless they leave it, and the host waits for them itself.
  * Never waitpid(-1): it could take a worker or a host child.

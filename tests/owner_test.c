@@ -1,7 +1,8 @@
 /*
  * owner_test.c - owner mode: the library owns SIGCHLD and reaps every
- * adopted orphan, but never a live worker's own child and never the
- * host's own child that stays in the host's process group.
+ * adopted orphan, but never a worker (those are reaped by pidfd) and
+ * never the host's own child that stays in the host's process group;
+ * destroy waits until nothing is left in the last workers' groups.
  *
  * The PID-1 test runs the host in a fresh PID namespace (and a mount
  * namespace with its own /proc): a forked child of this process, which
