@@ -14,9 +14,13 @@
  *     there unless they leave it, and the host waits for them itself.
  * Never waitpid(-1): it could take a worker or a host child.
  *
+ * At destroy the reaper waits (bounded, reaper.c) until a scan of all of
+ * /proc finds no process left in the last workers' groups, reaping each
+ * member as it becomes our child and ends (sipc__orphans_left()).
+ *
  * Threads: taking and giving back owner mode, sipc_create() and destroy
- * (owner_lock); the walk, the reaper only (it reads the slots' pid and
- * handle, which are [reaper] fields).
+ * (owner_lock); the walk and the scan, the reaper only (they read the
+ * slots' pid and handle, which are [reaper] fields).
  */
 #include <dirent.h>
 #include <limits.h>
