@@ -274,7 +274,7 @@ test_owner_reaps_host_orphan_spares_host_child(void)
  * thread ends late" certain: the member sits in a frozen cgroup v1
  * freezer group, where even SIGKILL waits until it is thawed.  It is
  * thawed when destroy has returned, or 200 ms after the group's SIGKILL
- * reached it (well inside destroy's bound of grace + 1 s).
+ * reached it (well inside destroy's bound of grace_ms + 1 s).
  */
 #define FREEZER_ROOT "/sys/fs/cgroup/freezer"
 
@@ -405,6 +405,7 @@ test_owner_destroy_waits_for_unreapable_zombie_member(void)
 	st_cfg_base(&c, "zleader", argv, 1);
 	c.containment = SIPC_CONTAIN_PROCESS_GROUP;
 	c.owner = true;
+	c.grace_ms = 3000;        /* destroy's bound: 4 s, far past the thaw */
 	d.s = st_start(&c, 1, WAIT_MS);
 	st_call_cmd(d.s, NULL, WAIT_MS, 0, &r);
 	CU_ASSERT_FATAL(r.outcome == SIPC_OUTCOME_OK &&
