@@ -367,7 +367,12 @@ struct sipc_config {
 	unsigned pool_restart_budget; /* pool-wide restarts per window (20) */
 	unsigned cooldown_ms;         /* slot pause past intensity (30000) */
 
-	bool subreaper;               /* PR_SET_CHILD_SUBREAPER (false) */
+	/* Owner mode (false): for a process whose whole job is supervising
+	 * (a container's PID 1, a dedicated service).  The library then owns
+	 * SIGCHLD and reaps every adopted orphan; see "Process-wide state"
+	 * below sipc_create().  At most one owner-mode supervisor exists at
+	 * a time (a second sipc_create() fails with -EBUSY). */
+	bool owner;
 	/* Tree containment (AUTO) and the sipc-init program the namespace
 	 * modes run as PID 1 (NULL: sipc-init in the
 	 * LIBEXECDIR the library was built for).  An
@@ -421,10 +426,12 @@ typedef struct sipc_supervisor sipc_supervisor;
  * environment is unset, SIPC_E_PRODUCTION when the provider lacks a
  * required guarantee; nothing is spawned), check the worker executable
  * (SIPC_E_EXEC, errbuf names the path and errno text), open the state
- * directory if any (SIPC_E_LOCKED names the holder), make its cgroup
- * (SIPC_E_CGROUP when cfg->cgroup is REQUIRED or a limit is set and
- * that cannot be done here, errbuf says why), start the reaper and the
- * pool.  Workers become ready asynchronously: see
+ * directory if any (SIPC_E_LOCKED names the holder), take owner mode
+ * if cfg->owner (-EBUSY: another owner-mode supervisor exists; or the
+ * signalfd / prctl error, with the caller's signal mask as it was),
+ * make its cgroup (SIPC_E_CGROUP when cfg->cgroup is REQUIRED or a limit
+ * is set and that cannot be done here, errbuf says why), start the
+ * reaper and the pool.  Workers become ready asynchronously: see
  * sipc_wait_ready().  `errbuf` (may be NULL) receives a human-readable
  * reason on failure; *ret is untouched then.  `cfg` and everything it
  * points at may be freed when this returns, except cfg->log_arg, used
@@ -439,7 +446,8 @@ int sipc_create(const struct sipc_config *cfg, char *errbuf, size_t errlen,
  * Process-wide state: what the library does to the process that links it
  * (the local provider; workers are ordinary children of this process).
  *
- *   - SIGCHLD.  Not read, not blocked, disposition not changed.  Workers
+ *   - SIGCHLD.  Outside owner mode (below): not read, not blocked,
+ *     disposition not changed.  Workers
  *     are cloned with a pidfd and watched through it (the reaper polls
  *     the pidfds), so a host's SIGCHLD handler, signalfd or SIG_IGN keeps
  *     working for its own children.  Caveat, a kernel fact: execve()
@@ -453,17 +461,31 @@ int sipc_create(const struct sipc_config *cfg, char *errbuf, size_t errlen,
  *   - Signal masks.  Every library thread runs with every signal
  *     blocked, so no process-directed signal is handled on a library
  *     thread; the host's threads' masks are not changed.
- *   - Subreaper.  Only with cfg.subreaper: PR_SET_CHILD_SUBREAPER is set
- *     for the whole process while at least one such supervisor exists,
- *     and cleared when the last one is destroyed unless the host had set
- *     it before.  While it is set, orphans of ANY descendant are adopted
- *     by this process; the library reaps only members of process groups
- *     its own workers led, and the host must reap the rest.
+ *   - Owner mode (cfg.owner) only.  sipc_create() blocks SIGCHLD in
+ *     the calling thread and the reaper thread reads it from one
+ *     signalfd; the host must keep SIGCHLD blocked in every other thread
+ *     it has or creates (or be single-threaded), otherwise a SIGCHLD
+ *     taken by such a thread is lost to the library (an orphan then
+ *     stays a zombie until the next SIGCHLD).  The mask is restored if
+ *     sipc_create() fails, and left blocked after sipc_destroy().
+ *     PR_SET_CHILD_SUBREAPER is set for the whole process (not when it
+ *     is PID 1, which adopts anyway) and cleared at sipc_destroy() unless
+ *     the host had set it before.  On each SIGCHLD the reaper reaps, by
+ *     pid with WNOHANG, every ended child of this process that is not a
+ *     worker (workers are reaped through their pidfds) and is not in
+ *     the host's process group
+ *     (getpgrp()): adopted orphans of workers (in their groups) and
+ *     setsid() daemons of anyone.  A host child that stays in the
+ *     host's process group is left for the host to wait for; one that
+ *     leaves it (setsid(), setpgid()) may be reaped by the library.
+ *     sipc_destroy() waits (at most grace_ms + 1 s) until no process
+ *     is left in the last workers' process groups and no adopted child
+ *     shown ended is held back by a thread still running, reaping each;
+ *     orphans that end after sipc_destroy() are the host's to reap.
  *   - Children.  Workers (in the namespace modes, their sipc-init; in
- *     subreaper mode also their adopted
- *     descendants) are children of this process.  The library reaps them
- *     by pidfd and by the process group of its own workers; it never
- *     waits for -1 and never signals a process it did not start.
+ *     owner mode also adopted orphans) are children of this process.
+ *     The library reaps its workers by pidfd; it never waits for -1 and
+ *     never signals a process it did not start.
  *   - Cgroups (cfg.cgroup, AUTO by default).  Where it may, the library
  *     makes directories below the host process's own cgroup v2: one per
  *     supervisor ("sipc.<pid>.<n>") and one per worker generation in it,
@@ -489,7 +511,7 @@ int sipc_create(const struct sipc_config *cfg, char *errbuf, size_t errlen,
  *     then reported as SIPC_EXIT_LOST and its group is left alone);
  *     waiting for its own children by pid is always fine;
  *   - signal a worker or its process group itself, or clear
- *     PR_SET_CHILD_SUBREAPER while a subreaper-mode supervisor exists;
+ *     PR_SET_CHILD_SUBREAPER while an owner-mode supervisor exists;
  *   - use a supervisor in the child of a fork() (only the forking thread
  *     exists there; call nothing but exec or _exit).
  */

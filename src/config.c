@@ -54,7 +54,7 @@ const struct sipc__cfg_key sipc__cfg_keys[] = {
 	NUM(restart_window_ms, 1, DAY_MS),
 	NUM(pool_restart_budget, 1, SIPC__POOL_BUDGET_MAX),
 	NUM(cooldown_ms, 1, DAY_MS),
-	OTHER(subreaper, SIPC__CK_BOOL),
+	OTHER(owner, SIPC__CK_BOOL),
 	{ "containment", SIPC__CK_CONTAINMENT, F(containment), 0,
 	  SIPC_CONTAIN_PROCESS_GROUP },
 	OTHER(init_path, SIPC__CK_OPTSTRING),
@@ -121,7 +121,7 @@ config_defaults(struct sipc_config *cfg)
 	cfg->restart_window_ms = 10000;
 	cfg->pool_restart_budget = 20;
 	cfg->cooldown_ms = 30000;
-	cfg->subreaper = false;
+	cfg->owner = false;
 	cfg->worker_nproc_limit = 0;
 	cfg->state_dir = NULL;
 	cfg->durability = SIPC_DURABLE_GROUP;

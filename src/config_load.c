@@ -30,7 +30,8 @@
  *   env_allow            comma-separated variable names; empty = none
  *   env_set              NAME=value (repeatable; the file's entries replace
  *                        any list set before, in file order)
- *   subreaper            true | false
+ *   owner                true | false (the key subreaper, removed, is an
+ *                        error that names owner)
  *   containment          auto | pid_namespace | user_namespace |
  *                        process_group
  *   init_path            text; empty = the installed sipc-init
@@ -488,7 +489,7 @@ apply(struct pctx *c, const struct sipc__cfg_key *k, char *v)
 	case SIPC__CK_BOOL:
 		if ((r = parse_enum(c, v, (const char *const[]){ "false",
 		    "true" }, 2, 0, "true or false", &e)) == 0)
-			c->tmp.subreaper = e == 1;
+			c->tmp.owner = e == 1;
 		return r;
 	case SIPC__CK_ENVIRONMENT:
 		if ((r = parse_enum(c, v, sipc__cfg_env_names, SIPC__CFG_NENV,
@@ -640,6 +641,9 @@ parse_line(struct pctx *c, char *line, uint64_t *seen, unsigned *first)
 	if (*key == '\0')
 		return perr(c, "missing key before '='");
 	c->key = key;
+	if (strcmp(key, "subreaper") == 0)
+		return perr(c, "removed key: use owner (owner mode reaps "
+		    "every adopted orphan)");
 	if ((k = key_find(key)) == NULL)
 		return perr(c, "unknown key");
 	i = (size_t)(k - sipc__cfg_keys);

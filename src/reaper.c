@@ -6,14 +6,15 @@
  * and an eventfd that other library threads write to ("look again").
  * Workers are cloned with exit_signal = 0: they raise no SIGCHLD, so the
  * library neither needs nor touches the host's SIGCHLD, and a host
- * wait(-1) cannot take them.  On every wake it rescans every owned
+ * wait(-1) cannot take them.  Only in owner mode (cfg.owner) does it
+ * also read SIGCHLD, from a signalfd, to reap adopted orphans.  On every wake it rescans every owned
  * worker.
  *
  * It spawns every worker itself, so registering a new worker can never
  * race with reaping it: a worker that exits at once is simply found on
  * the next scan.  It reaps only through the provider, which for local
  * workers means waitid(P_PIDFD) on a pidfd taken at spawn: never
- * waitpid(-1), never a process it did not start.  Because this thread
+ * waitpid(-1), and a process it did not start only in owner mode.  Because this thread
  * lives as long as the supervisor, a worker's parent-death signal (which
  * follows the spawning *thread*) fires only when the supervisor ends.
  *
@@ -39,9 +40,8 @@
 #include "sipc_int.h"
 
 #define RESCAN_MS 250             /* longest sleep while anything lives */
-#define MAX_ORPHAN_GROUPS 64
 #define SHUTDOWN_EOF_MS 500       /* channel closed -> TERM on destroy */
-#define ORPHAN_WAIT_MS 1000       /* destroy: adopted orphans to die */
+#define ORPHAN_WAIT_MS 1000       /* destroy: owner mode's orphans to die */
 #define LOST_GRACE_MS 100         /* channel EOF to "lost while alive" */
 
 void
@@ -475,14 +475,15 @@ drain_wakeups(struct sipc_supervisor *s)
  * Sleep until the timer fires, another thread wakes us, or a live
  * worker ends: its end descriptor (a pidfd) polls readable the moment it
  * exits.  No SIGCHLD is involved, so nothing a host does with SIGCHLD
- * can delay or hide an exit from this loop.  pfd has nslots + 2 entries
- * (NULL: timer and wake-up only; the timer's rescan still finds every
- * end).  timeout_ms -1: no timeout.
+ * can delay or hide an exit from this loop.  In owner mode the SIGCHLD
+ * signalfd is polled too, for adopted orphans (orphan.c).  pfd has
+ * nslots + 3 entries (NULL: timer, wake-up and signalfd only; the
+ * timer's rescan still finds every end).  timeout_ms -1: no timeout.
  */
 static void
 wait_events(struct sipc_supervisor *s, struct pollfd *pfd, int timeout_ms)
 {
-	struct pollfd two[2];
+	struct pollfd two[3];
 	nfds_t n = 0;
 	int fd;
 
@@ -490,49 +491,14 @@ wait_events(struct sipc_supervisor *s, struct pollfd *pfd, int timeout_ms)
 		pfd = two;
 	pfd[n++] = (struct pollfd){ .fd = s->timer_fd, .events = POLLIN };
 	pfd[n++] = (struct pollfd){ .fd = s->evt_fd, .events = POLLIN };
+	if (s->sig_fd >= 0)
+		pfd[n++] = (struct pollfd){ .fd = s->sig_fd, .events = POLLIN };
 	for (unsigned i = 0; pfd != two && i < s->nslots; i++)
 		if (s->slots[i].handle != NULL &&
 		    (fd = s->prov->end_fd(s->slots[i].handle)) >= 0)
 			pfd[n++] = (struct pollfd){ .fd = fd, .events = POLLIN };
 	while (poll(pfd, n, timeout_ms) < 0 && errno == EINTR)
 		;
-}
-
-/* Reap orphans adopted as subreaper, but only members of a process
- * group that one of our workers led: a host's children are never
- * touched.  A group id is dropped once it has no child of ours left,
- * and skipped while a live worker leads a group with the same id. */
-static bool
-group_is_live_worker(struct sipc_supervisor *s, pid_t g)
-{
-	for (unsigned i = 0; i < s->nslots; i++)
-		if (s->slots[i].handle != NULL && s->slots[i].pid == g)
-			return true;
-	return false;
-}
-
-static void
-reap_orphans(struct sipc_supervisor *s, pid_t *groups, unsigned *ngroups)
-{
-	unsigned i = 0;
-	siginfo_t si;
-	int r;
-
-	while (i < *ngroups) {
-		if (group_is_live_worker(s, groups[i])) {
-			groups[i] = groups[--(*ngroups)];
-			continue;
-		}
-		memset(&si, 0, sizeof(si));
-		r = waitid(P_PGID, (id_t)groups[i], &si, WEXITED | WNOHANG);
-		if (r == 0 && si.si_pid != 0)
-			continue;            /* reaped one; look again */
-		if (r < 0 && errno == ECHILD) {
-			groups[i] = groups[--(*ngroups)];
-			continue;
-		}
-		i++;                         /* members still running */
-	}
 }
 
 static void
@@ -584,19 +550,7 @@ any_live(struct sipc_supervisor *s)
  * every worker reaped and settled; whatever is still queued REJECTED.
  */
 static void
-note_group(struct sipc_supervisor *s, pid_t leader, pid_t *groups,
-           unsigned *ngroups)
-{
-	if (!s->cfg.subreaper || leader <= 0)
-		return;
-	if (*ngroups == MAX_ORPHAN_GROUPS)
-		groups[0] = groups[--(*ngroups)];
-	groups[(*ngroups)++] = leader;
-}
-
-static void
-shutdown_all(struct sipc_supervisor *s, struct pollfd *pfd, pid_t *groups,
-             unsigned *ngroups)
+shutdown_all(struct sipc_supervisor *s, struct pollfd *pfd)
 {
 	int64_t now = sipc__now_ms(), next, term_at;
 	unsigned i;
@@ -622,8 +576,6 @@ shutdown_all(struct sipc_supervisor *s, struct pollfd *pfd, pid_t *groups,
 		for (i = 0; i < s->nslots; i++) {
 			struct sipc__slot *sl = &s->slots[i];
 
-			bool had = sl->handle != NULL;
-
 			if (sl->handle != NULL && sl->term_at_ms == 0) {
 				if (now >= term_at)
 					sipc__terminate(sl, SIPC_TERM_SHUTDOWN, now);
@@ -631,8 +583,6 @@ shutdown_all(struct sipc_supervisor *s, struct pollfd *pfd, pid_t *groups,
 					sl->term_reason = SIPC_TERM_SHUTDOWN;
 			}
 			tick_slot(sl, now, &next);
-			if (had && sl->handle == NULL)
-				note_group(s, sl->pid, groups, ngroups);
 		}
 		if (now < term_at && term_at < next)
 			next = term_at;
@@ -641,6 +591,8 @@ shutdown_all(struct sipc_supervisor *s, struct pollfd *pfd, pid_t *groups,
 		arm_timer(s, next);
 		wait_events(s, pfd, -1);
 		drain_wakeups(s);
+		if (s->sig_fd >= 0 && sipc__orphans_signalled(s))
+			(void)sipc__orphans_reap(s);
 	}
 	for (i = 0; i < s->nslots; i++) {
 		pthread_mutex_lock(&s->slots[i].lock);
@@ -648,15 +600,25 @@ shutdown_all(struct sipc_supervisor *s, struct pollfd *pfd, pid_t *groups,
 		pthread_mutex_unlock(&s->slots[i].lock);
 		sipc__move_queued(&s->slots[i], false, SIPC_E_SHUTDOWN);
 	}
-	/* The end-of-worker sweep sent SIGKILL to each group; adopted
-	 * members die a moment later.  Wait for them (bounded), so none is
-	 * left behind as a zombie of the host. */
+	/* Owner mode: the end-of-worker sweep sent SIGKILL to each group;
+	 * members die a moment later and come to us as their parents die.
+	 * Wait (bounded) until no process is left in those groups and no
+	 * adopted child shown ended is still held back by a live thread, so
+	 * none becomes a zombie of the host after we stop reaping. */
+	if (s->sig_fd < 0)
+		return;
 	term_at = sipc__now_ms() + s->cfg.grace_ms + ORPHAN_WAIT_MS;
-	reap_orphans(s, groups, ngroups);
-	while (*ngroups > 0 && sipc__now_ms() < term_at) {
+	for (;;) {
+		unsigned left = sipc__orphans_reap(s);
+
+		left += sipc__orphans_left(s);
+		if (left == 0 || sipc__now_ms() >= term_at)
+			break;
+		/* SIGCHLD wakes us for our own children; members that are
+		 * not ours yet are looked for again after 10 ms */
 		wait_events(s, NULL, 10);
 		drain_wakeups(s);
-		reap_orphans(s, groups, ngroups);
+		(void)sipc__orphans_signalled(s);
 	}
 }
 
@@ -664,9 +626,8 @@ static void *
 reaper_main(void *arg)
 {
 	struct sipc_supervisor *s = arg;
-	struct pollfd *pfd = calloc(s->nslots + 2, sizeof(*pfd));
-	pid_t groups[MAX_ORPHAN_GROUPS];
-	unsigned ngroups = 0, i;
+	struct pollfd *pfd = calloc(s->nslots + 3, sizeof(*pfd));
+	unsigned i;
 	int64_t now, next;
 	bool stop;
 
@@ -691,20 +652,13 @@ reaper_main(void *arg)
 		now = sipc__now_ms();
 		next = now + RESCAN_MS;
 		for (i = 0; i < s->nslots; i++) {
-			struct sipc__slot *sl = &s->slots[i];
-			bool had = sl->handle != NULL;
-			uint32_t gen = sl->generation;
-			pid_t leader = sl->pid;
-
-			tick_slot(sl, now, &next);
-			/* A zero backoff (full jitter) respawns within the same
-			 * tick: the generation, not the handle, says the old
-			 * worker ended, and its group is the old pid. */
-			if (had && (sl->handle == NULL || sl->generation != gen))
-				note_group(s, leader, groups, &ngroups);
+			tick_slot(&s->slots[i], now, &next);
 		}
 		sipc__scan_deadlines(s, now, &next);
-		reap_orphans(s, groups, &ngroups);
+		/* after the slots: a worker that ended is reaped by pidfd
+		 * first, and one just spawned is known as live */
+		if (s->sig_fd >= 0 && sipc__orphans_signalled(s))
+			(void)sipc__orphans_reap(s);
 		sipc__journal_note_tick(s, now);
 		/* group commit: while requests are moving, wake in time for
 		 * the next sync (idle, the rescan period is enough) */
@@ -715,7 +669,7 @@ reaper_main(void *arg)
 		arm_timer(s, next);
 		wait_events(s, pfd, -1);
 	}
-	shutdown_all(s, pfd, groups, &ngroups);
+	shutdown_all(s, pfd);
 	count_ready(s);
 	free(pfd);
 	return NULL;

@@ -153,7 +153,7 @@ struct sipc_supervisor {
 	struct sipc__journal *journal;
 	struct sipc_leftover *leftovers; /* [const] verdicts at open */
 	size_t nleftovers;               /* [const] (durable.c) */
-	bool subreaper_held;          /* [const] counted in subreaper_users */
+	bool owner_held;              /* [const] holds owner mode */
 	struct sipc__cg *cg;          /* [const] own cgroup v2 (cgroup.h) or
 	                               * NULL; closed after the reaper ends */
 	char cg_why[160];             /* [const] its path, or why none */
@@ -311,5 +311,20 @@ void sipc__terminate(struct sipc__slot *sl, enum sipc_term_reason why,
 int sipc__reaper_start(struct sipc_supervisor *s);
 void sipc__reaper_wake(struct sipc_supervisor *s);
 void sipc__reaper_shutdown(struct sipc_supervisor *s);
+
+/* orphan.c (reaper thread, owner mode): reap ended adopted orphans and
+ * return how many are shown ended but cannot be reaped yet (a thread
+ * still runs); reap members of the last workers' groups and return how
+ * many processes are still in those groups (destroy waits for both);
+ * empty the SIGCHLD signalfd, true if a signal came. */
+unsigned sipc__orphans_reap(struct sipc_supervisor *s);
+unsigned sipc__orphans_left(struct sipc_supervisor *s);
+/* orphan.c (sipc_create() / destroy): take owner mode (SIGCHLD blocked
+ * in the calling thread, s->sig_fd, subreaper flag; -EBUSY if taken),
+ * undo the mask change after a failed create, give it back. */
+int sipc__owner_hold(struct sipc_supervisor *s);
+void sipc__owner_unblock(void);
+void sipc__owner_release(void);
+bool sipc__orphans_signalled(struct sipc_supervisor *s);
 
 #endif

@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -495,45 +494,6 @@ slots_init(struct sipc_supervisor *s)
 	return 0;
 }
 
-/*
- * PR_SET_CHILD_SUBREAPER is a property of the whole process.  Supervisors
- * that ask for it share it: the first turns it on (remembering whether
- * the host had it on already) and the last one destroyed turns it off
- * again, unless the host had set it itself.
- */
-static pthread_mutex_t subreaper_lock = PTHREAD_MUTEX_INITIALIZER;
-static unsigned subreaper_users;
-static bool subreaper_was_set;
-
-static int
-subreaper_hold(void)
-{
-	int prev = 0, rc = 0;
-
-	pthread_mutex_lock(&subreaper_lock);
-	if (subreaper_users == 0) {
-		if (prctl(PR_GET_CHILD_SUBREAPER, &prev) < 0)
-			prev = 0;
-		subreaper_was_set = prev != 0;
-		if (!subreaper_was_set && prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
-			rc = -errno;
-	}
-	if (rc == 0)
-		subreaper_users++;
-	pthread_mutex_unlock(&subreaper_lock);
-	return rc;
-}
-
-static void
-subreaper_release(void)
-{
-	pthread_mutex_lock(&subreaper_lock);
-	if (subreaper_users > 0 && --subreaper_users == 0 &&
-	    !subreaper_was_set)
-		(void)prctl(PR_SET_CHILD_SUBREAPER, 0);
-	pthread_mutex_unlock(&subreaper_lock);
-}
-
 static void
 sup_free(struct sipc_supervisor *s)
 {
@@ -566,8 +526,8 @@ sup_free(struct sipc_supervisor *s)
 	free((char *)s->cfg.init_path);
 	free(s->pool_budget);
 	sipc__table_fini(&s->table);
-	if (s->subreaper_held)
-		subreaper_release();
+	if (s->owner_held)
+		sipc__owner_release();
 	if ((rc = sipc__cg_close(s->cg)) < 0)
 		sipc__log(s, SIPC_LOG_ERROR, NULL, "cgroup: cannot remove %s: %s",
 		    s->cg_why, sipc_strerror(rc));
@@ -669,16 +629,19 @@ sipc_create(const struct sipc_config *cfg, char *errbuf, size_t errlen,
 	if ((rc = sup_alloc(cfg, &s)) < 0)
 		goto fail;
 	s->prov = prov;
-	if (cfg->subreaper && (rc = subreaper_hold()) < 0)
+	if (cfg->owner && (rc = sipc__owner_hold(s)) < 0) {
+		if (rc == -EBUSY)
+			snprintf(errbuf, errlen, "owner mode: another owner-mode "
+			    "supervisor exists in this process");
 		goto fail;
-	s->subreaper_held = cfg->subreaper;
+	}
 	if ((rc = cgroup_open(s, errbuf, errlen)) < 0)
 		goto fail;
 	if (cfg->state_dir != NULL &&
 	    (rc = sipc__durable_open(s, errbuf, errlen)) < 0)
 		goto fail;
-	/* No process-wide signal state is touched: workers raise no
-	 * SIGCHLD (exit_signal 0) and the reaper watches their pidfds. */
+	/* Outside owner mode no process-wide signal state is touched:
+	 * the reaper watches the workers' pidfds. */
 	if ((rc = sipc__reaper_start(s)) < 0)
 		goto fail;
 	pthread_mutex_lock(&s->rlock);
@@ -691,6 +654,8 @@ fail:
 	if (errbuf[0] == '\0')
 		snprintf(errbuf, errlen, "%s", sipc_strerror(rc));
 	if (s != NULL) {
+		if (s->owner_held)
+			sipc__owner_unblock();
 		sipc__durable_close(s);
 		sup_free(s);
 	}

@@ -71,7 +71,7 @@ test_config_defaults(void)
 	CU_ASSERT_EQUAL(c.restart_window_ms, 10000);
 	CU_ASSERT_EQUAL(c.pool_restart_budget, 20);
 	CU_ASSERT_EQUAL(c.cooldown_ms, 30000);
-	CU_ASSERT_FALSE(c.subreaper);
+	CU_ASSERT_FALSE(c.owner);
 	CU_ASSERT_EQUAL(c.containment, SIPC_CONTAIN_AUTO);
 	CU_ASSERT_PTR_NULL(c.init_path);
 	CU_ASSERT_EQUAL(c.worker_nproc_limit, 0);
@@ -116,7 +116,7 @@ static const char every_key[] =
     "restart_window_ms = 21\n"
     "pool_restart_budget = 22\n"
     "cooldown_ms = 23\n"
-    "subreaper = true\n"
+    "owner = true\n"
     "containment = user_namespace\n"
     "init_path = /opt/sipc/libexec/sipc-init\n"
     "worker_nproc_limit = 24\r\n"
@@ -170,7 +170,7 @@ check_every_key(const struct sipc_config *c)
 	CU_ASSERT_EQUAL(c->restart_window_ms, 21);
 	CU_ASSERT_EQUAL(c->pool_restart_budget, 22);
 	CU_ASSERT_EQUAL(c->cooldown_ms, 23);
-	CU_ASSERT_TRUE(c->subreaper);
+	CU_ASSERT_TRUE(c->owner);
 	CU_ASSERT_EQUAL(c->containment, SIPC_CONTAIN_USER_NAMESPACE);
 	CU_ASSERT_STRING_EQUAL(c->init_path, "/opt/sipc/libexec/sipc-init");
 	CU_ASSERT_EQUAL(c->worker_nproc_limit, 24);
@@ -206,12 +206,12 @@ test_config_enum_and_list_forms(void)
 	char err[256], text[64];
 	int e;
 	const char *p = write_conf("environment = production\n"
-	    "durability = off\nsubreaper = false\nrequired_guarantees = all\n"
+	    "durability = off\nowner = false\nrequired_guarantees = all\n"
 	    "argv =\nstate_dir =   \nenv_allow =\ncontainment = auto\n"
 	    "init_path =\n");
 
 	sipc_config_init(&c);
-	c.subreaper = true;
+	c.owner = true;
 	c.state_dir = "/x";
 	c.containment = SIPC_CONTAIN_PROCESS_GROUP;
 	c.init_path = "/y";
@@ -219,7 +219,7 @@ test_config_enum_and_list_forms(void)
 	    sizeof(err)), 0);
 	CU_ASSERT_EQUAL(c.environment, SIPC_ENV_PRODUCTION);
 	CU_ASSERT_EQUAL(c.durability, SIPC_DURABLE_OFF);
-	CU_ASSERT_FALSE(c.subreaper);
+	CU_ASSERT_FALSE(c.owner);
 	CU_ASSERT_EQUAL(c.required_guarantees, SIPC_G_ALL);
 	CU_ASSERT_PTR_NULL(c.argv);
 	CU_ASSERT_PTR_NULL(c.state_dir);
@@ -273,8 +273,9 @@ static const struct {
 	{ "grace_ms = -1\n", 1, "grace_ms", "out of range 0..600000" },
 	{ "ring_bytes = 99999999999999999999999\n", 1, "ring_bytes",
 	  "out of range" },
-	{ "subreaper = yes\n", 1, "subreaper", "unknown value \"yes\" "
+	{ "owner = yes\n", 1, "owner", "unknown value \"yes\" "
 	  "(expected true or false)" },
+	{ "subreaper = true\n", 1, "subreaper", "removed key: use owner" },
 	{ "environment = prod\n", 1, "environment", "unknown value \"prod\"" },
 	{ "environment = unset\n", 1, "environment", "unknown value" },
 	{ "durability = always\n", 1, "durability", "unknown value" },
@@ -418,7 +419,7 @@ test_config_env_overrides_file(void)
 		"HOME=/root", "SIPC_WORKERS=5", "SIPC_ENVIRONMENT=development",
 		"SIPC_ENV_SET=P=1\n\n Q=2 \n", "SIPC_FIXTURES=/somewhere",
 		"SIPC_NOT_A_KEY=whatever", "SIPC_ARGV=w \"x y\"",
-		"SIPC_SUBREAPER=true", NULL,
+		"SIPC_OWNER=true", NULL,
 	};
 	const char *p = write_conf("workers = 3\ngrace_ms = 77\n"
 	    "env_set = A=1\nenvironment = test\n");
@@ -432,7 +433,7 @@ test_config_env_overrides_file(void)
 	CU_ASSERT_EQUAL(c.workers, 5);
 	CU_ASSERT_EQUAL(c.grace_ms, 77);       /* file value kept */
 	CU_ASSERT_EQUAL(c.environment, SIPC_ENV_DEVELOPMENT);
-	CU_ASSERT_TRUE(c.subreaper);
+	CU_ASSERT_TRUE(c.owner);
 	CU_ASSERT_STRING_EQUAL(c.env_set[0], "P=1");
 	CU_ASSERT_STRING_EQUAL(c.env_set[1], "Q=2");
 	CU_ASSERT_PTR_NULL(c.env_set[2]);

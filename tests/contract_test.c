@@ -959,7 +959,7 @@ test_contract_sigchld_taken_by_host_thread(void)
 	sigaction(SIGCHLD, &old, NULL);
 }
 
-/* ------------------------------------------------------------ subreaper */
+/* ------------------------------------------------------------ owner mode */
 
 static int
 subreaper_flag(void)
@@ -971,41 +971,62 @@ subreaper_flag(void)
 	return v;
 }
 
-static sipc_supervisor *
-start_subreaper(void)
+static int
+start_owner_in(sipc_supervisor **s, const char *state_dir)
 {
 	struct sipc_config c;
+	char err[256];
 
 	cfg_base(&c, "echo", NULL, 1);
-	c.subreaper = true;
-	return start(&c, 1);
+	c.owner = true;
+	c.state_dir = state_dir;
+	return sipc_create(&c, err, sizeof(err), s);
 }
 
-/* SC4: the flag is shared by the supervisors that asked for it and
- * cleared by the last destroy, unless the host had set it itself. */
-static void
-test_contract_subreaper_flag_restored(void)
+static int
+start_owner(sipc_supervisor **s)
 {
-	sipc_supervisor *a, *b;
+	return start_owner_in(s, NULL);
+}
+
+static bool
+sigchld_blocked(void)
+{
+	sigset_t m;
+
+	pthread_sigmask(SIG_SETMASK, NULL, &m);
+	return sigismember(&m, SIGCHLD) == 1;
+}
+
+/* SC4: owner mode sets the subreaper flag and blocks SIGCHLD in the
+ * creating thread; one owner at a time; destroy clears the flag unless
+ * the host had set it itself. */
+static void
+test_contract_owner_flag_restored(void)
+{
+	sipc_supervisor *a = NULL, *b = NULL;
 
 	CU_ASSERT_EQUAL_FATAL(subreaper_flag(), 0);
-	a = start_subreaper();
+	CU_ASSERT_FALSE_FATAL(sigchld_blocked());
+	/* a create that fails after taking owner mode gives all of it
+	 * back: the mask, the flag, the one owner slot */
+	CU_ASSERT(start_owner_in(&a, "/dev/null/no") < 0);
+	CU_ASSERT_FALSE(sigchld_blocked());
+	CU_ASSERT_EQUAL(subreaper_flag(), 0);
+	CU_ASSERT_EQUAL_FATAL(start_owner(&a), 0);
 	CU_ASSERT_NOT_EQUAL(subreaper_flag(), 0);
+	CU_ASSERT_TRUE(sigchld_blocked());
+	CU_ASSERT_EQUAL(start_owner(&b), -EBUSY);   /* one owner at a time */
 	sipc_destroy(a);
 	CU_ASSERT_EQUAL(subreaper_flag(), 0);
-
-	a = start_subreaper();
-	b = start_subreaper();
-	sipc_destroy(a);
-	CU_ASSERT_NOT_EQUAL(subreaper_flag(), 0);   /* b still needs it */
-	sipc_destroy(b);
-	CU_ASSERT_EQUAL(subreaper_flag(), 0);
+	st_unblock_sigchld();
 
 	CU_ASSERT_FATAL(prctl(PR_SET_CHILD_SUBREAPER, 1) == 0);
-	a = start_subreaper();
+	CU_ASSERT_EQUAL_FATAL(start_owner(&a), 0);
 	sipc_destroy(a);
 	CU_ASSERT_NOT_EQUAL(subreaper_flag(), 0);   /* the host's own */
 	CU_ASSERT_FATAL(prctl(PR_SET_CHILD_SUBREAPER, 0) == 0);
+	st_unblock_sigchld();
 }
 
 /* ------------------------------------------------------------ destroy */
@@ -1161,8 +1182,8 @@ main(void)
 	      test_contract_callbacks_hold_no_library_lock },
 	    { "test_contract_sigchld_taken_by_host_thread",
 	      test_contract_sigchld_taken_by_host_thread },
-	    { "test_contract_subreaper_flag_restored",
-	      test_contract_subreaper_flag_restored },
+	    { "test_contract_owner_flag_restored",
+	      test_contract_owner_flag_restored },
 	    { "test_contract_destroy_time_bounded",
 	      test_contract_destroy_time_bounded },
 	    { "test_contract_wait_ready_version",

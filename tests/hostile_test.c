@@ -574,7 +574,7 @@ forked_logged(void *arg)
  * loop here is the fixture's MAX: the configured worker_nproc_limit
  * (RLIMIT_NPROC) is not enforced by the kernel for root, which runs
  * these tests, so it is not relied on.  When the worker ends, its whole
- * group is swept with it; as subreaper the supervisor adopts and reaps
+ * group is swept with it; in owner mode the supervisor adopts and reaps
  * the orphans, so no process of the group and no zombie remains, and
  * destroy sweeps the replacement's group the same way.
  */
@@ -588,7 +588,7 @@ test_hostile_forkloop_group_swept(void)
 	sipc_supervisor *s;
 	int forked;
 
-	c.subreaper = true;
+	c.owner = true;
 	c.restart_base_ms = 20;
 	c.restart_cap_ms = 100;
 	b = st_baseline();
@@ -615,7 +615,7 @@ test_hostile_forkloop_group_swept(void)
 	sipc_destroy(s);
 	CU_ASSERT(count_group(leader2) == 0);
 	st_check_nothing_left(&b, LEFT_MS);
-	(void)prctl(PR_SET_CHILD_SUBREAPER, 0);   /* for the tests after */
+	st_unblock_sigchld();   /* owner mode left it blocked here */
 }
 
 static bool

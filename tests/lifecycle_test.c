@@ -645,9 +645,10 @@ is_zombie(void *arg)
 }
 
 /* The host's own child, spawned beside a supervisor that keeps reaping
- * and restarting crashing workers, stays waitable by the host. */
+ * and restarting crashing workers, stays waitable by the host (in owner
+ * mode too: it is the host's child, not an orphan). */
 static void
-host_child(bool subreaper)
+host_child(bool owner)
 {
 	char *const argv[] = { "crash", "exit3", "0", NULL };
 	char *const sargv[] = { "sleep", "0.2", NULL };
@@ -660,7 +661,7 @@ host_child(bool subreaper)
 	int status = -1, i;
 
 	st_cfg_base(&c, "crash", argv, 2);
-	c.subreaper = subreaper;
+	c.owner = owner;
 	c.restart_intensity = 100;
 	c.pool_restart_budget = 1000;
 	s = st_start(&c, 2, WAIT_MS);
@@ -689,8 +690,8 @@ host_child(bool subreaper)
 	CU_ASSERT_EQUAL(w, child);
 	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	sipc_destroy(s);
-	if (subreaper)
-		(void)prctl(PR_SET_CHILD_SUBREAPER, 0);
+	if (owner)
+		st_unblock_sigchld();   /* owner mode left it blocked here */
 }
 
 static void
@@ -700,7 +701,7 @@ test_lifecycle_host_child_waitable(void)
 }
 
 static void
-test_lifecycle_host_child_waitable_subreaper(void)
+test_lifecycle_host_child_waitable_owner(void)
 {
 	host_child(true);
 }
@@ -932,9 +933,9 @@ static const tl_test lifecycle_tests[] = {
 	  test_lifecycle_destroy_inflight_one_outcome },
 	{ "test_lifecycle_destroy_races_submits",
 	  test_lifecycle_destroy_races_submits },
-	/* last: it leaves this process a subreaper until it clears it */
-	{ "test_lifecycle_host_child_waitable_subreaper",
-	  test_lifecycle_host_child_waitable_subreaper },
+	/* last: owner mode changes process-wide state until cleared */
+	{ "test_lifecycle_host_child_waitable_owner",
+	  test_lifecycle_host_child_waitable_owner },
 	{ NULL, NULL },
 };
 

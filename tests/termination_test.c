@@ -2,7 +2,7 @@
  * termination_test.c - every way the supervisor ends a worker (stall,
  * deadline, shutdown, protocol violation, lost channel, SIGTERM ignored
  * then SIGKILL after grace) and process-tree termination (group member,
- * double-forked daemon, setsid escapee, subreaper mode).  Before each
+ * double-forked daemon, setsid escapee, owner mode).  Before each
  * path the test starts two decoy processes the library must never
  * signal: one in the test's own process group and one in a group of its
  * own; they must be alive after the path, and the test ends them.
@@ -320,7 +320,7 @@ escapee_survives(pid_t p)
 }
 
 static void
-tree_case(bool subreaper, bool kill_leader)
+tree_case(bool owner, bool kill_leader)
 {
 	char *const argv[] = { "forker", "escape", NULL };
 	struct st_term_want tw = { SIPC_EXIT_SIGNAL, SIPC_TERM_NONE };
@@ -335,7 +335,7 @@ tree_case(bool subreaper, bool kill_leader)
 	 * mode's are in contain_test.c) */
 	c.containment = SIPC_CONTAIN_PROCESS_GROUP;
 	c.cgroup = SIPC_CGROUP_OFF;       /* cgroup_test.c has the cgroup's */
-	c.subreaper = subreaper;
+	c.owner = owner;
 	s = st_start(&c, 1, WAIT_MS);
 	tree_read(s, &t);
 	if (kill_leader) {
@@ -356,7 +356,7 @@ tree_case(bool subreaper, bool kill_leader)
 	CU_ASSERT(tl_wait_until(st_pid_dead, &t.leader, WAIT_MS));
 	CU_ASSERT(tl_wait_until(st_pid_dead, &t.group, WAIT_MS));
 	CU_ASSERT(tl_wait_until(st_pid_dead, &t.daemon_pid, WAIT_MS));
-	if (subreaper) {
+	if (owner) {
 		/* orphans adopted by this process were reaped too */
 		CU_ASSERT(tl_wait_until((bool (*)(void *))no_zombies, NULL,
 		    WAIT_MS));
@@ -366,8 +366,8 @@ tree_case(bool subreaper, bool kill_leader)
 		escapee_survives(t0.escapee);
 	escapee_survives(t.escapee);
 	st_decoys_stop(&d);
-	if (subreaper)
-		(void)prctl(PR_SET_CHILD_SUBREAPER, 0);
+	if (owner)
+		st_unblock_sigchld();   /* owner mode left it blocked here */
 }
 
 static void
@@ -383,13 +383,13 @@ test_termination_tree_on_worker_death(void)
 }
 
 static void
-test_termination_tree_subreaper_on_death(void)
+test_termination_tree_owner_on_death(void)
 {
 	tree_case(true, true);
 }
 
 static void
-test_termination_tree_subreaper_on_shutdown(void)
+test_termination_tree_owner_on_shutdown(void)
 {
 	tree_case(true, false);
 }
@@ -662,11 +662,11 @@ static const tl_test termination_tests[] = {
 	  test_termination_tree_on_shutdown },
 	{ "test_termination_tree_on_worker_death",
 	  test_termination_tree_on_worker_death },
-	/* last: they make this process a subreaper (cleared after) */
-	{ "test_termination_tree_subreaper_on_death",
-	  test_termination_tree_subreaper_on_death },
-	{ "test_termination_tree_subreaper_on_shutdown",
-	  test_termination_tree_subreaper_on_shutdown },
+	/* last: owner mode changes process-wide state (cleared after) */
+	{ "test_termination_tree_owner_on_death",
+	  test_termination_tree_owner_on_death },
+	{ "test_termination_tree_owner_on_shutdown",
+	  test_termination_tree_owner_on_shutdown },
 	{ NULL, NULL },
 };
 

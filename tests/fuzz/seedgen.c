@@ -141,7 +141,7 @@ configs(void)
 	    "restart_window_ms = 10000\n"
 	    "pool_restart_budget = 20\n"
 	    "cooldown_ms = 30000\n"
-	    "subreaper = true\n"
+	    "owner = true\n"
 	    "worker_nproc_limit = 64\n"
 	    "state_dir = /var/lib/sipc\n"
 	    "durability = group\n"

@@ -501,3 +501,13 @@ st_can_unshare(int flags)
 		return -EINTR;
 	return -WEXITSTATUS(st);
 }
+
+void
+st_unblock_sigchld(void)
+{
+	sigset_t m;
+
+	sigemptyset(&m);
+	sigaddset(&m, SIGCHLD);
+	pthread_sigmask(SIG_UNBLOCK, &m, NULL);
+}

@@ -178,6 +178,9 @@ struct st_base {
 struct st_base st_baseline(void);
 /* Back to the baseline within `ms`, and no zombie children. */
 void st_check_nothing_left(const struct st_base *b, int ms);
+/* Unblock SIGCHLD in the calling thread: an owner-mode sipc_create()
+ * blocks it there and leaves it so after destroy. */
+void st_unblock_sigchld(void);
 
 /* A field of /proc/self/status in KiB (key "VmRSS:"), or -1. */
 long st_status_kb(const char *key);
