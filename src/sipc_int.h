@@ -190,6 +190,16 @@ bool sipc__callback_rules_begin(void);
 void sipc__cond_init(pthread_cond_t *cv);
 void sipc__abstime(struct timespec *ts, int64_t ms_from_now);
 
+/* A one-shot wake-up for one waiter (event.c): sipc__event_set() once,
+ * from any thread; sipc__event_wait() returns once it is set, with what
+ * the setter wrote before it visible. */
+struct sipc__event {
+	atomic_uint word;
+};
+void sipc__event_init(struct sipc__event *ev);
+void sipc__event_set(struct sipc__event *ev);
+void sipc__event_wait(struct sipc__event *ev);
+
 /* monotonic milliseconds */
 int64_t sipc__now_ms(void);
 

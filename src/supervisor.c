@@ -355,10 +355,10 @@ out:
 
 /* ------------------------------------------------------------ call */
 
+/* One sipc_call(): the outcome, and the event its delivery sets (the
+ * callback runs once, on whichever thread delivers). */
 struct call_wait {
-	pthread_mutex_t lock;
-	pthread_cond_t cv;
-	bool done;
+	struct sipc__event ev;
 	struct sipc_result res;
 };
 
@@ -367,11 +367,8 @@ call_done(void *arg, struct sipc_result *res)
 {
 	struct call_wait *w = arg;
 
-	pthread_mutex_lock(&w->lock);
 	w->res = *res;                 /* takes over reply and diag_tail */
-	w->done = true;
-	pthread_cond_signal(&w->cv);
-	pthread_mutex_unlock(&w->lock);
+	sipc__event_set(&w->ev);       /* last touch: w may be gone after */
 }
 
 int
@@ -386,25 +383,19 @@ sipc_call(sipc_supervisor *s, const struct sipc_request *req,
 	if ((rc = sipc__api_blocking_ok()) < 0)
 		return rc;
 	memset(&w, 0, sizeof(w));
-	pthread_mutex_init(&w.lock, NULL);
-	pthread_cond_init(&w.cv, NULL);
+	sipc__event_init(&w.ev);
 	rc = sipc_submit(s, req, call_done, &w, NULL);
 	if (rc == SIPC_E_FULL || rc == SIPC_E_SHUTDOWN) {
 		memset(&w.res, 0, sizeof(w.res));
 		w.res.outcome = SIPC_OUTCOME_REJECTED;
 		w.res.error = rc;
-		w.done = true;
-		rc = 0;
+		*ret = w.res;
+		return 0;
 	}
 	if (rc == 0) {
-		pthread_mutex_lock(&w.lock);
-		while (!w.done)
-			pthread_cond_wait(&w.cv, &w.lock);
-		pthread_mutex_unlock(&w.lock);
+		sipc__event_wait(&w.ev);
 		*ret = w.res;
 	}
-	pthread_mutex_destroy(&w.lock);
-	pthread_cond_destroy(&w.cv);
 	return rc;
 }
 
