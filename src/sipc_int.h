@@ -66,6 +66,12 @@ struct sipc__req {
 	struct sipc__req *hnext;      /* table bucket chain */
 };
 
+enum sipc__sender {
+	SIPC__SEND_NONE = 0,
+	SIPC__SEND_WRITER,
+	SIPC__SEND_CALLER,
+};
+
 /* Worker slot.  One per pool position; generations replace each other. */
 struct sipc__slot {
 	struct sipc_supervisor *sup;        /* [const] */
@@ -79,6 +85,14 @@ struct sipc__slot {
 	uint32_t generation;
 	pid_t pid;
 	struct sipc__ring ring;
+	/* Who is sending on the channel now (nobody else may): the writer,
+	 * or a caller writing its own request (worker.c, direct path). */
+	enum sipc__sender sending;
+	/* A request a caller could write only in part (or not at all):
+	 * the writer sends its bytes from rest_off on before anything
+	 * else.  Holds the ring's reference. */
+	struct sipc__req *rest;
+	size_t rest_off;
 	uint64_t *cancels;            /* ids to send CANCEL for */
 	unsigned ncancels, cancels_cap;
 	bool accepts;                 /* worker sends ACCEPT frames */
@@ -269,6 +283,18 @@ int sipc__dispatch_requeue(struct sipc_supervisor *s, struct sipc__req *q, int a
  * reader, whatever a surviving descendant keeps writing. */
 #define SIPC__FINAL_DRAIN_MS 100
 int sipc__worker_threads_start(struct sipc__slot *sl);
+/*
+ * The direct path: a submitting thread writes its own request when the
+ * slot's worker is ready, its ring empty and nobody else sending, instead
+ * of waking the writer for it.  sipc__direct_claim(): slot lock held;
+ * true when `q` is now written to this generation (as the writer's take
+ * does) and the channel is the caller's; then the caller drops the slot
+ * lock and calls sipc__direct_send(), which journals it (CONTRACT J7:
+ * not sent if that fails), writes without blocking and hands what did
+ * not fit to the writer.  Consumes the ring's reference.
+ */
+bool sipc__direct_claim(struct sipc__slot *sl, struct sipc__req *q);
+void sipc__direct_send(struct sipc__slot *sl, struct sipc__req *q);
 void sipc__worker_threads_stop(struct sipc__slot *sl);
 void sipc__slot_diag_tail(struct sipc__slot *sl, char **ret);
 void sipc__log(struct sipc_supervisor *s, enum sipc_log_level lvl,
@@ -276,8 +302,8 @@ void sipc__log(struct sipc_supervisor *s, enum sipc_log_level lvl,
     __attribute__((format(printf, 4, 5)));
 
 /* journal glue (durable.c); no-ops without a state directory */
-/* Writer thread, no lock held, s->journal set: journal that `q` is being
- * written to `sl`'s worker.  0: send it.  SIPC_E_JOURNAL: do NOT send
+/* Writer thread or a direct sender (under callback rules), no lock held,
+ * s->journal set: journal that `q` is being written to `sl`'s worker.  0: send it.  SIPC_E_JOURNAL: do NOT send
  * it; its outcome is taken care of (the ring's reference stays yours). */
 int sipc__journal_note_written(struct sipc_supervisor *s, struct sipc__slot *sl,
                                struct sipc__req *q);

@@ -180,6 +180,11 @@ dispatch_new(struct sipc_supervisor *s, struct sipc__req *q)
 			pthread_mutex_unlock(&sl->lock);
 			continue;
 		}
+		if (sipc__direct_claim(sl, q)) {
+			pthread_mutex_unlock(&sl->lock);
+			sipc__direct_send(sl, q);
+			return 0;
+		}
 		rc = ring_put(s, sl, q);
 		if (rc == 0) {
 			pthread_mutex_unlock(&sl->lock);

@@ -6,6 +6,12 @@
  *   many frames per sendmsg().  It never holds a lock while writing, so a
  *   worker that stops reading blocks only its own writer; the reaper's
  *   stall detection ends it.
+ * direct path: a submitting thread that finds the worker ready, the ring
+ *   empty and the channel free writes its own request (non-blocking)
+ *   instead of waking the writer for it: one hand-off fewer per call.
+ *   Whoever sends holds the channel (`sending`, slot lock), so frames
+ *   never interleave; a frame a caller could not finish is the writer's
+ *   first job (`rest`).
  * reader: poll()s three descriptors - the protocol socket, the
  *   diagnostics pipe (worker stdout+stderr) and a wake eventfd - decodes
  *   many frames per read(), completes requests through the table, and
@@ -42,6 +48,7 @@
 #define DIRECT_MIN (16 * 1024)    /* payload bytes worth a direct read */
 #define WRITE_BATCH 64            /* frames per sendmsg */
 #define WRITE_BATCH_BYTES (1u << 20)
+#define DIRECT_MAX (64 * 1024)    /* payload a caller writes itself */
 #define VIS_FLAGS (VIS_CSTYLE | VIS_OCTAL | VIS_TAB | VIS_NL)
 
 void
@@ -58,6 +65,17 @@ sipc__log(struct sipc_supervisor *s, enum sipc_log_level lvl,
 	va_end(ap);
 	s->cfg.log(s->cfg.log_arg, lvl, sl ? sl->idx : UINT32_MAX,
 	    sl ? sl->generation : 0, sl ? sl->pid : 0, msg);
+}
+
+/* Name a slot's thread ("sipc-wr3"): what `top -H`, a debugger and
+ * /proc show, so a host can tell the library's threads apart. */
+static void
+thread_name(const char *what, const struct sipc__slot *sl)
+{
+	char name[16];
+
+	snprintf(name, sizeof(name), "%s%u", what, sl->idx);
+	(void)pthread_setname_np(pthread_self(), name);
 }
 
 /* ------------------------------------------------------------ writer */
@@ -77,34 +95,55 @@ put_frame(struct iovec *iov, int *n, uint8_t *hdr, uint8_t type,
 	}
 }
 
-/* Send every byte of iov[0..n); false when the channel is gone. */
-static bool
-send_all(struct sipc__slot *sl, struct iovec *iov, int n)
+/* Step past `w` bytes already sent. */
+static void
+iov_advance(struct iovec **iovp, int *n, size_t w)
+{
+	struct iovec *iov = *iovp;
+
+	while (*n > 0 && w >= iov->iov_len) {
+		w -= iov->iov_len;
+		iov++;
+		(*n)--;
+	}
+	if (*n > 0) {
+		iov->iov_base = (uint8_t *)iov->iov_base + w;
+		iov->iov_len -= w;
+	}
+	*iovp = iov;
+}
+
+static ssize_t
+send_iov(struct sipc__slot *sl, struct iovec *iov, int n, int flags)
 {
 	struct msghdr mh;
 	ssize_t w;
 
-	while (n > 0) {
-		memset(&mh, 0, sizeof(mh));
-		mh.msg_iov = iov;
-		mh.msg_iovlen = (size_t)n;
-		w = sendmsg(sl->proto_fd, &mh, MSG_NOSIGNAL);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return false;
-		}
+	memset(&mh, 0, sizeof(mh));
+	mh.msg_iov = iov;
+	mh.msg_iovlen = (size_t)n;
+	do
+		w = sendmsg(sl->proto_fd, &mh, MSG_NOSIGNAL | flags);
+	while (w < 0 && errno == EINTR);
+	if (w > 0) {
 		atomic_fetch_add(&sl->bytes_out, (uint64_t)w);
 		atomic_store(&sl->last_progress_ms, sipc__now_ms());
-		while (n > 0 && (size_t)w >= iov->iov_len) {
-			w -= (ssize_t)iov->iov_len;
-			iov++;
-			n--;
-		}
-		if (n > 0) {
-			iov->iov_base = (uint8_t *)iov->iov_base + w;
-			iov->iov_len -= (size_t)w;
-		}
+	}
+	return w;
+}
+
+/* Send every byte of iov[0..n) after the first `skip`; false when the
+ * channel is gone. */
+static bool
+send_all(struct sipc__slot *sl, struct iovec *iov, int n, size_t skip)
+{
+	ssize_t w;
+
+	iov_advance(&iov, &n, skip);
+	while (n > 0) {
+		if ((w = send_iov(sl, iov, n, 0)) < 0)
+			return false;
+		iov_advance(&iov, &n, (size_t)w);
 	}
 	return true;
 }
@@ -114,21 +153,33 @@ static bool
 writer_has_work(struct sipc__slot *sl, unsigned *ret_room)
 {
 	struct sipc_supervisor *s = sl->sup;
-	unsigned room, inflight;
+	unsigned inflight;
 
 	if (sl->stop || sl->channel_lost)
 		return true;
-	if (sl->state != SIPC_WS_READY)
+	/* A caller is writing its own request: the channel is its. */
+	if (sl->sending == SIPC__SEND_CALLER || sl->state != SIPC_WS_READY)
 		return false;
-	if (sl->ncancels > 0)
-		return true;
 	/* inflight is atomic; a reply that frees room signals cv_writer
 	 * under the slot lock held here, so no wake-up is lost. */
 	inflight = atomic_load(&sl->inflight);
-	room = inflight < s->cfg.max_inflight ?
+	*ret_room = inflight < s->cfg.max_inflight ?
 	    s->cfg.max_inflight - inflight : 0;
-	*ret_room = room;
-	return room > 0 && sl->ring.count > 0;
+	if (sl->ncancels > 0 || sl->rest != NULL)
+		return true;
+	return *ret_room > 0 && sl->ring.count > 0;
+}
+
+/* Slot and table locks held: `q` goes to this generation's worker now. */
+static void
+mark_written(struct sipc__slot *sl, struct sipc__req *q)
+{
+	q->state = SIPC__R_WRITTEN;
+	q->slot = (int)sl->idx;
+	q->gen = sl->generation;
+	q->pid = sl->pid;
+	q->attempts++;
+	sl->inflight++;
 }
 
 /* Slot lock held: take up to `room` requests and mark them written. */
@@ -143,6 +194,8 @@ writer_take(struct sipc__slot *sl, unsigned room, struct sipc__req **batch)
 	struct sipc__req *drop[WRITE_BATCH];
 	int ndrop = 0, i;
 
+	if (room == 0 || sl->ring.count == 0)
+		return 0;
 	pthread_mutex_lock(&s->table.lock);
 	while (n < WRITE_BATCH && (unsigned)n < room &&
 	    bytes < WRITE_BATCH_BYTES && ndrop < WRITE_BATCH &&
@@ -152,12 +205,7 @@ writer_take(struct sipc__slot *sl, unsigned room, struct sipc__req **batch)
 			drop[ndrop++] = q;
 			continue;
 		}
-		q->state = SIPC__R_WRITTEN;
-		q->slot = (int)sl->idx;
-		q->gen = sl->generation;
-		q->pid = sl->pid;
-		q->attempts++;
-		sl->inflight++;
+		mark_written(sl, q);
 		bytes += q->len;
 		batch[n++] = q;
 	}
@@ -169,64 +217,185 @@ writer_take(struct sipc__slot *sl, unsigned room, struct sipc__req **batch)
 	return n;
 }
 
+/* What the writer sends in one go, in wire order: the rest of a frame a
+ * caller began, CANCELs, new requests. */
+struct wbatch {
+	struct sipc__req *rest;
+	size_t rest_off;
+	struct sipc__req *req[WRITE_BATCH];
+	uint64_t cancels[WRITE_BATCH];
+	int nreq, ncancel;
+	uint8_t hdrs[WRITE_BATCH * 2 + 1][SIPC_FRAME_HDR_LEN];
+	struct iovec iov[WRITE_BATCH * 3 + 2];
+};
+
+/* Slot lock held: take the next batch and claim the channel. */
+static void
+writer_collect(struct sipc__slot *sl, unsigned room, struct wbatch *b)
+{
+	b->rest = sl->rest;
+	b->rest_off = sl->rest_off;
+	sl->rest = NULL;
+	b->ncancel = 0;
+	while (sl->ncancels > 0 && b->ncancel < WRITE_BATCH)
+		b->cancels[b->ncancel++] = sl->cancels[--sl->ncancels];
+	b->nreq = writer_take(sl, room, b->req);
+	sl->sending = SIPC__SEND_WRITER;
+}
+
+/* No lock held: journal and send a batch; false when the channel is
+ * gone.  Drops the ring's references. */
+static bool
+writer_send(struct sipc__slot *sl, struct wbatch *b)
+{
+	struct sipc_supervisor *s = sl->sup;
+	int niov = 0, ns, i, h = 0;
+	bool ok;
+
+	/* Journalled as written by the caller that began it. */
+	if (b->rest != NULL)
+		put_frame(b->iov, &niov, b->hdrs[h++], SIPC_FT_REQUEST,
+		    b->rest->id, b->rest->payload, b->rest->len);
+	for (i = 0; i < b->ncancel; i++)
+		put_frame(b->iov, &niov, b->hdrs[h++], SIPC_FT_CANCEL,
+		    b->cancels[i], NULL, 0);
+	for (i = ns = 0; i < b->nreq; i++) {
+		/* Sent only once journalled as written; one that could not
+		 * be is not sent at all (durable.c gives it its outcome). */
+		if (s->journal != NULL &&
+		    sipc__journal_note_written(s, sl, b->req[i]) < 0) {
+			sipc__req_unref(s, b->req[i]);
+			continue;
+		}
+		b->req[ns++] = b->req[i];
+		put_frame(b->iov, &niov, b->hdrs[h++], SIPC_FT_REQUEST,
+		    b->req[i]->id, b->req[i]->payload, b->req[i]->len);
+	}
+	ok = send_all(sl, b->iov, niov, b->rest != NULL ? b->rest_off : 0);
+	atomic_fetch_add(&sl->frames_out,
+	    (uint64_t)(ns + b->ncancel + (b->rest != NULL)));
+	for (i = 0; i < ns; i++)
+		sipc__req_unref(s, b->req[i]);   /* the ring's reference */
+	sipc__req_unref(s, b->rest);
+	return ok;
+}
+
 static void *
 writer_main(void *arg)
 {
 	struct sipc__slot *sl = arg;
-	struct sipc_supervisor *s = sl->sup;
-	struct sipc__req *batch[WRITE_BATCH];
-	uint8_t hdrs[WRITE_BATCH * 2][SIPC_FRAME_HDR_LEN];
-	struct iovec iov[WRITE_BATCH * 3];
-	uint64_t cancels[WRITE_BATCH];
+	struct wbatch b;
 	unsigned room = 0;
-	int nb, ns, nc, niov, i;
-	bool ok;
+	bool ok = true;
 
 	sipc__lib_thread = true;
+	thread_name("sipc-wr", sl);
 	pthread_mutex_lock(&sl->lock);
 	for (;;) {
 		while (!writer_has_work(sl, &room))
 			pthread_cond_wait(&sl->cv_writer, &sl->lock);
 		if (sl->stop || sl->channel_lost)
 			break;
-		nc = 0;
-		while (sl->ncancels > 0 && nc < WRITE_BATCH)
-			cancels[nc++] = sl->cancels[--sl->ncancels];
-		nb = writer_take(sl, room, batch);
+		writer_collect(sl, room, &b);
 		pthread_mutex_unlock(&sl->lock);
-
-		niov = 0;
-		for (i = 0; i < nc; i++)
-			put_frame(iov, &niov, hdrs[WRITE_BATCH + i],
-			    SIPC_FT_CANCEL, cancels[i], NULL, 0);
-		for (i = ns = 0; i < nb; i++) {
-			/* Sent only once journalled as written; one that
-			 * could not be is not sent at all (durable.c gives
-			 * it its outcome). */
-			if (s->journal != NULL &&
-			    sipc__journal_note_written(s, sl, batch[i]) < 0) {
-				sipc__req_unref(s, batch[i]);
-				continue;
-			}
-			batch[ns++] = batch[i];
-			put_frame(iov, &niov, hdrs[i], SIPC_FT_REQUEST,
-			    batch[i]->id, batch[i]->payload, batch[i]->len);
-		}
-		ok = send_all(sl, iov, niov);
-		atomic_fetch_add(&sl->frames_out, (uint64_t)(ns + nc));
-		for (i = 0; i < ns; i++)
-			sipc__req_unref(s, batch[i]);   /* the ring's reference */
+		ok = writer_send(sl, &b);
 		pthread_mutex_lock(&sl->lock);
+		sl->sending = SIPC__SEND_NONE;
 		if (!ok) {
 			sl->channel_lost = true;
-			pthread_mutex_unlock(&sl->lock);
-			sipc__reaper_wake(s);
-			pthread_mutex_lock(&sl->lock);
 			break;
 		}
 	}
 	pthread_mutex_unlock(&sl->lock);
+	if (!ok)
+		sipc__reaper_wake(sl->sup);
 	return NULL;
+}
+
+/* ------------------------------------------------------- direct path */
+
+bool
+sipc__direct_claim(struct sipc__slot *sl, struct sipc__req *q)
+{
+	struct sipc_supervisor *s = sl->sup;
+	bool ok;
+
+	/* Only when the writer would send it at once anyway: nothing
+	 * queued before it (order), nothing being sent, no frame begun. */
+	if (sl->state != SIPC_WS_READY || sl->stop || sl->channel_lost ||
+	    sl->proc_gone || sl->sending != SIPC__SEND_NONE ||
+	    sl->ring.count > 0 || sl->ncancels > 0 || sl->rest != NULL ||
+	    q->len > DIRECT_MAX)
+		return false;
+	pthread_mutex_lock(&s->table.lock);
+	ok = !q->delivered && q->state != SIPC__R_GONE &&
+	    sl->inflight < s->cfg.max_inflight;
+	if (ok) {
+		/* The stall clock runs only while work is pending: start it
+		 * now, before the reaper can see this request in flight
+		 * against an idle worker's old progress time. */
+		if (sl->inflight == 0)
+			atomic_store(&sl->last_progress_ms, sipc__now_ms());
+		mark_written(sl, q);
+		sl->sending = SIPC__SEND_CALLER;
+	}
+	pthread_mutex_unlock(&s->table.lock);
+	return ok;
+}
+
+/*
+ * The channel is the caller's, no lock held.  A non-blocking write: a
+ * worker that does not read can never hold a submitting thread.  What
+ * did not go out is the writer's to finish (the whole frame when the
+ * socket was full, or the rest of it); nothing else is sent in between,
+ * since the writer sends `rest` first and no caller claims the channel
+ * while it is set.  The descriptor stays open meanwhile:
+ * sipc__worker_threads_stop() waits for the channel to be released
+ * before the reaper may close it.
+ */
+void
+sipc__direct_send(struct sipc__slot *sl, struct sipc__req *q)
+{
+	struct sipc_supervisor *s = sl->sup;
+	uint8_t hdr[SIPC_FRAME_HDR_LEN];
+	struct iovec iov[2];
+	ssize_t w = 0, total = SIPC_FRAME_HDR_LEN + (ssize_t)q->len;
+	int niov = 0, jrc = 0;
+	bool was, lost = false;
+
+	if (s->journal != NULL) {
+		/* A journal failure delivers the outcome here, on the
+		 * submitting thread, under a callback's rules. */
+		was = sipc__callback_rules_begin();
+		jrc = sipc__journal_note_written(s, sl, q);
+		sipc__lib_thread = was;
+	}
+	if (jrc == 0) {
+		put_frame(iov, &niov, hdr, SIPC_FT_REQUEST, q->id, q->payload,
+		    q->len);
+		w = send_iov(sl, iov, niov, MSG_DONTWAIT);
+		lost = w < 0 && errno != EAGAIN && errno != EWOULDBLOCK;
+		if (w == total)
+			atomic_fetch_add(&sl->frames_out, 1);
+	}
+	pthread_mutex_lock(&sl->lock);
+	sl->sending = SIPC__SEND_NONE;
+	if (lost)
+		sl->channel_lost = true;
+	else if (jrc == 0 && w < total) {
+		sl->rest = q;                  /* keeps the ring's reference */
+		sl->rest_off = w > 0 ? (size_t)w : 0;
+		q = NULL;
+	}
+	/* The writer, and a reaper in sipc__worker_threads_stop(), may be
+	 * waiting for the channel. */
+	if (sl->rest != NULL || sl->ring.count > 0 || sl->ncancels > 0 ||
+	    lost || sl->stop)
+		pthread_cond_broadcast(&sl->cv_writer);
+	pthread_mutex_unlock(&sl->lock);
+	if (lost)
+		sipc__reaper_wake(s);
+	sipc__req_unref(s, q);
 }
 
 /* ------------------------------------------------------------ reader */
@@ -781,6 +950,7 @@ reader_main(void *arg)
 	size_t lmax = sl->sup->cfg.diag_line_max;
 
 	sipc__lib_thread = true;
+	thread_name("sipc-rd", sl);
 	memset(&r, 0, sizeof(r));
 	r.sl = sl;
 	/* Non-blocking: a descendant that kept the worker's stdout/stderr
@@ -812,8 +982,12 @@ sipc__worker_threads_start(struct sipc__slot *sl)
 {
 	int rc;
 
+	/* Under the lock: a submitting thread reads these to decide
+	 * whether it may write directly. */
+	pthread_mutex_lock(&sl->lock);
 	sl->stop = sl->proc_gone = sl->channel_lost = sl->violation = false;
 	sl->stream_cut = false;
+	pthread_mutex_unlock(&sl->lock);
 	if ((rc = pthread_create(&sl->reader, NULL, reader_main, sl)) != 0)
 		return -rc;
 	if ((rc = pthread_create(&sl->writer, NULL, writer_main, sl)) != 0) {
@@ -848,8 +1022,19 @@ sipc__worker_threads_stop(struct sipc__slot *sl)
 	pthread_mutex_lock(&sl->lock);
 	sl->stop = true;
 	pthread_cond_broadcast(&sl->cv_writer);
+	/* A caller writing directly uses proto_fd, which the reaper closes
+	 * after this: wait for it (its write does not block). */
+	while (sl->sending == SIPC__SEND_CALLER)
+		pthread_cond_wait(&sl->cv_writer, &sl->lock);
 	pthread_mutex_unlock(&sl->lock);
 	(void)shutdown(sl->proto_fd, SHUT_RDWR);
 	pthread_join(sl->writer, NULL);
+	/* A frame a caller began and the writer did not finish: its
+	 * request is settled with the others written to this generation. */
+	pthread_mutex_lock(&sl->lock);
+	sipc__req_unref(sl->sup, sl->rest);
+	sl->rest = NULL;
+	sl->sending = SIPC__SEND_NONE;
+	pthread_mutex_unlock(&sl->lock);
 	sl->threads = false;
 }
