@@ -136,11 +136,11 @@ struct sipc__table {
 	unsigned pending;             /* not yet delivered */
 	/* Payload bytes held: live requests, and reply (any received
 	 * frame's) buffers from before their allocation until delivered or
-	 * dropped.  Added to only under the table lock (check and add are
-	 * one step against the ceiling); releases subtract without it.
-	 * Waiters are counted so that a release takes the lock only when
-	 * someone waits (a missed wake-up costs a waiter at most one
-	 * SIPC__WAIT_SLICE_MS). */
+	 * dropped.  Added to only by sipc__mem_try_take() (check and add
+	 * are one compare-and-swap against a limit); releases subtract.
+	 * The lock serves the waits: waiters are counted so that a release
+	 * takes it only when someone waits (a missed wake-up costs a waiter
+	 * at most one SIPC__WAIT_SLICE_MS). */
 	_Atomic size_t mem_held;
 	atomic_uint mem_waiters;
 	unsigned reply_waiters;       /* [table] readers waiting for room:
@@ -238,6 +238,9 @@ void sipc__req_unref(struct sipc_supervisor *s, struct sipc__req *q);
  */
 #define SIPC__WAIT_SLICE_MS 20
 size_t sipc__mem_reply_reserve(const struct sipc_supervisor *s);
+/* Add `len` to the bytes held if the sum stays <= `limit`; any thread,
+ * no lock needed.  True when added. */
+bool sipc__mem_try_take(struct sipc_supervisor *s, size_t len, size_t limit);
 bool sipc__mem_take_reply(struct sipc_supervisor *s, size_t len, bool wait,
                           bool (*leave)(void *), void *arg);
 void sipc__mem_release(struct sipc_supervisor *s, size_t n);

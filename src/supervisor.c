@@ -89,7 +89,7 @@ pick_slot(struct sipc_supervisor *s, int avoid, size_t len)
 static int
 ring_put(struct sipc_supervisor *s, struct sipc__slot *sl, struct sipc__req *q)
 {
-	bool ok, idle;
+	bool ok, idle, wake;
 
 	if (!sipc__ring_fits(&sl->ring, q->len))
 		return -EAGAIN;
@@ -100,6 +100,11 @@ ring_put(struct sipc_supervisor *s, struct sipc__slot *sl, struct sipc__req *q)
 		q->slot = (int)sl->idx;
 	}
 	idle = sl->ring.count == 0 && sl->inflight == 0;
+	/* The writer needs a wake-up only for a ring that was empty, and
+	 * only when it has room: while it has none, the reader wakes it
+	 * when a reply makes some (worker.c); a writer busy sending, or a
+	 * caller on the direct path, looks at the ring again when done. */
+	wake = sl->ring.count == 0 && sl->inflight < s->cfg.max_inflight;
 	pthread_mutex_unlock(&s->table.lock);
 	if (!ok)
 		return 1;
@@ -109,7 +114,8 @@ ring_put(struct sipc_supervisor *s, struct sipc__slot *sl, struct sipc__req *q)
 	if (idle)
 		atomic_store(&sl->last_progress_ms, sipc__now_ms());
 	(void)sipc__ring_push(&sl->ring, q, q->len);
-	pthread_cond_signal(&sl->cv_writer);
+	if (wake)
+		pthread_cond_signal(&sl->cv_writer);
 	return 0;
 }
 
@@ -219,8 +225,8 @@ reserve_memory(struct sipc_supervisor *s, struct sipc__req *q)
 	int rc = 0;
 
 	pthread_mutex_lock(&s->table.lock);
-	while (s->table.mem_held + q->len + reserve > s->cfg.mem_ceiling ||
-	    s->table.reply_waiters > 0) {
+	while (s->table.reply_waiters > 0 ||
+	    !sipc__mem_try_take(s, q->len, s->cfg.mem_ceiling - reserve)) {
 		if (atomic_load(&s->closing)) {
 			rc = SIPC_E_SHUTDOWN;
 			break;
@@ -235,10 +241,8 @@ reserve_memory(struct sipc_supervisor *s, struct sipc__req *q)
 		pthread_cond_timedwait(&s->table.cv, &s->table.lock, &ts);
 		s->table.mem_waiters--;
 	}
-	if (rc == 0) {
-		s->table.mem_held += q->len;
+	if (rc == 0)
 		sipc__table_insert(&s->table, q);
-	}
 	pthread_mutex_unlock(&s->table.lock);
 	return rc;
 }

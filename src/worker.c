@@ -412,6 +412,8 @@ struct reader {
 	bool at_eof;                  /* the whole stream was decoded */
 	bool diag_done;
 	bool final;                   /* final drain: never wait for room */
+	bool wake_writer;             /* a reply made room for a writer that
+	                               * had none: wake it once per read */
 	size_t held;                  /* ceiling bytes taken for the frame
 	                               * being decoded (0: none) */
 };
@@ -583,7 +585,7 @@ on_reply(struct reader *r, struct sipc_frame *f)
 	struct sipc_result res;
 	struct sipc__req *q;
 	uint32_t code = 0;
-	bool won = false, wake_writer;
+	bool won = false;
 	enum sipc_outcome o = SIPC_OUTCOME_OK;
 
 	if (f->hdr.type == SIPC_FT_ERROR) {
@@ -609,17 +611,13 @@ on_reply(struct reader *r, struct sipc_frame *f)
 		return;
 	}
 	q->state = SIPC__R_GONE;
-	wake_writer = sl->inflight-- == s->cfg.max_inflight;
+	if (sl->inflight-- == s->cfg.max_inflight)
+		r->wake_writer = true;
 	sipc__table_remove(&s->table, q);
 	/* A late answer to a timed-out request is expected and dropped. */
 	won = sipc__outcome_set(s, q, o, 0, true, &res);
 	pthread_mutex_unlock(&s->table.lock);
 	atomic_fetch_add(&sl->completed, 1);
-	if (wake_writer) {
-		pthread_mutex_lock(&sl->lock);
-		pthread_cond_signal(&sl->cv_writer);
-		pthread_mutex_unlock(&sl->lock);
-	}
 	if (won) {
 		res.reply = f->payload;
 		res.reply_len = f->hdr.len;
@@ -728,6 +726,26 @@ frame_done(struct reader *r, struct sipc_frame *f)
 	r->held = 0;
 }
 
+/*
+ * After the frames of one read: if their replies made room for a writer
+ * that had none, wake it once, so it sends as many requests in one write
+ * as replies came in one read (not one wake-up and one write per reply).
+ * Slot lock here (after the table lock was dropped): the writer checks
+ * its room under it, so the wake-up cannot be lost.
+ */
+static void
+wake_writer_once(struct reader *r)
+{
+	struct sipc__slot *sl = r->sl;
+
+	if (!r->wake_writer)
+		return;
+	r->wake_writer = false;
+	pthread_mutex_lock(&sl->lock);
+	pthread_cond_signal(&sl->cv_writer);
+	pthread_mutex_unlock(&sl->lock);
+}
+
 static void
 proto_bytes(struct reader *r, const uint8_t *p, size_t n)
 {
@@ -752,6 +770,7 @@ proto_bytes(struct reader *r, const uint8_t *p, size_t n)
 		if (done)
 			frame_done(r, &f);
 	}
+	wake_writer_once(r);
 }
 
 /* The protocol channel ended (EOF or error) with the process maybe
@@ -799,6 +818,7 @@ proto_direct(struct reader *r, int fd, bool nonblock, size_t max, bool *used)
 	sipc__decoder_direct_done(&r->dec, (size_t)n, &f, &done);
 	if (done)
 		frame_done(r, &f);
+	wake_writer_once(r);
 	return n;
 }
 
