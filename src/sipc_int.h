@@ -288,8 +288,8 @@ int sipc__dispatch_requeue(struct sipc_supervisor *s, struct sipc__req *q, int a
 int sipc__worker_threads_start(struct sipc__slot *sl);
 /*
  * The direct path: a submitting thread writes its own request when the
- * slot's worker is ready, its ring empty and nobody else sending, instead
- * of waking the writer for it.  sipc__direct_claim(): slot lock held;
+ * slot's worker is ready and idle, its ring empty and nobody else
+ * sending, instead of waking the writer for it.  sipc__direct_claim(): slot lock held;
  * true when `q` is now written to this generation (as the writer's take
  * does) and the channel is the caller's; then the caller drops the slot
  * lock and calls sipc__direct_send(), which journals it (CONTRACT J7:

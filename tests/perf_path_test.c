@@ -12,6 +12,7 @@
  * events with generous deadlines.
  */
 #include <dirent.h>
+#include <signal.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -25,7 +26,6 @@
 #include "testlib.h"
 
 #define WAIT_MS 20000
-#define BIG (60 * 1024)         /* under the direct path's limit */
 
 /* ------------------------------------------------------------ event */
 
@@ -237,63 +237,76 @@ test_perf_path_full_writer_not_woken_per_submit(void)
 
 /* ------------------------------------------------------- hand-off */
 
-static uint8_t bigbuf[40][BIG];
+#define HUGE (4u << 20)          /* more than a socket buffer takes */
 
-static void
-fill(unsigned k)
+static uint8_t *
+huge_payload(void)
 {
-	for (size_t j = 0; j < BIG; j++)
-		bigbuf[k][j] = (uint8_t)(k * 131 + j * 7 + (j >> 9));
+	static uint8_t *p;
+
+	if (p == NULL && (p = malloc(HUGE)) != NULL)
+		for (size_t j = 0; j < HUGE; j++)
+			p[j] = (uint8_t)(j * 7 + (j >> 12));
+	return p;
+}
+
+static struct sipc_config
+huge_cfg(void)
+{
+	struct sipc_config c;
+
+	st_cfg_base(&c, "echo", NULL, 1);
+	c.max_payload = HUGE;
+	c.ring_bytes = 2u * HUGE;
+	c.mem_ceiling = 8u * HUGE;
+	return c;
 }
 
 /*
- * The worker sleeps in its first request while 40 large ones are
- * submitted: the first few fit in the socket, one is cut by a full
- * socket and finished by the writer, the rest queue behind it.  Every
- * reply must come back intact and in one piece (a frame interleaved
- * with another would corrupt both, or end the worker as a protocol
- * violation), each request written exactly once.
+ * A call to an idle worker with a frame larger than the socket takes:
+ * the caller writes what fits, the writer finishes the frame, and the
+ * small calls behind it are not written into the middle of it.  Every
+ * reply must come back intact (an interleaved frame would corrupt both,
+ * or end the worker as a protocol violation), each written once.
  */
 static void
 test_perf_path_direct_rest_finished_by_writer(void)
 {
 	static struct st_outbox box = { .mu = PTHREAD_MUTEX_INITIALIZER };
-	static struct st_outslot slots[41];
-	struct sipc_config c;
+	static struct st_outslot slots[21];
+	struct sipc_config c = huge_cfg();
 	struct sipc_worker_stats ws;
 	sipc_supervisor *s;
+	uint8_t *big = huge_payload(), small[20][64];
 	unsigned k, good = 0;
 
-	st_cfg_base(&c, "echo", NULL, 1);
-	c.max_inflight = 64;
-	c.max_payload = 2 * BIG;
-	c.ring_frames = 64;
-	c.ring_bytes = 64u * BIG;
-	c.mem_ceiling = 256u * BIG;
+	CU_ASSERT_FATAL(big != NULL);
 	s = st_start(&c, 1, WAIT_MS);
 	st_outbox_reset(&box);
-	slots[40] = (struct st_outslot){ &box, 40 };
-	st_submit_cmd(s, "sleep 300", WAIT_MS, &slots[40]);
-	for (k = 0; k < 40; k++) {
-		struct sipc_request req = { .payload = bigbuf[k], .len = BIG,
+	for (k = 0; k <= 20; k++) {
+		struct sipc_request req = { .payload = big, .len = HUGE,
 		    .timeout_ms = WAIT_MS };
 
-		fill(k);
+		if (k > 0) {
+			memset(small[k - 1], (int)k, sizeof(small[k - 1]));
+			req.payload = small[k - 1];
+			req.len = sizeof(small[k - 1]);
+		}
 		slots[k] = (struct st_outslot){ &box, k };
 		CU_ASSERT_FATAL(sipc_submit(s, &req, st_outbox_done,
 		    &slots[k], NULL) == 0);
 	}
-	CU_ASSERT_FATAL(st_outbox_wait(&box, 41, WAIT_MS));
-	for (k = 0; k < 40; k++)
+	CU_ASSERT_FATAL(st_outbox_wait(&box, 21, WAIT_MS));
+	for (k = 0; k <= 20; k++)
 		good += box.calls[k] == 1 &&
 		    box.res[k].outcome == SIPC_OUTCOME_OK &&
 		    box.res[k].attempts == 1 &&
-		    box.res[k].reply_len == BIG &&
-		    memcmp(box.res[k].reply, bigbuf[k], BIG) == 0;
-	CU_ASSERT_EQUAL(good, 40);
-	CU_ASSERT_EQUAL(box.res[40].outcome, SIPC_OUTCOME_OK);
+		    box.res[k].reply_len == (k ? 64 : HUGE) &&
+		    memcmp(box.res[k].reply, k ? small[k - 1] : big,
+		    box.res[k].reply_len) == 0;
+	CU_ASSERT_EQUAL(good, 21);
 	ws = st_worker_stats(s, 0);
-	CU_ASSERT_EQUAL(ws.frames_out, 41);
+	CU_ASSERT_EQUAL(ws.frames_out, 21);
 	CU_ASSERT_EQUAL(ws.protocol_violations, 0);
 	CU_ASSERT_EQUAL(ws.restarts, 0);
 	st_outbox_release(&box);
@@ -302,97 +315,93 @@ test_perf_path_direct_rest_finished_by_writer(void)
 
 /* ------------------------------------------------------- never blocks */
 
-struct flood {
+struct one_submit {
 	sipc_supervisor *s;
-	struct st_outslot *slots;
-	unsigned n, accepted, full;
+	struct st_outslot *slot;
+	int rc;
 	atomic_bool done;
 };
 
 static void *
-flood_thread(void *arg)
+submit_thread(void *arg)
 {
-	struct flood *f = arg;
-	unsigned k;
-	int rc;
+	struct one_submit *o = arg;
+	struct sipc_request req = { .payload = huge_payload(), .len = HUGE,
+	    .timeout_ms = WAIT_MS };
 
-	for (k = 0; k < f->n; k++) {
-		struct sipc_request req = { .payload = bigbuf[k % 40],
-		    .len = BIG, .flags = SIPC_REQ_NOWAIT,
-		    .timeout_ms = WAIT_MS };
-
-		rc = sipc_submit(f->s, &req, st_outbox_done, &f->slots[k],
-		    NULL);
-		if (rc == 0)
-			f->accepted++;
-		else if (rc == SIPC_E_FULL)
-			f->full++;
-	}
-	atomic_store(&f->done, true);
+	o->rc = sipc_submit(o->s, &req, st_outbox_done, o->slot, NULL);
+	atomic_store(&o->done, true);
 	return NULL;
 }
 
 static bool
-flood_done(void *arg)
+submit_done(void *arg)
 {
-	return atomic_load(&((struct flood *)arg)->done);
+	return atomic_load(&((struct one_submit *)arg)->done);
+}
+
+/* The process that reads the channel: the worker's pid, or, when it runs
+ * under sipc-init in a namespace, that init's one child. */
+static pid_t
+reader_pid(pid_t pid)
+{
+	char path[64];
+	long child = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid,
+	    (int)pid);
+	if ((f = fopen(path, "r")) != NULL) {
+		if (fscanf(f, "%ld", &child) != 1)
+			child = 0;
+		fclose(f);
+	}
+	return child > 0 ? (pid_t)child : pid;
 }
 
 /*
- * A worker that never reads again: the socket fills up.  Non-blocking
- * submits must all return (accepted while the ring has room, then
- * SIPC_E_FULL) long before the stall rule ends the worker: a caller that
- * writes for itself must never block in the write.  Then every accepted
- * request gets exactly one outcome.
+ * An idle worker that does not read (stopped): a submit of a frame the
+ * socket cannot take must return at once, the caller having written
+ * what fit; a blocking write would hold it until the worker reads.
+ * Once the worker runs again, the writer finishes the frame and the
+ * reply comes back intact.
  */
 static void
 test_perf_path_direct_write_never_blocks(void)
 {
 	static struct st_outbox box = { .mu = PTHREAD_MUTEX_INITIALIZER };
-	static struct st_outslot slots[200];
-	struct sipc_config c;
-	struct sipc_result r;
-	struct flood f;
+	static struct st_outslot slot;
+	struct sipc_config c = huge_cfg();
+	struct sipc_worker_stats ws;
+	struct one_submit o;
 	pthread_t th;
-	unsigned k;
+	pid_t worker;
+	bool returned;
 
-	st_cfg_base(&c, "echo", NULL, 1);
+	CU_ASSERT_FATAL(huge_payload() != NULL);
 	c.stall_ms = 60000;            /* nothing ends the worker meanwhile */
-	c.max_payload = 2 * BIG;
-	c.ring_frames = 16;
-	c.ring_bytes = 16u * BIG;
-	c.mem_ceiling = 512u * BIG;
-	c.max_inflight = 200;
-	f.s = st_start(&c, 1, WAIT_MS);
+	o.s = st_start(&c, 1, WAIT_MS);
 	st_outbox_reset(&box);
-	st_call_cmd(f.s, NULL, WAIT_MS, 0, &r);     /* warm */
-	sipc_result_release(&r);
-	slots[0] = (struct st_outslot){ &box, 0 };
-	st_submit_cmd(f.s, "stopread", WAIT_MS, &slots[0]);
-	for (k = 1; k < 200; k++)
-		slots[k] = (struct st_outslot){ &box, k };
-	f.slots = slots + 1;
-	f.n = 199;
-	f.accepted = f.full = 0;
-	atomic_init(&f.done, false);
-	CU_ASSERT_FATAL(pthread_create(&th, NULL, flood_thread, &f) == 0);
-	CU_ASSERT(tl_wait_until(flood_done, &f, WAIT_MS));
-	if (!atomic_load(&f.done)) {
-		/* blocked in a write: end the worker to free the thread */
-		sipc_destroy(f.s);
-		pthread_join(th, NULL);
-		st_outbox_release(&box);
-		return;
-	}
+	ws = st_worker_stats(o.s, 0);
+	worker = reader_pid(ws.pid);
+	CU_ASSERT_FATAL(worker > 0 && kill(worker, SIGSTOP) == 0);
+	slot = (struct st_outslot){ &box, 0 };
+	o.slot = &slot;
+	o.rc = -1;
+	atomic_init(&o.done, false);
+	CU_ASSERT_FATAL(pthread_create(&th, NULL, submit_thread, &o) == 0);
+	returned = tl_wait_until(submit_done, &o, WAIT_MS);
+	CU_ASSERT(returned);
+	CU_ASSERT_EQUAL(st_outbox_total(&box), 0);   /* not answered yet */
+	CU_ASSERT(kill(worker, SIGCONT) == 0);
 	pthread_join(th, NULL);
-	CU_ASSERT(f.full > 0);
-	CU_ASSERT_EQUAL(f.accepted + f.full, 199);
-	sipc_destroy(f.s);
-	/* destroy settles everything accepted: one outcome each */
-	CU_ASSERT_EQUAL(st_outbox_total(&box), f.accepted + 1);
-	for (k = 1; k < 200; k++)
-		CU_ASSERT(box.calls[k] <= 1);
+	CU_ASSERT_EQUAL(o.rc, 0);
+	CU_ASSERT_FATAL(st_outbox_wait(&box, 1, WAIT_MS));
+	CU_ASSERT(box.res[0].outcome == SIPC_OUTCOME_OK &&
+	    box.res[0].reply_len == HUGE &&
+	    memcmp(box.res[0].reply, huge_payload(), HUGE) == 0);
 	st_outbox_release(&box);
+	sipc_destroy(o.s);
 }
 
 int
