@@ -3,7 +3,8 @@
  *
  * Threads:
  *   - callers: sipc_submit/sipc_call/sipc_stats_get/sipc_destroy
- *   - per worker slot: one reader, one writer (worker.c)
+ *   - per worker slot: one reader (worker.c), one writer (writer.c);
+ *     a submitting thread may write for an idle worker (writer.c)
  *   - one reaper (reaper.c): pidfds + timerfd + eventfd; spawns, reaps,
  *     classifies, settles, enforces deadlines, stalls and grace periods.
  *
@@ -286,6 +287,10 @@ int sipc__dispatch_requeue(struct sipc_supervisor *s, struct sipc__req *q, int a
  * reader, whatever a surviving descendant keeps writing. */
 #define SIPC__FINAL_DRAIN_MS 100
 int sipc__worker_threads_start(struct sipc__slot *sl);
+/* writer.c: the writer thread's body (started by worker.c) */
+void *sipc__writer_main(void *arg);
+/* Name the calling thread "<what><slot index>" (worker.c). */
+void sipc__thread_name(const char *what, const struct sipc__slot *sl);
 /*
  * The direct path: a submitting thread writes its own request when the
  * slot's worker is ready and idle, its ring empty and nobody else
