@@ -235,6 +235,74 @@ test_perf_path_full_writer_not_woken_per_submit(void)
 	sipc_destroy(s);
 }
 
+/*
+ * Callers on several threads, two workers: some calls go direct, some
+ * through the ring and the writer (more callers than workers), and both
+ * paths contend for the same channels.  Every reply is the caller's own
+ * payload, every call answered once.
+ */
+struct caller {
+	sipc_supervisor *s;
+	unsigned id, ok;
+};
+
+#define CALLERS 4
+#define CALLS 300
+
+static void *
+caller_thread(void *arg)
+{
+	struct caller *c = arg;
+	struct sipc_result r;
+	char buf[48];
+	unsigned i;
+
+	for (i = 0; i < CALLS; i++) {
+		struct sipc_request req = { .payload = buf,
+		    .timeout_ms = WAIT_MS };
+
+		req.len = (size_t)snprintf(buf, sizeof(buf), "caller %u call %u",
+		    c->id, i);
+		if (sipc_call(c->s, &req, &r) != 0)
+			continue;
+		c->ok += r.outcome == SIPC_OUTCOME_OK &&
+		    r.reply_len == req.len &&
+		    memcmp(r.reply, buf, req.len) == 0;
+		sipc_result_release(&r);
+	}
+	return NULL;
+}
+
+static void
+test_perf_path_concurrent_sync_calls(void)
+{
+	struct caller c[CALLERS];
+	pthread_t th[CALLERS];
+	struct sipc_config cfg;
+	struct sipc_stats st;
+	sipc_supervisor *s;
+	unsigned i;
+
+	st_cfg_base(&cfg, "echo", NULL, 2);
+	s = st_start(&cfg, 2, WAIT_MS);
+	for (i = 0; i < CALLERS; i++) {
+		c[i] = (struct caller){ .s = s, .id = i };
+		CU_ASSERT_FATAL(pthread_create(&th[i], NULL, caller_thread,
+		    &c[i]) == 0);
+	}
+	for (i = 0; i < CALLERS; i++) {
+		pthread_join(th[i], NULL);
+		CU_ASSERT_EQUAL(c[i].ok, CALLS);
+	}
+	CU_ASSERT_FATAL(sipc_stats_get(s, &st) == 0);
+	CU_ASSERT_EQUAL(st.completed_ok, CALLERS * CALLS);
+	CU_ASSERT_EQUAL(st.protocol_violations, 0);
+	CU_ASSERT_EQUAL(st.restarts, 0);
+	CU_ASSERT_EQUAL(st.pending, 0);
+	sipc_stats_release(&st);
+	sipc_destroy(s);
+}
+
 /* ------------------------------------------------------- hand-off */
 
 #define HUGE (4u << 20)          /* more than a socket buffer takes */
@@ -416,6 +484,8 @@ main(void)
 	      test_perf_path_sync_call_leaves_writer_asleep },
 	    { "test_perf_path_full_writer_not_woken_per_submit",
 	      test_perf_path_full_writer_not_woken_per_submit },
+	    { "test_perf_path_concurrent_sync_calls",
+	      test_perf_path_concurrent_sync_calls },
 	    { "test_perf_path_direct_rest_finished_by_writer",
 	      test_perf_path_direct_rest_finished_by_writer },
 	    { "test_perf_path_direct_write_never_blocks",
