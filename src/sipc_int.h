@@ -49,6 +49,8 @@ struct sipc__req {
 	uint32_t len;                 /* [const] */
 	unsigned flags;               /* [const] SIPC_REQ_* */
 	char *key;                    /* [const] idempotency key or NULL */
+	bool call;                    /* [const] from sipc_call(): its
+	                               * thread waits for the outcome */
 	int64_t deadline_ms;          /* [const] monotonic; 0 = none */
 	sipc_done_fn done;            /* [const] */
 	void *done_arg;               /* [const] */
@@ -292,8 +294,8 @@ void *sipc__writer_main(void *arg);
 /* Name the calling thread "<what><slot index>" (worker.c). */
 void sipc__thread_name(const char *what, const struct sipc__slot *sl);
 /*
- * The direct path: a submitting thread writes its own request when the
- * slot's worker is ready and idle, its ring empty and nobody else
+ * The direct path: a thread in sipc_call() writes its own request when
+ * the slot's worker is ready and idle, its ring empty and nobody else
  * sending, instead of waking the writer for it.  sipc__direct_claim(): slot lock held;
  * true when `q` is now written to this generation (as the writer's take
  * does) and the channel is the caller's; then the caller drops the slot

@@ -278,9 +278,11 @@ reject_unreserved(struct sipc_supervisor *s, struct sipc__req *q)
 	sipc__lib_thread = was;
 }
 
-int
-sipc_submit(sipc_supervisor *s, const struct sipc_request *req,
-            sipc_done_fn done, void *arg, uint64_t *ret_id)
+/* sipc_submit(), and sipc_call() with `call` set: its caller waits for
+ * the outcome anyway, so it may write the request itself (writer.c). */
+static int
+submit(sipc_supervisor *s, const struct sipc_request *req, sipc_done_fn done,
+       void *arg, bool call, uint64_t *ret_id)
 {
 	struct sipc__req *q;
 	uint64_t id;
@@ -301,6 +303,7 @@ sipc_submit(sipc_supervisor *s, const struct sipc_request *req,
 		rc = -ENOMEM;
 		goto out;
 	}
+	q->call = call;
 	if ((rc = reserve_memory(s, q)) != 0) {
 		if (rc == SIPC_E_FULL && !(q->flags & SIPC_REQ_NOWAIT) &&
 		    !sipc__lib_thread) {
@@ -362,6 +365,13 @@ out:
 	return rc;
 }
 
+int
+sipc_submit(sipc_supervisor *s, const struct sipc_request *req,
+            sipc_done_fn done, void *arg, uint64_t *ret_id)
+{
+	return submit(s, req, done, arg, false, ret_id);
+}
+
 /* ------------------------------------------------------------ call */
 
 /* One sipc_call(): the outcome, and the event its delivery sets (the
@@ -393,7 +403,7 @@ sipc_call(sipc_supervisor *s, const struct sipc_request *req,
 		return rc;
 	memset(&w, 0, sizeof(w));
 	sipc__event_init(&w.ev);
-	rc = sipc_submit(s, req, call_done, &w, NULL);
+	rc = submit(s, req, call_done, &w, true, NULL);
 	if (rc == SIPC_E_FULL || rc == SIPC_E_SHUTDOWN) {
 		memset(&w.res, 0, sizeof(w.res));
 		w.res.outcome = SIPC_OUTCOME_REJECTED;

@@ -80,8 +80,11 @@ struct reader {
 	bool at_eof;                  /* the whole stream was decoded */
 	bool diag_done;
 	bool final;                   /* final drain: never wait for room */
-	bool wake_writer;             /* a reply made room for a writer that
-	                               * had none: wake it once per read */
+	/* Waking a writer that had no room (on_reply): at once for the
+	 * first reply of a read that makes room, so the worker is refilled
+	 * while the rest of the read is handled; then at most once more,
+	 * after the read (`wake_writer`) */
+	bool woke_writer, wake_writer;
 	size_t held;                  /* ceiling bytes taken for the frame
 	                               * being decoded (0: none) */
 };
@@ -245,6 +248,16 @@ on_accept(struct reader *r, struct sipc_frame *f)
 		    f->hdr.id);
 }
 
+/* Slot lock here (after the table lock was dropped): the writer checks
+ * its room under it, so the wake-up cannot be lost. */
+static void
+writer_signal(struct sipc__slot *sl)
+{
+	pthread_mutex_lock(&sl->lock);
+	pthread_cond_signal(&sl->cv_writer);
+	pthread_mutex_unlock(&sl->lock);
+}
+
 static void
 on_reply(struct reader *r, struct sipc_frame *f)
 {
@@ -253,7 +266,7 @@ on_reply(struct reader *r, struct sipc_frame *f)
 	struct sipc_result res;
 	struct sipc__req *q;
 	uint32_t code = 0;
-	bool won = false;
+	bool won = false, wake_now = false;
 	enum sipc_outcome o = SIPC_OUTCOME_OK;
 
 	if (f->hdr.type == SIPC_FT_ERROR) {
@@ -279,13 +292,18 @@ on_reply(struct reader *r, struct sipc_frame *f)
 		return;
 	}
 	q->state = SIPC__R_GONE;
-	if (sl->inflight-- == s->cfg.max_inflight)
-		r->wake_writer = true;
+	if (sl->inflight-- == s->cfg.max_inflight) {
+		wake_now = !r->woke_writer;
+		r->woke_writer = true;
+		r->wake_writer = !wake_now;
+	}
 	sipc__table_remove(&s->table, q);
 	/* A late answer to a timed-out request is expected and dropped. */
 	won = sipc__outcome_set(s, q, o, 0, true, &res);
 	pthread_mutex_unlock(&s->table.lock);
 	atomic_fetch_add(&sl->completed, 1);
+	if (wake_now)
+		writer_signal(sl);
 	if (won) {
 		res.reply = f->payload;
 		res.reply_len = f->hdr.len;
@@ -395,23 +413,18 @@ frame_done(struct reader *r, struct sipc_frame *f)
 }
 
 /*
- * After the frames of one read: if their replies made room for a writer
- * that had none, wake it once, so it sends as many requests in one write
- * as replies came in one read (not one wake-up and one write per reply).
- * Slot lock here (after the table lock was dropped): the writer checks
- * its room under it, so the wake-up cannot be lost.
+ * After the frames of one read: if replies after the first wake-up made
+ * room again, wake the writer once more, so it sends what gathered in
+ * one write (not one wake-up and one write per reply).
  */
 static void
 wake_writer_once(struct reader *r)
 {
-	struct sipc__slot *sl = r->sl;
+	bool again = r->wake_writer;
 
-	if (!r->wake_writer)
-		return;
-	r->wake_writer = false;
-	pthread_mutex_lock(&sl->lock);
-	pthread_cond_signal(&sl->cv_writer);
-	pthread_mutex_unlock(&sl->lock);
+	r->wake_writer = r->woke_writer = false;
+	if (again)
+		writer_signal(r->sl);
 }
 
 static void

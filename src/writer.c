@@ -8,11 +8,11 @@
  *   stall detection ends it.  It sleeps on cv_writer; a push wakes it
  *   only when it could send (supervisor.c), the reader once per read
  *   when replies gave it room (worker.c).
- * direct path: a submitting thread that finds the worker ready and idle
- *   (nothing in flight), the ring empty, the channel free and the pool
- *   not loaded deeper than one request a worker writes its own request
- *   (non-blocking) instead of waking the writer for it: one hand-off
- *   fewer per synchronous call.
+ * direct path: a thread in sipc_call() that finds the worker ready and
+ *   idle (nothing in flight), the ring empty, the channel free and the
+ *   pool not loaded deeper than one request a worker writes its own
+ *   request (non-blocking) instead of waking the writer for it: one
+ *   hand-off fewer per synchronous call.
  * Whoever sends holds the channel (`sending`, slot lock), so frames never
  * interleave; a frame a caller could not finish is the writer's first
  * job (`rest`).  Lock order: slot -> table.  No lock is held while a
@@ -277,16 +277,18 @@ sipc__direct_claim(struct sipc__slot *sl, struct sipc__req *q)
 	    sl->ring.count > 0 || sl->ncancels > 0 || sl->rest != NULL)
 		return false;
 	pthread_mutex_lock(&s->table.lock);
-	/* Only for an idle worker (nothing in flight), and only while the
-	 * pool has no more requests pending than workers: then the worker
-	 * waits in read() for this one frame, and the writer could batch
-	 * it with nothing.  Under a deeper load, requests go through the
-	 * ring: what gathers there while the writer wakes goes out in one
-	 * write and is read in one read, which a direct write per request
-	 * would undo (measured: 4 workers, 256 outstanding, half the
-	 * throughput with direct writes to idle workers). */
-	ok = !q->delivered && q->state != SIPC__R_GONE && sl->inflight == 0 &&
-	    s->table.pending <= s->nslots;
+	/* Only for a synchronous call (its thread waits for the outcome
+	 * anyway; an asynchronous submit stays cheap, the writer pays the
+	 * write), to an idle worker (nothing in flight), while the pool has
+	 * no more requests pending than workers: then the worker waits in
+	 * read() for this one frame, and the writer could batch it with
+	 * nothing.  Under a deeper load, requests go through the ring: what
+	 * gathers there while the writer wakes goes out in one write and is
+	 * read in one read, which a direct write per request would undo
+	 * (measured: 4 workers, 256 outstanding, up to half the throughput
+	 * with direct writes from submitters). */
+	ok = q->call && !q->delivered && q->state != SIPC__R_GONE &&
+	    sl->inflight == 0 && s->table.pending <= s->nslots;
 	if (ok) {
 		/* The stall clock runs only while work is pending: start it
 		 * now, before the reaper can see this request in flight

@@ -13,6 +13,7 @@
  */
 #include <dirent.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -330,49 +331,105 @@ huge_cfg(void)
 	return c;
 }
 
+/* A sipc_call() of the huge payload on a thread of its own; `tid` says
+ * which thread it is, `done` when the call has returned. */
+struct huge_call {
+	sipc_supervisor *s;
+	atomic_int tid;
+	atomic_bool done;
+	struct sipc_result res;
+	int rc;
+};
+
+static void *
+huge_call_thread(void *arg)
+{
+	struct huge_call *h = arg;
+	struct sipc_request req = { .payload = huge_payload(), .len = HUGE,
+	    .timeout_ms = WAIT_MS };
+
+	atomic_store(&h->tid, (int)gettid());
+	h->rc = sipc_call(h->s, &req, &h->res);
+	atomic_store(&h->done, true);
+	return NULL;
+}
+
+static void
+huge_call_start(struct huge_call *h, sipc_supervisor *s, pthread_t *th)
+{
+	memset(h, 0, sizeof(*h));
+	h->s = s;
+	atomic_init(&h->tid, 0);
+	atomic_init(&h->done, false);
+	CU_ASSERT_FATAL(pthread_create(th, NULL, huge_call_thread, h) == 0);
+}
+
+static bool
+huge_call_done(void *arg)
+{
+	return atomic_load(&((struct huge_call *)arg)->done);
+}
+
+static bool
+huge_reply_ok(const struct huge_call *h)
+{
+	return h->rc == 0 && h->res.outcome == SIPC_OUTCOME_OK &&
+	    h->res.attempts == 1 && h->res.reply_len == HUGE &&
+	    memcmp(h->res.reply, huge_payload(), HUGE) == 0;
+}
+
+static bool
+pred_one_inflight(const struct sipc_stats *st, void *arg)
+{
+	return st->workers[0].inflight == 1;
+}
+
 /*
  * A call to an idle worker with a frame larger than the socket takes:
  * the caller writes what fits, the writer finishes the frame, and the
- * small calls behind it are not written into the middle of it.  Every
- * reply must come back intact (an interleaved frame would corrupt both,
- * or end the worker as a protocol violation), each written once.
+ * requests submitted behind it are not written into the middle of it.
+ * Every reply must come back intact (an interleaved frame would corrupt
+ * both, or end the worker as a protocol violation), each written once.
  */
 static void
 test_perf_path_direct_rest_finished_by_writer(void)
 {
 	static struct st_outbox box = { .mu = PTHREAD_MUTEX_INITIALIZER };
-	static struct st_outslot slots[21];
+	static struct st_outslot slots[20];
 	struct sipc_config c = huge_cfg();
 	struct sipc_worker_stats ws;
+	struct huge_call h;
 	sipc_supervisor *s;
-	uint8_t *big = huge_payload(), small[20][64];
+	uint8_t small[20][64];
 	unsigned k, good = 0;
+	pthread_t th;
 
-	CU_ASSERT_FATAL(big != NULL);
+	CU_ASSERT_FATAL(huge_payload() != NULL);
 	s = st_start(&c, 1, WAIT_MS);
 	st_outbox_reset(&box);
-	for (k = 0; k <= 20; k++) {
-		struct sipc_request req = { .payload = big, .len = HUGE,
-		    .timeout_ms = WAIT_MS };
+	huge_call_start(&h, s, &th);
+	CU_ASSERT_FATAL(st_stats_wait(s, pred_one_inflight, NULL, WAIT_MS));
+	for (k = 0; k < 20; k++) {
+		struct sipc_request req = { .payload = small[k],
+		    .len = sizeof(small[k]), .timeout_ms = WAIT_MS };
 
-		if (k > 0) {
-			memset(small[k - 1], (int)k, sizeof(small[k - 1]));
-			req.payload = small[k - 1];
-			req.len = sizeof(small[k - 1]);
-		}
+		memset(small[k], (int)k + 1, sizeof(small[k]));
 		slots[k] = (struct st_outslot){ &box, k };
 		CU_ASSERT_FATAL(sipc_submit(s, &req, st_outbox_done,
 		    &slots[k], NULL) == 0);
 	}
-	CU_ASSERT_FATAL(st_outbox_wait(&box, 21, WAIT_MS));
-	for (k = 0; k <= 20; k++)
+	CU_ASSERT_FATAL(st_outbox_wait(&box, 20, WAIT_MS));
+	CU_ASSERT(tl_wait_until(huge_call_done, &h, WAIT_MS));
+	pthread_join(th, NULL);
+	CU_ASSERT(huge_reply_ok(&h));
+	sipc_result_release(&h.res);
+	for (k = 0; k < 20; k++)
 		good += box.calls[k] == 1 &&
 		    box.res[k].outcome == SIPC_OUTCOME_OK &&
 		    box.res[k].attempts == 1 &&
-		    box.res[k].reply_len == (k ? 64 : HUGE) &&
-		    memcmp(box.res[k].reply, k ? small[k - 1] : big,
-		    box.res[k].reply_len) == 0;
-	CU_ASSERT_EQUAL(good, 21);
+		    box.res[k].reply_len == 64 &&
+		    memcmp(box.res[k].reply, small[k], 64) == 0;
+	CU_ASSERT_EQUAL(good, 20);
 	ws = st_worker_stats(s, 0);
 	CU_ASSERT_EQUAL(ws.frames_out, 21);
 	CU_ASSERT_EQUAL(ws.protocol_violations, 0);
@@ -382,31 +439,6 @@ test_perf_path_direct_rest_finished_by_writer(void)
 }
 
 /* ------------------------------------------------------- never blocks */
-
-struct one_submit {
-	sipc_supervisor *s;
-	struct st_outslot *slot;
-	int rc;
-	atomic_bool done;
-};
-
-static void *
-submit_thread(void *arg)
-{
-	struct one_submit *o = arg;
-	struct sipc_request req = { .payload = huge_payload(), .len = HUGE,
-	    .timeout_ms = WAIT_MS };
-
-	o->rc = sipc_submit(o->s, &req, st_outbox_done, o->slot, NULL);
-	atomic_store(&o->done, true);
-	return NULL;
-}
-
-static bool
-submit_done(void *arg)
-{
-	return atomic_load(&((struct one_submit *)arg)->done);
-}
 
 /* The process that reads the channel: the worker's pid, or, when it runs
  * under sipc-init in a namespace, that init's one child. */
@@ -427,49 +459,60 @@ reader_pid(pid_t pid)
 	return child > 0 ? (pid_t)child : pid;
 }
 
+/* Is the calling thread of `h` asleep in a futex wait, that is, waiting
+ * for its outcome rather than writing? */
+static bool
+caller_waits_on_futex(void *arg)
+{
+	struct huge_call *h = arg;
+	char path[96];
+	long nr = -1;
+	FILE *f;
+
+	if (atomic_load(&h->tid) == 0)
+		return false;
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall",
+	    atomic_load(&h->tid));
+	if ((f = fopen(path, "r")) == NULL)
+		return false;
+	if (fscanf(f, "%ld", &nr) != 1)
+		nr = -1;
+	fclose(f);
+	return nr == SYS_futex;
+}
+
 /*
- * An idle worker that does not read (stopped): a submit of a frame the
- * socket cannot take must return at once, the caller having written
- * what fit; a blocking write would hold it until the worker reads.
- * Once the worker runs again, the writer finishes the frame and the
- * reply comes back intact.
+ * An idle worker that does not read (stopped): a call with a frame the
+ * socket cannot take must not leave its thread in the write: it writes
+ * what fits and waits for its outcome like any call, the writer holding
+ * the rest.  Once the worker runs again, the writer finishes the frame
+ * and the reply comes back intact.
  */
 static void
 test_perf_path_direct_write_never_blocks(void)
 {
-	static struct st_outbox box = { .mu = PTHREAD_MUTEX_INITIALIZER };
-	static struct st_outslot slot;
 	struct sipc_config c = huge_cfg();
 	struct sipc_worker_stats ws;
-	struct one_submit o;
+	struct huge_call h;
+	sipc_supervisor *s;
 	pthread_t th;
 	pid_t worker;
-	bool returned;
 
 	CU_ASSERT_FATAL(huge_payload() != NULL);
 	c.stall_ms = 60000;            /* nothing ends the worker meanwhile */
-	o.s = st_start(&c, 1, WAIT_MS);
-	st_outbox_reset(&box);
-	ws = st_worker_stats(o.s, 0);
+	s = st_start(&c, 1, WAIT_MS);
+	ws = st_worker_stats(s, 0);
 	worker = reader_pid(ws.pid);
 	CU_ASSERT_FATAL(worker > 0 && kill(worker, SIGSTOP) == 0);
-	slot = (struct st_outslot){ &box, 0 };
-	o.slot = &slot;
-	o.rc = -1;
-	atomic_init(&o.done, false);
-	CU_ASSERT_FATAL(pthread_create(&th, NULL, submit_thread, &o) == 0);
-	returned = tl_wait_until(submit_done, &o, WAIT_MS);
-	CU_ASSERT(returned);
-	CU_ASSERT_EQUAL(st_outbox_total(&box), 0);   /* not answered yet */
+	huge_call_start(&h, s, &th);
+	CU_ASSERT(tl_wait_until(caller_waits_on_futex, &h, WAIT_MS));
+	CU_ASSERT(!atomic_load(&h.done));
 	CU_ASSERT(kill(worker, SIGCONT) == 0);
+	CU_ASSERT(tl_wait_until(huge_call_done, &h, WAIT_MS));
 	pthread_join(th, NULL);
-	CU_ASSERT_EQUAL(o.rc, 0);
-	CU_ASSERT_FATAL(st_outbox_wait(&box, 1, WAIT_MS));
-	CU_ASSERT(box.res[0].outcome == SIPC_OUTCOME_OK &&
-	    box.res[0].reply_len == HUGE &&
-	    memcmp(box.res[0].reply, huge_payload(), HUGE) == 0);
-	st_outbox_release(&box);
-	sipc_destroy(o.s);
+	CU_ASSERT(huge_reply_ok(&h));
+	sipc_result_release(&h.res);
+	sipc_destroy(s);
 }
 
 int
