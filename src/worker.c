@@ -80,11 +80,6 @@ struct reader {
 	bool at_eof;                  /* the whole stream was decoded */
 	bool diag_done;
 	bool final;                   /* final drain: never wait for room */
-	/* Waking a writer that had no room (on_reply): at once for the
-	 * first reply of a read that makes room, so the worker is refilled
-	 * while the rest of the read is handled; then at most once more,
-	 * after the read (`wake_writer`) */
-	bool woke_writer, wake_writer;
 	size_t held;                  /* ceiling bytes taken for the frame
 	                               * being decoded (0: none) */
 };
@@ -292,11 +287,8 @@ on_reply(struct reader *r, struct sipc_frame *f)
 		return;
 	}
 	q->state = SIPC__R_GONE;
-	if (sl->inflight-- == s->cfg.max_inflight) {
-		wake_now = !r->woke_writer;
-		r->woke_writer = true;
-		r->wake_writer = !wake_now;
-	}
+	/* A writer without room sleeps until a reply makes some. */
+	wake_now = sl->inflight-- == s->cfg.max_inflight;
 	sipc__table_remove(&s->table, q);
 	/* A late answer to a timed-out request is expected and dropped. */
 	won = sipc__outcome_set(s, q, o, 0, true, &res);
@@ -412,21 +404,6 @@ frame_done(struct reader *r, struct sipc_frame *f)
 	r->held = 0;
 }
 
-/*
- * After the frames of one read: if replies after the first wake-up made
- * room again, wake the writer once more, so it sends what gathered in
- * one write (not one wake-up and one write per reply).
- */
-static void
-wake_writer_once(struct reader *r)
-{
-	bool again = r->wake_writer;
-
-	r->wake_writer = r->woke_writer = false;
-	if (again)
-		writer_signal(r->sl);
-}
-
 static void
 proto_bytes(struct reader *r, const uint8_t *p, size_t n)
 {
@@ -451,7 +428,6 @@ proto_bytes(struct reader *r, const uint8_t *p, size_t n)
 		if (done)
 			frame_done(r, &f);
 	}
-	wake_writer_once(r);
 }
 
 /* The protocol channel ended (EOF or error) with the process maybe
@@ -499,7 +475,6 @@ proto_direct(struct reader *r, int fd, bool nonblock, size_t max, bool *used)
 	sipc__decoder_direct_done(&r->dec, (size_t)n, &f, &done);
 	if (done)
 		frame_done(r, &f);
-	wake_writer_once(r);
 	return n;
 }
 
