@@ -3,7 +3,8 @@
  *
  * Threads:
  *   - callers: sipc_submit/sipc_call/sipc_stats_get/sipc_destroy
- *   - per worker slot: one reader, one writer (worker.c)
+ *   - per worker slot: one reader (worker.c), one writer (writer.c);
+ *     a submitting thread may write for an idle worker (writer.c)
  *   - one reaper (reaper.c): pidfds + timerfd + eventfd; spawns, reaps,
  *     classifies, settles, enforces deadlines, stalls and grace periods.
  *
@@ -48,6 +49,8 @@ struct sipc__req {
 	uint32_t len;                 /* [const] */
 	unsigned flags;               /* [const] SIPC_REQ_* */
 	char *key;                    /* [const] idempotency key or NULL */
+	bool call;                    /* [const] from sipc_call(): its
+	                               * thread waits for the outcome */
 	int64_t deadline_ms;          /* [const] monotonic; 0 = none */
 	sipc_done_fn done;            /* [const] */
 	void *done_arg;               /* [const] */
@@ -66,6 +69,12 @@ struct sipc__req {
 	struct sipc__req *hnext;      /* table bucket chain */
 };
 
+enum sipc__sender {
+	SIPC__SEND_NONE = 0,
+	SIPC__SEND_WRITER,
+	SIPC__SEND_CALLER,
+};
+
 /* Worker slot.  One per pool position; generations replace each other. */
 struct sipc__slot {
 	struct sipc_supervisor *sup;        /* [const] */
@@ -79,6 +88,14 @@ struct sipc__slot {
 	uint32_t generation;
 	pid_t pid;
 	struct sipc__ring ring;
+	/* Who is sending on the channel now (nobody else may): the writer,
+	 * or a caller writing its own request (worker.c, direct path). */
+	enum sipc__sender sending;
+	/* A request a caller could write only in part (or not at all):
+	 * the writer sends its bytes from rest_off on before anything
+	 * else.  Holds the ring's reference. */
+	struct sipc__req *rest;
+	size_t rest_off;
 	uint64_t *cancels;            /* ids to send CANCEL for */
 	unsigned ncancels, cancels_cap;
 	bool accepts;                 /* worker sends ACCEPT frames */
@@ -125,11 +142,11 @@ struct sipc__table {
 	unsigned pending;             /* not yet delivered */
 	/* Payload bytes held: live requests, and reply (any received
 	 * frame's) buffers from before their allocation until delivered or
-	 * dropped.  Added to only under the table lock (check and add are
-	 * one step against the ceiling); releases subtract without it.
-	 * Waiters are counted so that a release takes the lock only when
-	 * someone waits (a missed wake-up costs a waiter at most one
-	 * SIPC__WAIT_SLICE_MS). */
+	 * dropped.  Added to only by sipc__mem_try_take() (check and add
+	 * are one compare-and-swap against a limit); releases subtract.
+	 * The lock serves the waits: waiters are counted so that a release
+	 * takes it only when someone waits (a missed wake-up costs a waiter
+	 * at most one SIPC__WAIT_SLICE_MS). */
 	_Atomic size_t mem_held;
 	atomic_uint mem_waiters;
 	unsigned reply_waiters;       /* [table] readers waiting for room:
@@ -196,6 +213,16 @@ bool sipc__callback_rules_begin(void);
 void sipc__cond_init(pthread_cond_t *cv);
 void sipc__abstime(struct timespec *ts, int64_t ms_from_now);
 
+/* A one-shot wake-up for one waiter (event.c): sipc__event_set() once,
+ * from any thread; sipc__event_wait() returns once it is set, with what
+ * the setter wrote before it visible. */
+struct sipc__event {
+	atomic_uint word;
+};
+void sipc__event_init(struct sipc__event *ev);
+void sipc__event_set(struct sipc__event *ev);
+void sipc__event_wait(struct sipc__event *ev);
+
 /* monotonic milliseconds */
 int64_t sipc__now_ms(void);
 
@@ -220,6 +247,9 @@ void sipc__req_unref(struct sipc_supervisor *s, struct sipc__req *q);
  */
 #define SIPC__WAIT_SLICE_MS 20
 size_t sipc__mem_reply_reserve(const struct sipc_supervisor *s);
+/* Add `len` to the bytes held if the sum stays <= `limit`; any thread,
+ * no lock needed.  True when added. */
+bool sipc__mem_try_take(struct sipc_supervisor *s, size_t len, size_t limit);
 bool sipc__mem_take_reply(struct sipc_supervisor *s, size_t len, bool wait,
                           bool (*leave)(void *), void *arg);
 void sipc__mem_release(struct sipc_supervisor *s, size_t n);
@@ -265,6 +295,22 @@ int sipc__dispatch_requeue(struct sipc_supervisor *s, struct sipc__req *q, int a
  * reader, whatever a surviving descendant keeps writing. */
 #define SIPC__FINAL_DRAIN_MS 100
 int sipc__worker_threads_start(struct sipc__slot *sl);
+/* writer.c: the writer thread's body (started by worker.c) */
+void *sipc__writer_main(void *arg);
+/* Name the calling thread "<what><slot index>" (worker.c). */
+void sipc__thread_name(const char *what, const struct sipc__slot *sl);
+/*
+ * The direct path: a thread in sipc_call() writes its own request when
+ * the slot's worker is ready and idle, its ring empty and nobody else
+ * sending, instead of waking the writer for it.  sipc__direct_claim(): slot lock held;
+ * true when `q` is now written to this generation (as the writer's take
+ * does) and the channel is the caller's; then the caller drops the slot
+ * lock and calls sipc__direct_send(), which journals it (CONTRACT J7:
+ * not sent if that fails), writes without blocking and hands what did
+ * not fit to the writer.  Consumes the ring's reference.
+ */
+bool sipc__direct_claim(struct sipc__slot *sl, struct sipc__req *q);
+void sipc__direct_send(struct sipc__slot *sl, struct sipc__req *q);
 void sipc__worker_threads_stop(struct sipc__slot *sl);
 void sipc__slot_diag_tail(struct sipc__slot *sl, char **ret);
 void sipc__log(struct sipc_supervisor *s, enum sipc_log_level lvl,
@@ -272,8 +318,8 @@ void sipc__log(struct sipc_supervisor *s, enum sipc_log_level lvl,
     __attribute__((format(printf, 4, 5)));
 
 /* journal glue (durable.c); no-ops without a state directory */
-/* Writer thread, no lock held, s->journal set: journal that `q` is being
- * written to `sl`'s worker.  0: send it.  SIPC_E_JOURNAL: do NOT send
+/* Writer thread or a direct sender (under callback rules), no lock held,
+ * s->journal set: journal that `q` is being written to `sl`'s worker.  0: send it.  SIPC_E_JOURNAL: do NOT send
  * it; its outcome is taken care of (the ring's reference stays yours). */
 int sipc__journal_note_written(struct sipc_supervisor *s, struct sipc__slot *sl,
                                struct sipc__req *q);

@@ -89,7 +89,7 @@ pick_slot(struct sipc_supervisor *s, int avoid, size_t len)
 static int
 ring_put(struct sipc_supervisor *s, struct sipc__slot *sl, struct sipc__req *q)
 {
-	bool ok, idle;
+	bool ok, idle, wake;
 
 	if (!sipc__ring_fits(&sl->ring, q->len))
 		return -EAGAIN;
@@ -100,6 +100,11 @@ ring_put(struct sipc_supervisor *s, struct sipc__slot *sl, struct sipc__req *q)
 		q->slot = (int)sl->idx;
 	}
 	idle = sl->ring.count == 0 && sl->inflight == 0;
+	/* The writer needs a wake-up only for a ring that was empty, and
+	 * only when it has room: while it has none, the reader wakes it
+	 * when a reply makes some (worker.c); a writer busy sending, or a
+	 * caller on the direct path, looks at the ring again when done. */
+	wake = sl->ring.count == 0 && sl->inflight < s->cfg.max_inflight;
 	pthread_mutex_unlock(&s->table.lock);
 	if (!ok)
 		return 1;
@@ -109,7 +114,8 @@ ring_put(struct sipc_supervisor *s, struct sipc__slot *sl, struct sipc__req *q)
 	if (idle)
 		atomic_store(&sl->last_progress_ms, sipc__now_ms());
 	(void)sipc__ring_push(&sl->ring, q, q->len);
-	pthread_cond_signal(&sl->cv_writer);
+	if (wake)
+		pthread_cond_signal(&sl->cv_writer);
 	return 0;
 }
 
@@ -180,6 +186,11 @@ dispatch_new(struct sipc_supervisor *s, struct sipc__req *q)
 			pthread_mutex_unlock(&sl->lock);
 			continue;
 		}
+		if (sipc__direct_claim(sl, q)) {
+			pthread_mutex_unlock(&sl->lock);
+			sipc__direct_send(sl, q);
+			return 0;
+		}
 		rc = ring_put(s, sl, q);
 		if (rc == 0) {
 			pthread_mutex_unlock(&sl->lock);
@@ -214,8 +225,8 @@ reserve_memory(struct sipc_supervisor *s, struct sipc__req *q)
 	int rc = 0;
 
 	pthread_mutex_lock(&s->table.lock);
-	while (s->table.mem_held + q->len + reserve > s->cfg.mem_ceiling ||
-	    s->table.reply_waiters > 0) {
+	while (s->table.reply_waiters > 0 ||
+	    !sipc__mem_try_take(s, q->len, s->cfg.mem_ceiling - reserve)) {
 		if (atomic_load(&s->closing)) {
 			rc = SIPC_E_SHUTDOWN;
 			break;
@@ -230,10 +241,8 @@ reserve_memory(struct sipc_supervisor *s, struct sipc__req *q)
 		pthread_cond_timedwait(&s->table.cv, &s->table.lock, &ts);
 		s->table.mem_waiters--;
 	}
-	if (rc == 0) {
-		s->table.mem_held += q->len;
+	if (rc == 0)
 		sipc__table_insert(&s->table, q);
-	}
 	pthread_mutex_unlock(&s->table.lock);
 	return rc;
 }
@@ -269,9 +278,11 @@ reject_unreserved(struct sipc_supervisor *s, struct sipc__req *q)
 	sipc__lib_thread = was;
 }
 
-int
-sipc_submit(sipc_supervisor *s, const struct sipc_request *req,
-            sipc_done_fn done, void *arg, uint64_t *ret_id)
+/* sipc_submit(), and sipc_call() with `call` set: its caller waits for
+ * the outcome anyway, so it may write the request itself (writer.c). */
+static int
+submit(sipc_supervisor *s, const struct sipc_request *req, sipc_done_fn done,
+       void *arg, bool call, uint64_t *ret_id)
 {
 	struct sipc__req *q;
 	uint64_t id;
@@ -292,6 +303,7 @@ sipc_submit(sipc_supervisor *s, const struct sipc_request *req,
 		rc = -ENOMEM;
 		goto out;
 	}
+	q->call = call;
 	if ((rc = reserve_memory(s, q)) != 0) {
 		if (rc == SIPC_E_FULL && !(q->flags & SIPC_REQ_NOWAIT) &&
 		    !sipc__lib_thread) {
@@ -353,12 +365,19 @@ out:
 	return rc;
 }
 
+int
+sipc_submit(sipc_supervisor *s, const struct sipc_request *req,
+            sipc_done_fn done, void *arg, uint64_t *ret_id)
+{
+	return submit(s, req, done, arg, false, ret_id);
+}
+
 /* ------------------------------------------------------------ call */
 
+/* One sipc_call(): the outcome, and the event its delivery sets (the
+ * callback runs once, on whichever thread delivers). */
 struct call_wait {
-	pthread_mutex_t lock;
-	pthread_cond_t cv;
-	bool done;
+	struct sipc__event ev;
 	struct sipc_result res;
 };
 
@@ -367,11 +386,8 @@ call_done(void *arg, struct sipc_result *res)
 {
 	struct call_wait *w = arg;
 
-	pthread_mutex_lock(&w->lock);
 	w->res = *res;                 /* takes over reply and diag_tail */
-	w->done = true;
-	pthread_cond_signal(&w->cv);
-	pthread_mutex_unlock(&w->lock);
+	sipc__event_set(&w->ev);       /* last touch: w may be gone after */
 }
 
 int
@@ -386,25 +402,19 @@ sipc_call(sipc_supervisor *s, const struct sipc_request *req,
 	if ((rc = sipc__api_blocking_ok()) < 0)
 		return rc;
 	memset(&w, 0, sizeof(w));
-	pthread_mutex_init(&w.lock, NULL);
-	pthread_cond_init(&w.cv, NULL);
-	rc = sipc_submit(s, req, call_done, &w, NULL);
+	sipc__event_init(&w.ev);
+	rc = submit(s, req, call_done, &w, true, NULL);
 	if (rc == SIPC_E_FULL || rc == SIPC_E_SHUTDOWN) {
 		memset(&w.res, 0, sizeof(w.res));
 		w.res.outcome = SIPC_OUTCOME_REJECTED;
 		w.res.error = rc;
-		w.done = true;
-		rc = 0;
+		*ret = w.res;
+		return 0;
 	}
 	if (rc == 0) {
-		pthread_mutex_lock(&w.lock);
-		while (!w.done)
-			pthread_cond_wait(&w.cv, &w.lock);
-		pthread_mutex_unlock(&w.lock);
+		sipc__event_wait(&w.ev);
 		*ret = w.res;
 	}
-	pthread_mutex_destroy(&w.lock);
-	pthread_cond_destroy(&w.cv);
 	return rc;
 }
 

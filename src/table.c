@@ -98,6 +98,18 @@ sipc__mem_reply_reserve(const struct sipc_supervisor *s)
 }
 
 bool
+sipc__mem_try_take(struct sipc_supervisor *s, size_t len, size_t limit)
+{
+	size_t held = atomic_load(&s->table.mem_held);
+
+	while (held <= limit && len <= limit - held)
+		if (atomic_compare_exchange_weak(&s->table.mem_held, &held,
+		    held + len))
+			return true;
+	return false;
+}
+
+bool
 sipc__mem_take_reply(struct sipc_supervisor *s, size_t len, bool wait,
                      bool (*leave)(void *), void *arg)
 {
@@ -105,12 +117,13 @@ sipc__mem_take_reply(struct sipc_supervisor *s, size_t len, bool wait,
 	struct timespec ts;
 	bool ok, waiting = false, gone;
 
+	/* The common case takes no lock: room is there. */
+	if (sipc__mem_try_take(s, len, s->cfg.mem_ceiling))
+		return true;
 	pthread_mutex_lock(&t->lock);
 	for (;;) {
-		if ((ok = t->mem_held + len <= s->cfg.mem_ceiling)) {
-			t->mem_held += len;
+		if ((ok = sipc__mem_try_take(s, len, s->cfg.mem_ceiling)))
 			break;
-		}
 		if (!wait)
 			break;
 		if (!waiting)

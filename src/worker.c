@@ -1,11 +1,8 @@
 /*
- * worker.c - one worker slot's two threads.
+ * worker.c - one worker slot's two threads: the reader here, the writer
+ * in writer.c; starting and stopping both.
  *
- * writer: takes requests from the slot's bounded ring (slot lock), marks
- *   them written (table lock, nested inside the slot lock), and sends
- *   many frames per sendmsg().  It never holds a lock while writing, so a
- *   worker that stops reading blocks only its own writer; the reaper's
- *   stall detection ends it.
+ * writer and direct path: writer.c.
  * reader: poll()s three descriptors - the protocol socket, the
  *   diagnostics pipe (worker stdout+stderr) and a wake eventfd - decodes
  *   many frames per read(), completes requests through the table, and
@@ -40,8 +37,6 @@
 
 #define READ_BUF (64 * 1024)
 #define DIRECT_MIN (16 * 1024)    /* payload bytes worth a direct read */
-#define WRITE_BATCH 64            /* frames per sendmsg */
-#define WRITE_BATCH_BYTES (1u << 20)
 #define VIS_FLAGS (VIS_CSTYLE | VIS_OCTAL | VIS_TAB | VIS_NL)
 
 void
@@ -60,173 +55,15 @@ sipc__log(struct sipc_supervisor *s, enum sipc_log_level lvl,
 	    sl ? sl->generation : 0, sl ? sl->pid : 0, msg);
 }
 
-/* ------------------------------------------------------------ writer */
-
-static void
-put_frame(struct iovec *iov, int *n, uint8_t *hdr, uint8_t type,
-          uint64_t id, const void *payload, uint32_t len)
+/* Name a slot's thread ("sipc-wr3"): what `top -H`, a debugger and
+ * /proc show, so a host can tell the library's threads apart. */
+void
+sipc__thread_name(const char *what, const struct sipc__slot *sl)
 {
-	struct sipc_frame_hdr h = { .type = type, .id = id, .len = len };
+	char name[16];
 
-	sipc__frame_encode_hdr(hdr, &h);
-	iov[*n].iov_base = hdr;
-	iov[(*n)++].iov_len = SIPC_FRAME_HDR_LEN;
-	if (len > 0) {
-		iov[*n].iov_base = (void *)payload;
-		iov[(*n)++].iov_len = len;
-	}
-}
-
-/* Send every byte of iov[0..n); false when the channel is gone. */
-static bool
-send_all(struct sipc__slot *sl, struct iovec *iov, int n)
-{
-	struct msghdr mh;
-	ssize_t w;
-
-	while (n > 0) {
-		memset(&mh, 0, sizeof(mh));
-		mh.msg_iov = iov;
-		mh.msg_iovlen = (size_t)n;
-		w = sendmsg(sl->proto_fd, &mh, MSG_NOSIGNAL);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return false;
-		}
-		atomic_fetch_add(&sl->bytes_out, (uint64_t)w);
-		atomic_store(&sl->last_progress_ms, sipc__now_ms());
-		while (n > 0 && (size_t)w >= iov->iov_len) {
-			w -= (ssize_t)iov->iov_len;
-			iov++;
-			n--;
-		}
-		if (n > 0) {
-			iov->iov_base = (uint8_t *)iov->iov_base + w;
-			iov->iov_len -= (size_t)w;
-		}
-	}
-	return true;
-}
-
-/* Slot lock held.  Can the writer do something now? */
-static bool
-writer_has_work(struct sipc__slot *sl, unsigned *ret_room)
-{
-	struct sipc_supervisor *s = sl->sup;
-	unsigned room, inflight;
-
-	if (sl->stop || sl->channel_lost)
-		return true;
-	if (sl->state != SIPC_WS_READY)
-		return false;
-	if (sl->ncancels > 0)
-		return true;
-	/* inflight is atomic; a reply that frees room signals cv_writer
-	 * under the slot lock held here, so no wake-up is lost. */
-	inflight = atomic_load(&sl->inflight);
-	room = inflight < s->cfg.max_inflight ?
-	    s->cfg.max_inflight - inflight : 0;
-	*ret_room = room;
-	return room > 0 && sl->ring.count > 0;
-}
-
-/* Slot lock held: take up to `room` requests and mark them written. */
-static int
-writer_take(struct sipc__slot *sl, unsigned room, struct sipc__req **batch)
-{
-	struct sipc_supervisor *s = sl->sup;
-	struct sipc__req *q;
-	size_t bytes = 0;
-	int n = 0;
-
-	struct sipc__req *drop[WRITE_BATCH];
-	int ndrop = 0, i;
-
-	pthread_mutex_lock(&s->table.lock);
-	while (n < WRITE_BATCH && (unsigned)n < room &&
-	    bytes < WRITE_BATCH_BYTES && ndrop < WRITE_BATCH &&
-	    (q = sipc__ring_pop(&sl->ring)) != NULL) {
-		if (q->delivered || q->state == SIPC__R_GONE) {
-			/* timed out while being moved between rings */
-			drop[ndrop++] = q;
-			continue;
-		}
-		q->state = SIPC__R_WRITTEN;
-		q->slot = (int)sl->idx;
-		q->gen = sl->generation;
-		q->pid = sl->pid;
-		q->attempts++;
-		sl->inflight++;
-		bytes += q->len;
-		batch[n++] = q;
-	}
-	pthread_mutex_unlock(&s->table.lock);
-	if (n > 0 || ndrop > 0)
-		pthread_cond_broadcast(&sl->cv_space);
-	for (i = 0; i < ndrop; i++)
-		sipc__req_unref(s, drop[i]);
-	return n;
-}
-
-static void *
-writer_main(void *arg)
-{
-	struct sipc__slot *sl = arg;
-	struct sipc_supervisor *s = sl->sup;
-	struct sipc__req *batch[WRITE_BATCH];
-	uint8_t hdrs[WRITE_BATCH * 2][SIPC_FRAME_HDR_LEN];
-	struct iovec iov[WRITE_BATCH * 3];
-	uint64_t cancels[WRITE_BATCH];
-	unsigned room = 0;
-	int nb, ns, nc, niov, i;
-	bool ok;
-
-	sipc__lib_thread = true;
-	pthread_mutex_lock(&sl->lock);
-	for (;;) {
-		while (!writer_has_work(sl, &room))
-			pthread_cond_wait(&sl->cv_writer, &sl->lock);
-		if (sl->stop || sl->channel_lost)
-			break;
-		nc = 0;
-		while (sl->ncancels > 0 && nc < WRITE_BATCH)
-			cancels[nc++] = sl->cancels[--sl->ncancels];
-		nb = writer_take(sl, room, batch);
-		pthread_mutex_unlock(&sl->lock);
-
-		niov = 0;
-		for (i = 0; i < nc; i++)
-			put_frame(iov, &niov, hdrs[WRITE_BATCH + i],
-			    SIPC_FT_CANCEL, cancels[i], NULL, 0);
-		for (i = ns = 0; i < nb; i++) {
-			/* Sent only once journalled as written; one that
-			 * could not be is not sent at all (durable.c gives
-			 * it its outcome). */
-			if (s->journal != NULL &&
-			    sipc__journal_note_written(s, sl, batch[i]) < 0) {
-				sipc__req_unref(s, batch[i]);
-				continue;
-			}
-			batch[ns++] = batch[i];
-			put_frame(iov, &niov, hdrs[i], SIPC_FT_REQUEST,
-			    batch[i]->id, batch[i]->payload, batch[i]->len);
-		}
-		ok = send_all(sl, iov, niov);
-		atomic_fetch_add(&sl->frames_out, (uint64_t)(ns + nc));
-		for (i = 0; i < ns; i++)
-			sipc__req_unref(s, batch[i]);   /* the ring's reference */
-		pthread_mutex_lock(&sl->lock);
-		if (!ok) {
-			sl->channel_lost = true;
-			pthread_mutex_unlock(&sl->lock);
-			sipc__reaper_wake(s);
-			pthread_mutex_lock(&sl->lock);
-			break;
-		}
-	}
-	pthread_mutex_unlock(&sl->lock);
-	return NULL;
+	snprintf(name, sizeof(name), "%s%u", what, sl->idx);
+	(void)pthread_setname_np(pthread_self(), name);
 }
 
 /* ------------------------------------------------------------ reader */
@@ -406,6 +243,16 @@ on_accept(struct reader *r, struct sipc_frame *f)
 		    f->hdr.id);
 }
 
+/* Slot lock here (after the table lock was dropped): the writer checks
+ * its room under it, so the wake-up cannot be lost. */
+static void
+writer_signal(struct sipc__slot *sl)
+{
+	pthread_mutex_lock(&sl->lock);
+	pthread_cond_signal(&sl->cv_writer);
+	pthread_mutex_unlock(&sl->lock);
+}
+
 static void
 on_reply(struct reader *r, struct sipc_frame *f)
 {
@@ -414,7 +261,7 @@ on_reply(struct reader *r, struct sipc_frame *f)
 	struct sipc_result res;
 	struct sipc__req *q;
 	uint32_t code = 0;
-	bool won = false, wake_writer;
+	bool won = false, wake_now = false;
 	enum sipc_outcome o = SIPC_OUTCOME_OK;
 
 	if (f->hdr.type == SIPC_FT_ERROR) {
@@ -440,17 +287,15 @@ on_reply(struct reader *r, struct sipc_frame *f)
 		return;
 	}
 	q->state = SIPC__R_GONE;
-	wake_writer = sl->inflight-- == s->cfg.max_inflight;
+	/* A writer without room sleeps until a reply makes some. */
+	wake_now = sl->inflight-- == s->cfg.max_inflight;
 	sipc__table_remove(&s->table, q);
 	/* A late answer to a timed-out request is expected and dropped. */
 	won = sipc__outcome_set(s, q, o, 0, true, &res);
 	pthread_mutex_unlock(&s->table.lock);
 	atomic_fetch_add(&sl->completed, 1);
-	if (wake_writer) {
-		pthread_mutex_lock(&sl->lock);
-		pthread_cond_signal(&sl->cv_writer);
-		pthread_mutex_unlock(&sl->lock);
-	}
+	if (wake_now)
+		writer_signal(sl);
 	if (won) {
 		res.reply = f->payload;
 		res.reply_len = f->hdr.len;
@@ -781,6 +626,7 @@ reader_main(void *arg)
 	size_t lmax = sl->sup->cfg.diag_line_max;
 
 	sipc__lib_thread = true;
+	sipc__thread_name("sipc-rd", sl);
 	memset(&r, 0, sizeof(r));
 	r.sl = sl;
 	/* Non-blocking: a descendant that kept the worker's stdout/stderr
@@ -812,11 +658,15 @@ sipc__worker_threads_start(struct sipc__slot *sl)
 {
 	int rc;
 
+	/* Under the lock: a submitting thread reads these to decide
+	 * whether it may write directly. */
+	pthread_mutex_lock(&sl->lock);
 	sl->stop = sl->proc_gone = sl->channel_lost = sl->violation = false;
 	sl->stream_cut = false;
+	pthread_mutex_unlock(&sl->lock);
 	if ((rc = pthread_create(&sl->reader, NULL, reader_main, sl)) != 0)
 		return -rc;
-	if ((rc = pthread_create(&sl->writer, NULL, writer_main, sl)) != 0) {
+	if ((rc = pthread_create(&sl->writer, NULL, sipc__writer_main, sl)) != 0) {
 		pthread_mutex_lock(&sl->lock);
 		sl->stop = true;
 		pthread_mutex_unlock(&sl->lock);
@@ -848,8 +698,19 @@ sipc__worker_threads_stop(struct sipc__slot *sl)
 	pthread_mutex_lock(&sl->lock);
 	sl->stop = true;
 	pthread_cond_broadcast(&sl->cv_writer);
+	/* A caller writing directly uses proto_fd, which the reaper closes
+	 * after this: wait for it (its write does not block). */
+	while (sl->sending == SIPC__SEND_CALLER)
+		pthread_cond_wait(&sl->cv_writer, &sl->lock);
 	pthread_mutex_unlock(&sl->lock);
 	(void)shutdown(sl->proto_fd, SHUT_RDWR);
 	pthread_join(sl->writer, NULL);
+	/* A frame a caller began and the writer did not finish: its
+	 * request is settled with the others written to this generation. */
+	pthread_mutex_lock(&sl->lock);
+	sipc__req_unref(sl->sup, sl->rest);
+	sl->rest = NULL;
+	sl->sending = SIPC__SEND_NONE;
+	pthread_mutex_unlock(&sl->lock);
 	sl->threads = false;
 }

@@ -1,0 +1,538 @@
+/*
+ * perf_path_test.c - the synchronous call's hot path: the one-shot
+ * event a caller waits on, the direct path (a submitting thread writes
+ * its own request when the channel is free, instead of waking the
+ * writer), and what the direct path must keep: the wire never
+ * interleaves two frames, a frame that does not fit is finished by the
+ * writer, and a worker that stops reading never blocks a submitter.
+ *
+ * Threads: the CUnit thread drives every test; completion callbacks run
+ * on library threads and touch only an st_outbox (its mutex).  The event
+ * and non-blocking tests start threads of their own.  Waits are on
+ * events with generous deadlines.
+ */
+#include <dirent.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sipc.h"
+#include "sipc_int.h"
+#include "sipctest.h"
+#include "testlib.h"
+
+#define WAIT_MS 20000
+
+/* ------------------------------------------------------------ event */
+
+static void
+test_perf_path_event_set_before_wait(void)
+{
+	struct sipc__event ev;
+
+	sipc__event_init(&ev);
+	sipc__event_set(&ev);
+	sipc__event_wait(&ev);          /* returns at once */
+	sipc__event_wait(&ev);          /* and stays set */
+	CU_PASS("set before wait");
+}
+
+/* Two threads hand a token back and forth through fresh events, the way
+ * successive sipc_call()s reuse one stack address: every round must
+ * see the value written before its event was set. */
+struct pingpong {
+	struct sipc__event *ev[2];
+	unsigned value[2];
+	atomic_int round;
+};
+
+#define PP_ROUNDS 20000
+
+static void *
+pp_thread(void *arg)
+{
+	struct pingpong *p = arg;
+	struct sipc__event *ev;
+	int r;
+
+	for (r = 0; r < PP_ROUNDS; r++) {
+		while (atomic_load(&p->round) != 2 * r + 1)
+			sched_yield();
+		ev = p->ev[0];
+		p->value[0] = (unsigned)r;
+		sipc__event_set(ev);
+	}
+	return NULL;
+}
+
+static void
+test_perf_path_event_cross_thread(void)
+{
+	struct pingpong p;
+	struct sipc__event ev;
+	pthread_t th;
+	unsigned bad = 0;
+	int r;
+
+	memset(&p, 0, sizeof(p));
+	CU_ASSERT_FATAL(pthread_create(&th, NULL, pp_thread, &p) == 0);
+	for (r = 0; r < PP_ROUNDS; r++) {
+		sipc__event_init(&ev);
+		p.ev[0] = &ev;
+		p.value[0] = UINT32_MAX;
+		atomic_store(&p.round, 2 * r + 1);
+		sipc__event_wait(&ev);
+		if (p.value[0] != (unsigned)r)
+			bad++;
+	}
+	pthread_join(th, NULL);
+	CU_ASSERT_EQUAL(bad, 0);
+}
+
+/* ------------------------------------------------------------ threads */
+
+/* Voluntary context switches of this process's thread named `name`;
+ * -1 when there is none. */
+static long
+thread_switches(const char *name)
+{
+	char path[300], comm[32], line[128];
+	struct dirent *de;
+	long v = -1;
+	DIR *d;
+	FILE *f;
+
+	if ((d = opendir("/proc/self/task")) == NULL)
+		return -1;
+	while (v < 0 && (de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
+		    de->d_name);
+		if ((f = fopen(path, "r")) == NULL)
+			continue;
+		if (fgets(comm, sizeof(comm), f) == NULL)
+			comm[0] = '\0';
+		fclose(f);
+		comm[strcspn(comm, "\n")] = '\0';
+		if (strcmp(comm, name) != 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/status",
+		    de->d_name);
+		if ((f = fopen(path, "r")) == NULL)
+			continue;
+		while (fgets(line, sizeof(line), f) != NULL)
+			if (sscanf(line, "voluntary_ctxt_switches: %ld", &v) == 1)
+				break;
+		fclose(f);
+	}
+	closedir(d);
+	return v;
+}
+
+/*
+ * A synchronous call on an idle worker is written by the caller itself:
+ * the writer thread sleeps through all of them.  Before the direct
+ * path, each call woke the writer (at least one switch a call).  The
+ * reader must wake for every reply, which shows that the counts move.
+ */
+static void
+test_perf_path_sync_call_leaves_writer_asleep(void)
+{
+	struct sipc_config c;
+	struct sipc_result r;
+	sipc_supervisor *s;
+	long w0, w1, r0, r1;
+	const unsigned n = 500;
+	char buf[64];
+	unsigned i, ok = 0;
+
+	st_cfg_base(&c, "echo", NULL, 1);
+	s = st_start(&c, 1, WAIT_MS);
+	memset(buf, 'x', sizeof(buf));
+	struct sipc_request req = { .payload = buf, .len = sizeof(buf),
+	    .timeout_ms = WAIT_MS };
+	CU_ASSERT_FATAL(sipc_call(s, &req, &r) == 0);
+	sipc_result_release(&r);
+	w0 = thread_switches("sipc-wr0");
+	r0 = thread_switches("sipc-rd0");
+	CU_ASSERT_FATAL(w0 >= 0 && r0 >= 0);
+	for (i = 0; i < n; i++) {
+		CU_ASSERT_FATAL(sipc_call(s, &req, &r) == 0);
+		ok += r.outcome == SIPC_OUTCOME_OK && r.reply_len == sizeof(buf);
+		sipc_result_release(&r);
+	}
+	w1 = thread_switches("sipc-wr0");
+	r1 = thread_switches("sipc-rd0");
+	CU_ASSERT_EQUAL(ok, n);
+	CU_ASSERT(r1 - r0 >= (long)n / 2);
+	/* A handful, not one a call: nothing but the caller writes. */
+	CU_ASSERT(w1 - w0 < (long)n / 10);
+	if (w1 - w0 >= (long)n / 10)
+		fprintf(stderr, "writer woke %ld times in %u calls\n",
+		    w1 - w0, n);
+	sipc_destroy(s);
+}
+
+/*
+ * A writer with no room (max_inflight reached: the worker sleeps in its
+ * one request) sleeps through the submits that fill its ring: a push
+ * wakes it only when it could send.  Before, every push woke it for
+ * nothing (one switch a submit).  Then everything is answered.
+ */
+static void
+test_perf_path_full_writer_not_woken_per_submit(void)
+{
+	static struct st_outbox box = { .mu = PTHREAD_MUTEX_INITIALIZER };
+	static struct st_outslot slots[101];
+	struct sipc_config c;
+	struct sipc_worker_stats ws;
+	sipc_supervisor *s;
+	long w0, w1;
+	char buf[64];
+	unsigned k;
+
+	st_cfg_base(&c, "echo", NULL, 1);
+	c.max_inflight = 1;
+	c.ring_frames = 128;
+	s = st_start(&c, 1, WAIT_MS);
+	st_outbox_reset(&box);
+	memset(buf, 'y', sizeof(buf));
+	slots[100] = (struct st_outslot){ &box, 100 };
+	st_submit_cmd(s, "sleep 3000", WAIT_MS, &slots[100]);
+	w0 = thread_switches("sipc-wr0");
+	CU_ASSERT_FATAL(w0 >= 0);
+	for (k = 0; k < 100; k++) {
+		struct sipc_request req = { .payload = buf, .len = sizeof(buf),
+		    .timeout_ms = WAIT_MS };
+
+		slots[k] = (struct st_outslot){ &box, k };
+		CU_ASSERT_FATAL(sipc_submit(s, &req, st_outbox_done,
+		    &slots[k], NULL) == 0);
+		/* Pacing, not waiting for an event: a writer woken for
+		 * nothing gets the time to run and go back to sleep,
+		 * which is what is counted. */
+		usleep(2000);
+	}
+	w1 = thread_switches("sipc-wr0");
+	ws = st_worker_stats(s, 0);
+	/* Still in the sleep: the measure is only meaningful if so. */
+	if (ws.completed == 0) {
+		CU_ASSERT(w1 - w0 < 10);
+		if (w1 - w0 >= 10)
+			fprintf(stderr, "writer woke %ld times for 100 "
+			    "submits\n", w1 - w0);
+	}
+	CU_ASSERT_FATAL(st_outbox_wait(&box, 101, WAIT_MS));
+	for (k = 0; k <= 100; k++)
+		CU_ASSERT(box.calls[k] == 1 &&
+		    box.res[k].outcome == SIPC_OUTCOME_OK);
+	st_outbox_release(&box);
+	sipc_destroy(s);
+}
+
+/*
+ * Callers on several threads, two workers: some calls go direct, some
+ * through the ring and the writer (more callers than workers), and both
+ * paths contend for the same channels.  Every reply is the caller's own
+ * payload, every call answered once.
+ */
+struct caller {
+	sipc_supervisor *s;
+	unsigned id, ok;
+};
+
+#define CALLERS 4
+#define CALLS 300
+
+static void *
+caller_thread(void *arg)
+{
+	struct caller *c = arg;
+	struct sipc_result r;
+	char buf[48];
+	unsigned i;
+
+	for (i = 0; i < CALLS; i++) {
+		struct sipc_request req = { .payload = buf,
+		    .timeout_ms = WAIT_MS };
+
+		req.len = (size_t)snprintf(buf, sizeof(buf), "caller %u call %u",
+		    c->id, i);
+		if (sipc_call(c->s, &req, &r) != 0)
+			continue;
+		c->ok += r.outcome == SIPC_OUTCOME_OK &&
+		    r.reply_len == req.len &&
+		    memcmp(r.reply, buf, req.len) == 0;
+		sipc_result_release(&r);
+	}
+	return NULL;
+}
+
+static void
+test_perf_path_concurrent_sync_calls(void)
+{
+	struct caller c[CALLERS];
+	pthread_t th[CALLERS];
+	struct sipc_config cfg;
+	struct sipc_stats st;
+	sipc_supervisor *s;
+	unsigned i;
+
+	st_cfg_base(&cfg, "echo", NULL, 2);
+	s = st_start(&cfg, 2, WAIT_MS);
+	for (i = 0; i < CALLERS; i++) {
+		c[i] = (struct caller){ .s = s, .id = i };
+		CU_ASSERT_FATAL(pthread_create(&th[i], NULL, caller_thread,
+		    &c[i]) == 0);
+	}
+	for (i = 0; i < CALLERS; i++) {
+		pthread_join(th[i], NULL);
+		CU_ASSERT_EQUAL(c[i].ok, CALLS);
+	}
+	CU_ASSERT_FATAL(sipc_stats_get(s, &st) == 0);
+	CU_ASSERT_EQUAL(st.completed_ok, CALLERS * CALLS);
+	CU_ASSERT_EQUAL(st.protocol_violations, 0);
+	CU_ASSERT_EQUAL(st.restarts, 0);
+	CU_ASSERT_EQUAL(st.pending, 0);
+	sipc_stats_release(&st);
+	sipc_destroy(s);
+}
+
+/* ------------------------------------------------------- hand-off */
+
+#define HUGE (4u << 20)          /* more than a socket buffer takes */
+
+static uint8_t *
+huge_payload(void)
+{
+	static uint8_t *p;
+
+	if (p == NULL && (p = malloc(HUGE)) != NULL)
+		for (size_t j = 0; j < HUGE; j++)
+			p[j] = (uint8_t)(j * 7 + (j >> 12));
+	return p;
+}
+
+static struct sipc_config
+huge_cfg(void)
+{
+	struct sipc_config c;
+
+	st_cfg_base(&c, "echo", NULL, 1);
+	c.max_payload = HUGE;
+	c.ring_bytes = 2u * HUGE;
+	c.mem_ceiling = 8u * HUGE;
+	return c;
+}
+
+/* A sipc_call() of the huge payload on a thread of its own; `tid` says
+ * which thread it is, `done` when the call has returned. */
+struct huge_call {
+	sipc_supervisor *s;
+	atomic_int tid;
+	atomic_bool done;
+	struct sipc_result res;
+	int rc;
+};
+
+static void *
+huge_call_thread(void *arg)
+{
+	struct huge_call *h = arg;
+	struct sipc_request req = { .payload = huge_payload(), .len = HUGE,
+	    .timeout_ms = WAIT_MS };
+
+	atomic_store(&h->tid, (int)gettid());
+	h->rc = sipc_call(h->s, &req, &h->res);
+	atomic_store(&h->done, true);
+	return NULL;
+}
+
+static void
+huge_call_start(struct huge_call *h, sipc_supervisor *s, pthread_t *th)
+{
+	memset(h, 0, sizeof(*h));
+	h->s = s;
+	atomic_init(&h->tid, 0);
+	atomic_init(&h->done, false);
+	CU_ASSERT_FATAL(pthread_create(th, NULL, huge_call_thread, h) == 0);
+}
+
+static bool
+huge_call_done(void *arg)
+{
+	return atomic_load(&((struct huge_call *)arg)->done);
+}
+
+static bool
+huge_reply_ok(const struct huge_call *h)
+{
+	return h->rc == 0 && h->res.outcome == SIPC_OUTCOME_OK &&
+	    h->res.attempts == 1 && h->res.reply_len == HUGE &&
+	    memcmp(h->res.reply, huge_payload(), HUGE) == 0;
+}
+
+static bool
+pred_one_inflight(const struct sipc_stats *st, void *arg)
+{
+	return st->workers[0].inflight == 1;
+}
+
+/*
+ * A call to an idle worker with a frame larger than the socket takes:
+ * the caller writes what fits, the writer finishes the frame, and the
+ * requests submitted behind it are not written into the middle of it.
+ * Every reply must come back intact (an interleaved frame would corrupt
+ * both, or end the worker as a protocol violation), each written once.
+ */
+static void
+test_perf_path_direct_rest_finished_by_writer(void)
+{
+	static struct st_outbox box = { .mu = PTHREAD_MUTEX_INITIALIZER };
+	static struct st_outslot slots[20];
+	struct sipc_config c = huge_cfg();
+	struct sipc_worker_stats ws;
+	struct huge_call h;
+	sipc_supervisor *s;
+	uint8_t small[20][64];
+	unsigned k, good = 0;
+	pthread_t th;
+
+	CU_ASSERT_FATAL(huge_payload() != NULL);
+	s = st_start(&c, 1, WAIT_MS);
+	st_outbox_reset(&box);
+	huge_call_start(&h, s, &th);
+	CU_ASSERT_FATAL(st_stats_wait(s, pred_one_inflight, NULL, WAIT_MS));
+	for (k = 0; k < 20; k++) {
+		struct sipc_request req = { .payload = small[k],
+		    .len = sizeof(small[k]), .timeout_ms = WAIT_MS };
+
+		memset(small[k], (int)k + 1, sizeof(small[k]));
+		slots[k] = (struct st_outslot){ &box, k };
+		CU_ASSERT_FATAL(sipc_submit(s, &req, st_outbox_done,
+		    &slots[k], NULL) == 0);
+	}
+	CU_ASSERT_FATAL(st_outbox_wait(&box, 20, WAIT_MS));
+	CU_ASSERT(tl_wait_until(huge_call_done, &h, WAIT_MS));
+	pthread_join(th, NULL);
+	CU_ASSERT(huge_reply_ok(&h));
+	sipc_result_release(&h.res);
+	for (k = 0; k < 20; k++)
+		good += box.calls[k] == 1 &&
+		    box.res[k].outcome == SIPC_OUTCOME_OK &&
+		    box.res[k].attempts == 1 &&
+		    box.res[k].reply_len == 64 &&
+		    memcmp(box.res[k].reply, small[k], 64) == 0;
+	CU_ASSERT_EQUAL(good, 20);
+	ws = st_worker_stats(s, 0);
+	CU_ASSERT_EQUAL(ws.frames_out, 21);
+	CU_ASSERT_EQUAL(ws.protocol_violations, 0);
+	CU_ASSERT_EQUAL(ws.restarts, 0);
+	st_outbox_release(&box);
+	sipc_destroy(s);
+}
+
+/* ------------------------------------------------------- never blocks */
+
+/* The process that reads the channel: the worker's pid, or, when it runs
+ * under sipc-init in a namespace, that init's one child. */
+static pid_t
+reader_pid(pid_t pid)
+{
+	char path[64];
+	long child = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid,
+	    (int)pid);
+	if ((f = fopen(path, "r")) != NULL) {
+		if (fscanf(f, "%ld", &child) != 1)
+			child = 0;
+		fclose(f);
+	}
+	return child > 0 ? (pid_t)child : pid;
+}
+
+/* Is the calling thread of `h` asleep in a futex wait, that is, waiting
+ * for its outcome rather than writing? */
+static bool
+caller_waits_on_futex(void *arg)
+{
+	struct huge_call *h = arg;
+	char path[96];
+	long nr = -1;
+	FILE *f;
+
+	if (atomic_load(&h->tid) == 0)
+		return false;
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall",
+	    atomic_load(&h->tid));
+	if ((f = fopen(path, "r")) == NULL)
+		return false;
+	if (fscanf(f, "%ld", &nr) != 1)
+		nr = -1;
+	fclose(f);
+	return nr == SYS_futex;
+}
+
+/*
+ * An idle worker that does not read (stopped): a call with a frame the
+ * socket cannot take must not leave its thread in the write: it writes
+ * what fits and waits for its outcome like any call, the writer holding
+ * the rest.  Once the worker runs again, the writer finishes the frame
+ * and the reply comes back intact.
+ */
+static void
+test_perf_path_direct_write_never_blocks(void)
+{
+	struct sipc_config c = huge_cfg();
+	struct sipc_worker_stats ws;
+	struct huge_call h;
+	sipc_supervisor *s;
+	pthread_t th;
+	pid_t worker;
+
+	CU_ASSERT_FATAL(huge_payload() != NULL);
+	c.stall_ms = 60000;            /* nothing ends the worker meanwhile */
+	s = st_start(&c, 1, WAIT_MS);
+	ws = st_worker_stats(s, 0);
+	worker = reader_pid(ws.pid);
+	CU_ASSERT_FATAL(worker > 0 && kill(worker, SIGSTOP) == 0);
+	huge_call_start(&h, s, &th);
+	CU_ASSERT(tl_wait_until(caller_waits_on_futex, &h, WAIT_MS));
+	CU_ASSERT(!atomic_load(&h.done));
+	CU_ASSERT(kill(worker, SIGCONT) == 0);
+	CU_ASSERT(tl_wait_until(huge_call_done, &h, WAIT_MS));
+	pthread_join(th, NULL);
+	CU_ASSERT(huge_reply_ok(&h));
+	sipc_result_release(&h.res);
+	sipc_destroy(s);
+}
+
+int
+main(void)
+{
+	tl_suite("perf_path", (tl_test[]){
+	    { "test_perf_path_event_set_before_wait",
+	      test_perf_path_event_set_before_wait },
+	    { "test_perf_path_event_cross_thread",
+	      test_perf_path_event_cross_thread },
+	    { "test_perf_path_sync_call_leaves_writer_asleep",
+	      test_perf_path_sync_call_leaves_writer_asleep },
+	    { "test_perf_path_full_writer_not_woken_per_submit",
+	      test_perf_path_full_writer_not_woken_per_submit },
+	    { "test_perf_path_concurrent_sync_calls",
+	      test_perf_path_concurrent_sync_calls },
+	    { "test_perf_path_direct_rest_finished_by_writer",
+	      test_perf_path_direct_rest_finished_by_writer },
+	    { "test_perf_path_direct_write_never_blocks",
+	      test_perf_path_direct_write_never_blocks },
+	    { NULL, NULL } });
+	return tl_run();
+}
