@@ -81,18 +81,19 @@ static int
 wrap_launch(void *prov, const struct sipc__launch *l,
             struct sipc__chan *ret_chan, void **ret_handle, int *ret_errno)
 {
+	static char name[WRAP_MAX][64];
 	const struct wrap *wr = prov;
 	struct sipc__launch l2 = *l;
-	const char *argv[WRAP_MAX * 2];
-	size_t n = 0, i;
+	const char *argv[WRAP_MAX * 4];
+	size_t n = 0, i, cap = WRAP_MAX * 4 - 1;
+	const char *eq;
 
-	for (i = 0; wr->prefix[i] != NULL; i++)
+	for (i = 0; wr->prefix[i] != NULL && n < cap; i++)
 		argv[n++] = wr->prefix[i];
 	for (i = 0; wr->env_to_args && l->envp[i] != NULL; i++) {
-		static char name[WRAP_MAX][64];
-		const char *eq = strchr(l->envp[i], '=');
-
-		if (eq == NULL || i >= WRAP_MAX / 2 || eq - l->envp[i] >= 64)
+		eq = strchr(l->envp[i], '=');
+		if (eq == NULL || i >= WRAP_MAX || eq - l->envp[i] >= 64 ||
+		    n + 3 > cap)
 			return -E2BIG;
 		snprintf(name[i], sizeof(name[i]), "%.*s",
 		    (int)(eq - l->envp[i]), l->envp[i]);
@@ -102,10 +103,13 @@ wrap_launch(void *prov, const struct sipc__launch *l,
 		argv[n++] = strcmp(name[i], "SIPC_PARENT_PID") == 0 ? "1" :
 		    eq + 1;
 	}
-	if (wr->env_to_args)
+	if (wr->env_to_args && n < cap)
 		argv[n++] = "--";
-	for (i = 0; l->argv[i] != NULL && n < WRAP_MAX * 2 - 1; i++)
+	for (i = 0; l->argv[i] != NULL; i++) {
+		if (n >= cap)
+			return -E2BIG;
 		argv[n++] = l->argv[i];
+	}
 	argv[n] = NULL;
 	l2.path = argv[0];
 	l2.argv = (char *const *)argv;

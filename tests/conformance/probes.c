@@ -240,7 +240,7 @@ out:
  * The descriptor half of no-inherited-secrets: the host holds a
  * descriptor to a secret file open without close-on-exec while the
  * worker is launched; the worker looks through every descriptor it has
- * for the file or its content.  *ret_why gets the finding.
+ * for the file or its content.  why gets the finding.
  */
 int
 conf_verify_no_inherited_fds(const struct sipc__provider *p, void *st,
