@@ -43,5 +43,39 @@ int conf_verify_no_inherited_secrets(const struct sipc__provider *p,
                                      void *st, char *why, size_t len);
 int conf_verify_tree_containment(const struct sipc__provider *p, void *st,
                                  char *why, size_t len);
+/* probes.c: the probe fixture's checks.  no_inherited_secrets runs
+ * no_inherited_fds as its descriptor half. */
+int conf_verify_host_files(const struct sipc__provider *p, void *st,
+                           char *why, size_t len);
+int conf_verify_host_sockets(const struct sipc__provider *p, void *st,
+                             char *why, size_t len);
+int conf_verify_no_inherited_fds(const struct sipc__provider *p, void *st,
+                                 char *why, size_t len);
+int conf_verify_resource_limits(const struct sipc__provider *p, void *st,
+                                char *why, size_t len);
+
+/*
+ * Launch `fixture` through p, wait for its HELLO, send one request
+ * `req` and copy the reply's payload, as text, to `text`.  Returns 0 or
+ * a negative error; the worker is always ended and released.
+ */
+int conf_ask(const struct sipc__provider *p, void *st, const char *fixture,
+             const char *req, char *text, size_t len);
+
+/*
+ * The table of guarantees per provider: conf_table_column runs every
+ * isolation probe for real against p (declared or not) and keeps the
+ * results as column `name` (up to CONF_TABLE_COLS columns); each cell is
+ * 1 provided, 0 not provided, <0 could not run.  conf_table_print prints
+ * "guarantee | col..." with one row per probe, then each cell's reason.
+ */
+#define CONF_TABLE_COLS 4
+enum conf_probe {
+	CONF_P_HOST_PID, CONF_P_HOST_FILES, CONF_P_HOST_SOCKETS,
+	CONF_P_SECRETS, CONF_P_TERMINATION, CONF_P_LIMITS, CONF_P_COUNT
+};
+void conf_table_column(const char *name, const struct sipc__provider *p,
+                       void *st, int ret_cells[CONF_P_COUNT]);
+void conf_table_print(void);
 
 #endif

@@ -78,9 +78,12 @@ conf_verify_pid_namespace(const struct sipc__provider *p, void *st,
 	return vis ? 0 : 1;
 }
 
-int
-conf_verify_no_inherited_secrets(const struct sipc__provider *p, void *st,
-                                 char *why, size_t len)
+/* The environment half of no-inherited-secrets: no variable of the
+ * host's (a canary set just before launch included) reaches the worker
+ * unless the launch environment gave it. */
+static int
+verify_no_inherited_env(const struct sipc__provider *p, void *st,
+                        char *why, size_t len)
 {
 	static const char canary[] = "SIPC_CONFORMANCE_CANARY";
 	const struct sipc__provider *saved = conf_prov;
@@ -117,6 +120,24 @@ conf_verify_no_inherited_secrets(const struct sipc__provider *p, void *st,
 	unsetenv(canary);
 	free(env);
 	return r < 0 ? r : ok;
+}
+
+/* Both halves run, so the report says what each found. */
+int
+conf_verify_no_inherited_secrets(const struct sipc__provider *p, void *st,
+                                 char *why, size_t len)
+{
+	char ewhy[256] = "", fwhy[256] = "";
+	int re, rf;
+
+	re = verify_no_inherited_env(p, st, ewhy, sizeof(ewhy));
+	rf = conf_verify_no_inherited_fds(p, st, fwhy, sizeof(fwhy));
+	snprintf(why, len, "environment: %s; descriptors: %s",
+	    re < 0 ? sipc_strerror(re) : ewhy,
+	    rf < 0 ? sipc_strerror(rf) : fwhy);
+	if (re < 0 || rf < 0)
+		return re < 0 ? re : rf;
+	return re == 1 && rf == 1;
 }
 
 /* Wait up to ms for end of file on the diagnostics pipe: every holder
@@ -202,10 +223,10 @@ static const struct iso_rule {
 	verify_fn verify;       /* NULL: no check written yet */
 } iso_rules[] = {
 	{ SIPC_G_PID_NAMESPACE, conf_verify_pid_namespace },
-	{ SIPC_G_MOUNT_NAMESPACE, NULL },
-	{ SIPC_G_NETWORK_ISOLATION, NULL },
+	{ SIPC_G_MOUNT_NAMESPACE, conf_verify_host_files },
+	{ SIPC_G_NETWORK_ISOLATION, conf_verify_host_sockets },
 	{ SIPC_G_NO_INHERITED_SECRETS, conf_verify_no_inherited_secrets },
-	{ SIPC_G_RESOURCE_LIMITS, NULL },
+	{ SIPC_G_RESOURCE_LIMITS, conf_verify_resource_limits },
 	{ SIPC_G_SEPARATE_USER, NULL },
 	{ SIPC_G_TREE_CONTAINMENT, conf_verify_tree_containment },
 };
@@ -273,4 +294,79 @@ conf_print_summary(void)
 {
 	printf("isolation rules: %u provided, %u not provided\n",
 	    iso_provided, iso_not_provided);
+}
+
+/* The table's rows: what each probe shows a worker cannot do. */
+static const struct table_row {
+	const char *what;
+	verify_fn verify;
+} table_rows[CONF_P_COUNT] = {
+	[CONF_P_HOST_PID] = { "cannot see a host pid",
+	    conf_verify_pid_namespace },
+	[CONF_P_HOST_FILES] = { "cannot read a file the host made",
+	    conf_verify_host_files },
+	[CONF_P_HOST_SOCKETS] = { "cannot open a socket to the host",
+	    conf_verify_host_sockets },
+	[CONF_P_SECRETS] = { "sees no inherited secret (env, fd)",
+	    conf_verify_no_inherited_secrets },
+	[CONF_P_TERMINATION] = { "cannot escape termination",
+	    conf_verify_tree_containment },
+	[CONF_P_LIMITS] = { "resource limits enforced",
+	    conf_verify_resource_limits },
+};
+
+static struct table_col {
+	const char *name;
+	int cell[CONF_P_COUNT];
+	char why[CONF_P_COUNT][256];
+} table_cols[CONF_TABLE_COLS];
+static size_t table_ncols;
+
+void
+conf_table_column(const char *name, const struct sipc__provider *p,
+                  void *st, int ret_cells[CONF_P_COUNT])
+{
+	struct table_col *c;
+
+	if (table_ncols == CONF_TABLE_COLS)
+		abort();
+	c = &table_cols[table_ncols++];
+	c->name = name;
+	for (size_t i = 0; i < CONF_P_COUNT; i++) {
+		c->why[i][0] = '\0';
+		c->cell[i] = table_rows[i].verify(p, st, c->why[i],
+		    sizeof(c->why[i]));
+		if (c->cell[i] < 0)
+			snprintf(c->why[i], sizeof(c->why[i]), "could not run: "
+			    "%s", sipc_strerror(c->cell[i]));
+		if (ret_cells != NULL)
+			ret_cells[i] = c->cell[i];
+	}
+}
+
+static const char *
+cell_text(int v)
+{
+	return v == 1 ? "provided" : v == 0 ? "not provided" : "could not run";
+}
+
+void
+conf_table_print(void)
+{
+	size_t i, j;
+
+	printf("%-36s", "guarantee");
+	for (j = 0; j < table_ncols; j++)
+		printf(" | %-13s", table_cols[j].name);
+	printf("\n");
+	for (i = 0; i < CONF_P_COUNT; i++) {
+		printf("%-36s", table_rows[i].what);
+		for (j = 0; j < table_ncols; j++)
+			printf(" | %-13s", cell_text(table_cols[j].cell[i]));
+		printf("\n");
+	}
+	for (j = 0; j < table_ncols; j++)
+		for (i = 0; i < CONF_P_COUNT; i++)
+			printf("  %s: %s: %s\n", table_cols[j].name,
+			    table_rows[i].what, table_cols[j].why[i]);
 }

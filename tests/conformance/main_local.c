@@ -3,20 +3,32 @@
  * adapter.  The local adapter must pass every functional rule and must
  * report every isolation rule as not provided.
  *
- * Beside the suite, two self-checks prove that the isolation verifiers
- * can fail (a verifier that always passed would make a future
- * provider's declaration worthless):
+ * Beside the suite, self-checks prove that the isolation verifiers can
+ * fail and can pass (a verifier that always passed would make a future
+ * provider's declaration worthless; one that never passed, its probe):
  *   - the pid-namespace verifier, run against the local adapter, must
  *     find the host's pid visible;
- *   - the no-inherited-secrets verifier, run against a deliberately
- *     leaky wrapper of the local adapter (it adds the host environment
- *     to every launch), must find the leak.
+ *   - the no-inherited-secrets verifier, run against deliberately leaky
+ *     wrappers of the local adapter (one adds the host environment to
+ *     every launch, one passes the host's inheritable descriptors on),
+ *     must find each leak;
+ *   - the resource-limits verifier fails a provider that declares
+ *     limits and sets none, and passes one whose workers run in a pids
+ *     cgroup with a small pids.max;
+ *   - under bwrap in front of the local adapter the pid, file, socket,
+ *     secrets and termination probes pass.
+ * The table test prints "guarantee | local" with every probe run for
+ * real against the local adapter, and checks what it finds.
  *
  * Threads: the CUnit thread only.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cgroup.h"
 #include "conformance.h"
@@ -53,6 +65,184 @@ leaky_launch(void *prov, const struct sipc__launch *l,
 }
 
 static struct sipc__provider leaky;
+
+/*
+ * A launcher in front of the local adapter: the worker is started as
+ * prefix[0] with argv prefix + the worker's argv (a shell trampoline,
+ * or bwrap).  env_to_args turns the launch environment into bwrap
+ * --setenv pairs (the launcher's own environment is then cleared).
+ */
+#define WRAP_MAX 96
+struct wrap {
+	const char *prefix[WRAP_MAX];  /* NULL-terminated */
+	bool env_to_args;
+};
+
+static int
+wrap_launch(void *prov, const struct sipc__launch *l,
+            struct sipc__chan *ret_chan, void **ret_handle, int *ret_errno)
+{
+	static char name[WRAP_MAX][64];
+	const struct wrap *wr = prov;
+	struct sipc__launch l2 = *l;
+	const char *argv[WRAP_MAX * 4];
+	size_t n = 0, i, cap = WRAP_MAX * 4 - 1;
+	const char *eq;
+
+	for (i = 0; wr->prefix[i] != NULL && n < cap; i++)
+		argv[n++] = wr->prefix[i];
+	for (i = 0; wr->env_to_args && l->envp[i] != NULL; i++) {
+		eq = strchr(l->envp[i], '=');
+		if (eq == NULL || i >= WRAP_MAX || eq - l->envp[i] >= 64 ||
+		    n + 3 > cap)
+			return -E2BIG;
+		snprintf(name[i], sizeof(name[i]), "%.*s",
+		    (int)(eq - l->envp[i]), l->envp[i]);
+		argv[n++] = "--setenv";
+		argv[n++] = name[i];
+		/* Inside the PID namespace the parent is bwrap, pid 1. */
+		argv[n++] = strcmp(name[i], "SIPC_PARENT_PID") == 0 ? "1" :
+		    eq + 1;
+	}
+	if (wr->env_to_args && n < cap)
+		argv[n++] = "--";
+	for (i = 0; l->argv[i] != NULL; i++) {
+		if (n >= cap)
+			return -E2BIG;
+		argv[n++] = l->argv[i];
+	}
+	argv[n] = NULL;
+	l2.path = argv[0];
+	l2.argv = (char *const *)argv;
+	return sipc__provider_local.launch(NULL, &l2, ret_chan, ret_handle,
+	    ret_errno);
+}
+
+static struct sipc__provider
+wrap_provider(const char *name, unsigned guarantees)
+{
+	struct sipc__provider p = sipc__provider_local;
+
+	p.name = name;
+	p.launch = wrap_launch;
+	p.guarantees = guarantees;
+	return p;
+}
+
+#define FDLEAK_MAX 8
+
+/*
+ * Reopens each of the host's regular files open without close-on-exec
+ * (up to FDLEAK_MAX) as the worker's descriptors 7, 8, ..., as a
+ * launcher that passed every inheritable descriptor on would.
+ */
+static int
+fdleak_launch(void *prov, const struct sipc__launch *l,
+              struct sipc__chan *ret_chan, void **ret_handle, int *ret_errno)
+{
+	static char script[256], path[FDLEAK_MAX][64];
+	struct wrap wr = { .prefix = { "/bin/sh", "-c", script, "sh" } };
+	size_t k = 0, off;
+	struct stat st;
+	int fd, fl;
+
+	off = (size_t)snprintf(script, sizeof(script), "exec");
+	for (fd = 3; fd < 1024 && k < FDLEAK_MAX; fd++) {
+		if ((fl = fcntl(fd, F_GETFD)) < 0 || (fl & FD_CLOEXEC) ||
+		    fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+			continue;
+		snprintf(path[k], sizeof(path[k]), "/proc/%d/fd/%d",
+		    (int)getpid(), fd);
+		wr.prefix[4 + k] = path[k];
+		off += (size_t)snprintf(script + off, sizeof(script) - off,
+		    " %zu<\"$%zu\"", 7 + k, k + 1);
+		k++;
+	}
+	if (k == 0)             /* nothing to pass on: a plain launch */
+		return sipc__provider_local.launch(prov, l, ret_chan,
+		    ret_handle, ret_errno);
+	snprintf(script + off, sizeof(script) - off, " && shift %zu && "
+	    "exec \"$@\"", k);
+	return wrap_launch(&wr, l, ret_chan, ret_handle, ret_errno);
+}
+
+static void
+test_conformance_selfcheck_fd_probe_fails_on_inheriting_launcher(void)
+{
+	struct sipc__provider p = wrap_provider("fdleak", 0);
+	char why[256] = "";
+
+	p.launch = fdleak_launch;
+	CU_ASSERT_EQUAL(conf_verify_no_inherited_fds(&p, NULL, why,
+	    sizeof(why)), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "reached the worker"));
+	printf("conformance: selfcheck: fdleak: %s\n", why);
+	/* The whole secrets rule fails with it. */
+	CU_ASSERT_EQUAL(conf_verify_no_inherited_secrets(&p, NULL, why,
+	    sizeof(why)), 0);
+}
+
+/*
+ * The resource-limits probe, both ways: a provider that declares limits
+ * but sets none fails it; one whose workers run in a pids cgroup with a
+ * small pids.max passes it (where a pids cgroup can be made here).
+ */
+static int
+pids_cgroup_make(char *dir, size_t len, int max)
+{
+	static const char *const roots[] = {
+		"/sys/fs/cgroup/pids", "/sys/fs/cgroup/unified", "/sys/fs/cgroup",
+	};
+	char file[512];
+	int fd;
+
+	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
+		snprintf(file, sizeof(file), "%s/pids.max", roots[i]);
+		if (access(roots[i], W_OK) < 0)
+			continue;
+		snprintf(dir, len, "%s/sipc-probe-%d", roots[i], (int)getpid());
+		if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+			continue;
+		snprintf(file, sizeof(file), "%s/pids.max", dir);
+		if ((fd = open(file, O_WRONLY | O_CLOEXEC)) < 0) {
+			(void)rmdir(dir);
+			continue;
+		}
+		if (dprintf(fd, "%d", max) < 0 || close(fd) < 0) {
+			(void)rmdir(dir);
+			continue;
+		}
+		return 0;
+	}
+	return -ENOTSUP;
+}
+
+static void
+test_conformance_selfcheck_limits_probe_both_ways(void)
+{
+	char dir[256], why[256] = "", procs[300];
+	struct sipc__provider p = sipc__provider_local;
+	struct wrap cg = { .prefix = { "/bin/sh", "-c",
+	    "echo $$ > \"$1\" && shift && exec \"$@\"", "sh", procs } };
+
+	p.name = "nolimits";
+	p.guarantees = SIPC_G_RESOURCE_LIMITS;
+	CU_ASSERT_EQUAL(conf_verify_resource_limits(&p, NULL, why,
+	    sizeof(why)), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "no pids limit"));
+	printf("conformance: selfcheck: nolimits: %s\n", why);
+	if (pids_cgroup_make(dir, sizeof(dir), 24) < 0) {
+		tl_skip("no writable pids cgroup here to set a limit in");
+		return;
+	}
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
+	p = wrap_provider("pidscgroup", SIPC_G_RESOURCE_LIMITS);
+	CU_ASSERT_EQUAL(conf_verify_resource_limits(&p, &cg, why,
+	    sizeof(why)), 1);
+	printf("conformance: selfcheck: pidscgroup: %s\n", why);
+	/* Every worker of the cgroup has ended and been reaped. */
+	CU_ASSERT_EQUAL(rmdir(dir), 0);
+}
 
 static void
 test_conformance_selfcheck_pid_namespace_probe_fails_on_local(void)
@@ -117,6 +307,78 @@ probe_mode(enum sipc_containment mode, bool want)
 	conf_init_path = NULL;
 }
 
+/*
+ * The table's local column: every probe runs for real against the local
+ * adapter in process-group mode.  It gives none of the isolation; the
+ * secrets row is provided because the adapter passes only the launch
+ * environment (the allow-list is applied by the core before launch) and
+ * closes every descriptor but the channel's.
+ */
+static void
+test_conformance_table_local(void)
+{
+	int cell[CONF_P_COUNT];
+
+	conf_table_column("local", &sipc__provider_local, NULL, cell);
+	conf_table_print();
+	CU_ASSERT_EQUAL(cell[CONF_P_HOST_PID], 0);
+	CU_ASSERT_EQUAL(cell[CONF_P_HOST_FILES], 0);
+	CU_ASSERT_EQUAL(cell[CONF_P_HOST_SOCKETS], 0);
+	CU_ASSERT_EQUAL(cell[CONF_P_SECRETS], 1);
+	CU_ASSERT_EQUAL(cell[CONF_P_TERMINATION], 0);
+	CU_ASSERT_EQUAL(cell[CONF_P_LIMITS], 0);
+}
+
+#define BWRAP "/usr/bin/bwrap"
+
+/*
+ * The probes can pass: the local adapter with bwrap in front (every
+ * namespace unshared, a read-only view of /usr and the fixtures, fresh
+ * /proc, /dev and /tmp, only the launch environment, the working
+ * directory / so that bwrap's own PWD does not carry the host's) must
+ * pass the pid, file, socket, secrets and termination probes.  Skipped where bwrap is not
+ * installed or cannot make its namespaces here.
+ */
+static void
+test_conformance_selfcheck_probes_pass_under_bwrap(void)
+{
+	char fixdir[4096];
+	struct wrap bw = { .prefix = { BWRAP, "--unshare-all",
+	    "--die-with-parent", "--new-session", "--clearenv",
+	    "--ro-bind", "/usr", "/usr", "--symlink", "usr/lib", "/lib",
+	    "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/bin", "/bin",
+	    "--ro-bind", fixdir, fixdir, "--proc", "/proc", "--dev", "/dev",
+	    "--tmpfs", "/tmp", "--chdir", "/" }, .env_to_args = true };
+	struct sipc__provider p = wrap_provider("bwrap", 0);
+	int cell[CONF_P_COUNT], st;
+	char *slash;
+
+	if (access(BWRAP, X_OK) < 0) {
+		tl_skip("bwrap is not installed");
+		return;
+	}
+	st = system(BWRAP " --unshare-all --ro-bind / / /bin/true "
+	    ">/dev/null 2>&1");
+	if (st != 0) {
+		tl_skip("bwrap cannot create its namespaces here");
+		return;
+	}
+	if (realpath(tl_fixture("probe"), fixdir) == NULL) {
+		CU_FAIL("no probe fixture");
+		return;
+	}
+	if ((slash = strrchr(fixdir, '/')) != NULL)
+		*slash = '\0';
+	conf_table_column("local", &sipc__provider_local, NULL, NULL);
+	conf_table_column("local+bwrap", &p, &bw, cell);
+	conf_table_print();
+	CU_ASSERT_EQUAL(cell[CONF_P_HOST_PID], 1);
+	CU_ASSERT_EQUAL(cell[CONF_P_HOST_FILES], 1);
+	CU_ASSERT_EQUAL(cell[CONF_P_HOST_SOCKETS], 1);
+	CU_ASSERT_EQUAL(cell[CONF_P_SECRETS], 1);
+	CU_ASSERT_EQUAL(cell[CONF_P_TERMINATION], 1);
+}
+
 static void
 test_conformance_modes_report_containment(void)
 {
@@ -172,6 +434,15 @@ main(void)
 	      test_conformance_modes_report_containment },
 	    { "test_conformance_cgroup_reports",
 	      test_conformance_cgroup_reports },
+	    { "test_conformance_selfcheck_fd_probe_fails_on_inheriting_launcher",
+	      test_conformance_selfcheck_fd_probe_fails_on_inheriting_launcher },
+	    { "test_conformance_selfcheck_limits_probe_both_ways",
+	      test_conformance_selfcheck_limits_probe_both_ways },
+	    { "test_conformance_selfcheck_probes_pass_under_bwrap",
+	      test_conformance_selfcheck_probes_pass_under_bwrap },
+	    { NULL, NULL } });
+	tl_suite("conformance_table", (tl_test[]){
+	    { "test_conformance_table_local", test_conformance_table_local },
 	    { NULL, NULL } });
 	rc = tl_run();
 	conf_print_summary();
