@@ -104,6 +104,20 @@ fds_close(struct launch_fds *f)
 		close(f->devnull);
 }
 
+/* The child's ends, once it has its copies: a pending launch then holds
+ * no more descriptors than a started worker, however many are pending. */
+static void
+fds_close_child(struct launch_fds *f)
+{
+	int *fd[] = { &f->sv[1], &f->dp[1], &f->rp[1], &f->devnull };
+
+	for (size_t i = 0; i < sizeof(fd) / sizeof(fd[0]); i++) {
+		if (*fd[i] >= 0)
+			close(*fd[i]);
+		*fd[i] = -1;
+	}
+}
+
 /* Channel, diagnostics pipe, report socket, /dev/null; child ends high. */
 static int
 fds_open(struct launch_fds *f)
@@ -228,7 +242,8 @@ mode_start(struct local_pending *q, enum sipc_containment mode)
 		sp.flags |= SIPC__SPAWN_CGROUP;
 		sp.cgroup_fd = sipc__cgw_fd(q->p->cg);
 	}
-	rc = sipc__spawn_start(&sp, &q->sd);
+	if ((rc = sipc__spawn_start(&sp, &q->sd)) == 0)
+		fds_close_child(f);
 out:
 	/* the child has its own copy of both */
 	free(argv);
@@ -377,8 +392,10 @@ local_launch_finish(void *pending, struct sipc__chan *ret_chan,
 	while ((rc = mode_finish(q, mode_order[q->mode], ret_errno)) < 0) {
 		if (!mode_failed(q, rc))
 			goto fail;
+		/* fresh descriptors: the child's ends went at its start */
+		fds_close(&q->f);
 		q->mode++;
-		if ((rc = start_from(q)) < 0)
+		if ((rc = fds_open(&q->f)) < 0 || (rc = start_from(q)) < 0)
 			goto fail;
 	}
 	if (p->mode != SIPC_CONTAIN_PROCESS_GROUP) {
