@@ -85,12 +85,71 @@ test_spawn_launches_overlap(void)
 	CU_ASSERT_EQUAL(rmtree(dir), 0);
 }
 
+static bool
+all_exec_failed(const struct sipc_stats *st, void *arg)
+{
+	for (unsigned i = 0; i < st->nworkers; i++)
+		if (st->workers[i].last_exit.kind != SIPC_EXIT_EXEC_FAILED ||
+		    st->workers[i].last_exit.code != ENOEXEC)
+			return false;
+	return st->nworkers == *(unsigned *)arg;
+}
+
+/* Launches started together that all fail to exec: each is classified
+ * on its own (EXEC_FAILED, ENOEXEC: an executable file in no format the
+ * kernel runs), in the mode where the clone's own exec fails and in one
+ * where sipc-init reports the worker's. */
+static void
+exec_failures_case(enum sipc_containment mode)
+{
+	char dir[] = "/tmp/sipc-spawn-XXXXXX", bin[512];
+	char *const argv[] = { "noformat", NULL };
+	struct sipc_config c;
+	sipc_supervisor *s;
+	unsigned n = 4;
+	FILE *f;
+
+	CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
+	snprintf(bin, sizeof(bin), "%s/noformat", dir);
+	CU_ASSERT_FATAL((f = fopen(bin, "w")) != NULL);
+	fputs("\x01\x02 not a program\n", f);
+	CU_ASSERT_FATAL(fclose(f) == 0 && chmod(bin, 0755) == 0);
+	st_cfg_base(&c, "echo", argv, n);
+	c.path = bin;
+	c.containment = mode;
+	s = st_start(&c, 0, 0);
+	CU_ASSERT_EQUAL(sipc_wait_ready(s, n, WAIT_MS), SIPC_E_EXEC);
+	CU_ASSERT(st_stats_wait(s, all_exec_failed, &n, WAIT_MS));
+	sipc_destroy(s);
+	CU_ASSERT_EQUAL(rmtree(dir), 0);
+}
+
+static void
+test_spawn_exec_failures_process_group(void)
+{
+	exec_failures_case(SIPC_CONTAIN_PROCESS_GROUP);
+}
+
+static void
+test_spawn_exec_failures_pid_namespace(void)
+{
+	if (st_can_unshare(CLONE_NEWPID | CLONE_NEWNS) != 0) {
+		tl_skip("no PID namespaces here (needs root)");
+		return;
+	}
+	exec_failures_case(SIPC_CONTAIN_PID_NAMESPACE);
+}
+
 int
 main(void)
 {
 	st_no_core_files();
 	tl_suite("spawn", (tl_test[]){
 		{ "test_spawn_launches_overlap", test_spawn_launches_overlap },
+		{ "test_spawn_exec_failures_process_group",
+		  test_spawn_exec_failures_process_group },
+		{ "test_spawn_exec_failures_pid_namespace",
+		  test_spawn_exec_failures_pid_namespace },
 		{ NULL, NULL },
 	});
 	return tl_run();
