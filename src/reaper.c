@@ -12,7 +12,9 @@
  *
  * It spawns every worker itself, so registering a new worker can never
  * race with reaping it: a worker that exits at once is simply found on
- * the next scan.  It reaps only through the provider, which for local
+ * the next scan.  Spawns do not wait on each other: a pass clones every
+ * worker that is due, then collects each launch (its exec, and in the
+ * namespace modes sipc-init's start report) while the others exec.  It reaps only through the provider, which for local
  * workers means waitid(P_PIDFD) on a pidfd taken at spawn: never
  * waitpid(-1), and a process it did not start only in owner mode.  Because this thread
  * lives as long as the supervisor, a worker's parent-death signal (which
@@ -287,11 +289,14 @@ spawn_or_begin(struct sipc__slot *sl, int64_t now, struct spawn_batch *b)
 		spawn_begin(sl, &b->jobs[b->n++]);
 }
 
+/* Collect the pass's launches in the order begun.  Each is dated when
+ * collected: its handshake time starts then, not while earlier ones
+ * were being collected. */
 static void
-spawn_collect(struct spawn_batch *b, int64_t now)
+spawn_collect(struct spawn_batch *b)
 {
 	for (unsigned i = 0; b->jobs != NULL && i < b->n; i++)
-		spawn_end(&b->jobs[i], now);
+		spawn_end(&b->jobs[i], sipc__now_ms());
 	b->n = 0;
 }
 
@@ -705,7 +710,7 @@ reaper_main(void *arg)
 	now = sipc__now_ms();
 	for (i = 0; i < s->nslots; i++)
 		spawn_or_begin(&s->slots[i], now, &b);
-	spawn_collect(&b, now);
+	spawn_collect(&b);
 	pthread_mutex_lock(&s->rlock);
 	s->initial_round = true;
 	pthread_cond_broadcast(&s->rcv);
@@ -724,7 +729,7 @@ reaper_main(void *arg)
 		next = now + RESCAN_MS;
 		for (i = 0; i < s->nslots; i++)
 			tick_slot(&s->slots[i], now, &next, &b);
-		spawn_collect(&b, now);
+		spawn_collect(&b);
 		sipc__scan_deadlines(s, now, &next);
 		/* after the slots: a worker that ended is reaped by pidfd
 		 * first, and one just spawned is known as live */
