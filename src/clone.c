@@ -193,8 +193,7 @@ kill_and_reap(int pidfd)
 }
 
 int
-sipc__spawn(const struct sipc__spawn *sp, pid_t *ret_pid, int *ret_pidfd,
-            int *ret_errno)
+sipc__spawn_start(const struct sipc__spawn *sp, struct sipc__spawned *ret)
 {
 	int ep[2] = { -1, -1 }, sy[2] = { -1, -1 }, pidfd = -1, rc = 0, err;
 	struct clone_args ca;
@@ -232,6 +231,8 @@ sipc__spawn(const struct sipc__spawn *sp, pid_t *ret_pid, int *ret_pidfd,
 		rc = -err;
 		goto out;
 	}
+	/* Closed before the next clone: only this child holds the write
+	 * end, so its exec (or death) is the report's EOF. */
 	close(ep[1]);
 	ep[1] = -1;
 	if (sp->flags & SIPC__SPAWN_NEWUSER) {
@@ -243,19 +244,10 @@ sipc__spawn(const struct sipc__spawn *sp, pid_t *ret_pid, int *ret_pidfd,
 			goto out;
 		}
 	}
-	if ((err = read_exec_report(ep[0])) != 0) {
-		(void)sipc__pidfd_reap(pidfd);
-		close(pidfd);
-		if (err < 0) {
-			rc = err;
-		} else {
-			*ret_errno = err;
-			rc = SIPC_E_EXEC;
-		}
-		goto out;
-	}
-	*ret_pid = (pid_t)pid;
-	*ret_pidfd = pidfd;
+	ret->pid = (pid_t)pid;
+	ret->pidfd = pidfd;
+	ret->report_fd = ep[0];
+	ep[0] = -1;
 out:
 	for (int i = 0; i < 2; i++) {
 		if (ep[i] >= 0)
@@ -264,6 +256,39 @@ out:
 			close(sy[i]);
 	}
 	return rc;
+}
+
+int
+sipc__spawn_finish(struct sipc__spawned *sd, int *ret_errno)
+{
+	int err = read_exec_report(sd->report_fd);
+
+	close(sd->report_fd);
+	sd->report_fd = -1;
+	if (err == 0)
+		return 0;
+	(void)sipc__pidfd_reap(sd->pidfd);
+	close(sd->pidfd);
+	sd->pidfd = -1;
+	if (err < 0)
+		return err;
+	*ret_errno = err;
+	return SIPC_E_EXEC;
+}
+
+int
+sipc__spawn(const struct sipc__spawn *sp, pid_t *ret_pid, int *ret_pidfd,
+            int *ret_errno)
+{
+	struct sipc__spawned sd;
+	int rc;
+
+	if ((rc = sipc__spawn_start(sp, &sd)) < 0 ||
+	    (rc = sipc__spawn_finish(&sd, ret_errno)) < 0)
+		return rc;
+	*ret_pid = sd.pid;
+	*ret_pidfd = sd.pidfd;
+	return 0;
 }
 
 int

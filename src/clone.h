@@ -51,13 +51,35 @@ struct sipc__spawn {
 
 #define SIPC__SPAWN_FD_FLOOR 10
 
+/* A child cloned by sipc__spawn_start, not yet known to have exec'd. */
+struct sipc__spawned {
+	pid_t pid;
+	int pidfd;                    /* close-on-exec */
+	int report_fd;                /* exec report: EOF once exec'd */
+};
+
 /*
- * Start the child and wait until it has exec'd.  Returns 0 with its pid
- * and pidfd (close-on-exec); SIPC_E_EXEC with *ret_errno set when execve
- * failed (the child is reaped); -errno when clone3 failed (EPERM/EINVAL/
- * ENOSPC/EUSERS for a namespace the caller may not create).  Nothing is
- * left behind on failure.  The caller's descriptors are untouched.
+ * Start the child: clone3 (and, in a new user namespace, its id maps),
+ * without waiting for it to exec, so a caller can start many and then
+ * collect them while they exec in parallel.  Returns 0 with *ret filled,
+ * or -errno when clone3 failed (EPERM/EINVAL/ENOSPC/EUSERS for a
+ * namespace the caller may not create); nothing is left behind on
+ * failure.  sp and what it points to are read only during the call (the
+ * child has its own copy).  The caller's descriptors are untouched.
  */
+int sipc__spawn_start(const struct sipc__spawn *sp, struct sipc__spawned *ret);
+
+/*
+ * Wait until a started child has exec'd (blocking).  Returns 0 (pid and
+ * pidfd stay the caller's); SIPC_E_EXEC with *ret_errno set when the
+ * child could not exec; other -errno.  On failure the child is reaped
+ * and its pidfd closed.  The exec report descriptor is closed either
+ * way.
+ */
+int sipc__spawn_finish(struct sipc__spawned *sd, int *ret_errno);
+
+/* Start the child and wait until it has exec'd (start, then finish):
+ * 0 with its pid and pidfd, or as those two fail. */
 int sipc__spawn(const struct sipc__spawn *sp, pid_t *ret_pid, int *ret_pidfd,
                 int *ret_errno);
 

@@ -104,6 +104,20 @@ fds_close(struct launch_fds *f)
 		close(f->devnull);
 }
 
+/* The child's ends, once it has its copies: a pending launch then holds
+ * no more descriptors than a started worker, however many are pending. */
+static void
+fds_close_child(struct launch_fds *f)
+{
+	int *fd[] = { &f->sv[1], &f->dp[1], &f->rp[1], &f->devnull };
+
+	for (size_t i = 0; i < sizeof(fd) / sizeof(fd[0]); i++) {
+		if (*fd[i] >= 0)
+			close(*fd[i]);
+		*fd[i] = -1;
+	}
+}
+
 /* Channel, diagnostics pipe, report socket, /dev/null; child ends high. */
 static int
 fds_open(struct launch_fds *f)
@@ -179,17 +193,35 @@ read_report(int fd, int ms, struct sipc__init_msg *ret)
 	return n == (ssize_t)sizeof(*ret) ? 1 : 0;
 }
 
+/* A launch between its start (child cloned) and its finish (the worker
+ * known started, or not).  Reaper thread, like a handle. */
+struct local_pending {
+	const struct sipc__launch *l;
+	const char *init;
+	struct local_proc *p;
+	struct launch_fds f;
+	struct sipc__spawned sd;      /* the child of the current mode */
+	size_t mode;                  /* index in mode_order */
+	char why[96];                 /* why a stronger mode was refused */
+	int cg_err;
+};
+
+static const enum sipc_containment mode_order[] = {
+	SIPC_CONTAIN_PID_NAMESPACE, SIPC_CONTAIN_USER_NAMESPACE,
+	SIPC_CONTAIN_PROCESS_GROUP };
+#define NMODES (sizeof(mode_order) / sizeof(mode_order[0]))
+
+/* Clone the child for this mode; it execs while the caller goes on. */
 static int
-spawn_mode(const struct sipc__launch *l, const char *init,
-           enum sipc_containment mode, struct launch_fds *f,
-           struct local_proc *p, int *ret_errno)
+mode_start(struct local_pending *q, enum sipc_containment mode)
 {
+	const struct sipc__launch *l = q->l;
+	struct launch_fds *f = &q->f;
 	struct sipc__spawn sp = { .path = l->path, .argv = l->argv,
 	    .envp = l->envp, .flags = SIPC__SPAWN_SETPGRP,
 	    .nproc_limit = l->nproc_limit,
 	    .fds = { f->devnull, f->dp[1], f->dp[1], f->sv[1], -1 } };
 	char **argv = NULL, **env = NULL;
-	struct sipc__init_msg m;
 	int rc;
 
 	if (mode != SIPC_CONTAIN_PROCESS_GROUP) {
@@ -197,31 +229,48 @@ spawn_mode(const struct sipc__launch *l, const char *init,
 		if (mode == SIPC_CONTAIN_USER_NAMESPACE)
 			sp.flags |= SIPC__SPAWN_NEWUSER;
 		sp.fds[4] = f->rp[1];
-		if ((argv = ns_argv(init, l)) == NULL ||
+		if ((argv = ns_argv(q->init, l)) == NULL ||
 		    (env = ns_env(l->envp)) == NULL) {
 			rc = -ENOMEM;
 			goto out;
 		}
-		sp.path = init;
+		sp.path = q->init;
 		sp.argv = argv;
 		sp.envp = env;
 	}
-	if (p->cg != NULL) {
+	if (q->p->cg != NULL) {
 		sp.flags |= SIPC__SPAWN_CGROUP;
-		sp.cgroup_fd = sipc__cgw_fd(p->cg);
+		sp.cgroup_fd = sipc__cgw_fd(q->p->cg);
 	}
-	if ((rc = sipc__spawn(&sp, &p->pid, &p->pidfd, ret_errno)) < 0)
-		goto out;
-	p->pgid = p->pid;
+	if ((rc = sipc__spawn_start(&sp, &q->sd)) == 0)
+		fds_close_child(f);
+out:
+	/* the child has its own copy of both */
+	free(argv);
+	free(env);
+	return rc;
+}
+
+/* Wait for mode_start's child to exec and, in the namespace modes, for
+ * sipc-init to say whether the worker itself could be exec'd. */
+static int
+mode_finish(struct local_pending *q, enum sipc_containment mode,
+            int *ret_errno)
+{
+	struct local_proc *p = q->p;
+	struct sipc__init_msg m;
+	int rc;
+
+	if ((rc = sipc__spawn_finish(&q->sd, ret_errno)) < 0)
+		return rc;
+	p->pid = p->pgid = q->sd.pid;
+	p->pidfd = q->sd.pidfd;
 	p->mode = mode;
 	if (mode == SIPC_CONTAIN_PROCESS_GROUP)
-		goto out;
-	/* The init says whether the worker itself could be exec'd. */
-	rc = read_report(f->rp[0], INIT_START_MS, &m);
-	if (rc == 1 && m.kind == SIPC__INIT_STARTED) {
-		rc = 0;
-		goto out;
-	}
+		return 0;
+	rc = read_report(q->f.rp[0], INIT_START_MS, &m);
+	if (rc == 1 && m.kind == SIPC__INIT_STARTED)
+		return 0;
 	if (rc == 1 && m.kind == SIPC__INIT_EXEC_FAILED) {
 		*ret_errno = m.value;
 		rc = SIPC_E_EXEC;
@@ -232,9 +281,6 @@ spawn_mode(const struct sipc__launch *l, const char *init,
 	(void)sipc__pidfd_reap(p->pidfd);
 	close(p->pidfd);
 	p->pidfd = -1;
-out:
-	free(argv);
-	free(env);
 	return rc;
 }
 
@@ -246,84 +292,148 @@ mode_refused(int rc)
 	    rc == -EUSERS || rc == -EACCES || rc == -ENOSYS;
 }
 
-static int
-local_launch(void *prov, const struct sipc__launch *l,
-             struct sipc__chan *ret_chan, void **ret_handle, int *ret_errno)
+/* Remember the first mode's refusal (for the log); true if AUTO may go
+ * on to the next mode. */
+static bool
+mode_failed(struct local_pending *q, int rc)
 {
-	static const enum sipc_containment order[] = {
-		SIPC_CONTAIN_PID_NAMESPACE, SIPC_CONTAIN_USER_NAMESPACE,
-		SIPC_CONTAIN_PROCESS_GROUP };
-	const char *init = l->init_path ? l->init_path :
-	    SIPC_LIBEXECDIR "/sipc-init";
-	struct local_proc *p = NULL;
-	struct launch_fds f;
-	char why[96] = "";
-	size_t i;
-	int rc, cg_err = 0;
+	if (q->why[0] == '\0')
+		snprintf(q->why, sizeof(q->why), "%s: %s",
+		    sipc_containment_name(mode_order[q->mode]),
+		    sipc_strerror(rc));
+	return q->l->contain == SIPC_CONTAIN_AUTO && mode_refused(rc);
+}
+
+/* Start the child in the first mode from q->mode on that the launch asks
+ * for and this machine allows (AUTO: the strongest that clones). */
+static int
+start_from(struct local_pending *q)
+{
+	const struct sipc__launch *l = q->l;
+	enum sipc_containment m;
+	int rc = -EINVAL;
+
+	for (; q->mode < NMODES; q->mode++) {
+		m = mode_order[q->mode];
+		if (l->contain != SIPC_CONTAIN_AUTO && l->contain != m)
+			continue;
+		if (m != SIPC_CONTAIN_PROCESS_GROUP &&
+		    access(q->init, X_OK) < 0) {
+			rc = -errno;
+			snprintf(q->why, sizeof(q->why), "%s: %s", q->init,
+			    strerror(errno));
+			if (l->contain == SIPC_CONTAIN_AUTO)
+				continue;
+			return rc;
+		}
+		if ((rc = mode_start(q, m)) == 0 || !mode_failed(q, rc))
+			return rc;
+	}
+	return rc;
+}
+
+static void
+pending_drop(struct local_pending *q)
+{
+	fds_close(&q->f);
+	if (q->p != NULL)
+		(void)sipc__cgw_remove(q->p->cg); /* its child is reaped */
+	free(q->p);
+	free(q);
+}
+
+static int
+local_launch_start(void *prov, const struct sipc__launch *l,
+                   void **ret_pending)
+{
+	struct local_pending *q;
+	int rc;
 
 	if ((unsigned)l->contain > SIPC_CONTAIN_PROCESS_GROUP)
 		return -EINVAL;
-	if ((p = calloc(1, sizeof(*p))) == NULL)
+	if ((q = calloc(1, sizeof(*q))) == NULL)
 		return -ENOMEM;
-	p->pidfd = p->report_fd = -1;
-	if ((rc = fds_open(&f)) < 0)
+	q->l = l;
+	q->init = l->init_path ? l->init_path : SIPC_LIBEXECDIR "/sipc-init";
+	if ((rc = fds_open(&q->f)) < 0)
 		goto fail;
+	if ((q->p = calloc(1, sizeof(*q->p))) == NULL) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	q->p->pidfd = q->p->report_fd = -1;
 	/* A configured limit is enforced or the worker does not start;
 	 * without one, a worker that gets no cgroup runs, reported. */
 	if (l->cg != NULL && (rc = sipc__cgw_create(l->cg, l->slot,
-	    l->generation, &p->cg)) < 0) {
+	    l->generation, &q->p->cg)) < 0) {
 		if (sipc__cg_limits(l->cg) != 0)
 			goto fail;
-		cg_err = rc;
+		q->cg_err = rc;
 	}
-	rc = -EINVAL;
-	for (i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
-		if (l->contain != SIPC_CONTAIN_AUTO && l->contain != order[i])
-			continue;
-		if (order[i] != SIPC_CONTAIN_PROCESS_GROUP &&
-		    access(init, X_OK) < 0) {
-			rc = -errno;
-			snprintf(why, sizeof(why), "%s: %s", init, strerror(errno));
-			if (l->contain == SIPC_CONTAIN_AUTO)
-				continue;
-		} else {
-			rc = spawn_mode(l, init, order[i], &f, p, ret_errno);
-			if (rc < 0 && why[0] == '\0')
-				snprintf(why, sizeof(why), "%s: %s",
-				    sipc_containment_name(order[i]),
-				    sipc_strerror(rc));
-		}
-		if (rc == 0 || l->contain != SIPC_CONTAIN_AUTO ||
-		    !mode_refused(rc))
-			break;
-	}
-	if (rc < 0)
+	if ((rc = start_from(q)) < 0)
 		goto fail;
-	if (p->mode != SIPC_CONTAIN_PROCESS_GROUP) {
-		p->report_fd = f.rp[0];
-		f.rp[0] = -1;
+	*ret_pending = q;
+	return 0;
+fail:
+	pending_drop(q);
+	return rc;
+}
+
+static int
+local_launch_finish(void *pending, struct sipc__chan *ret_chan,
+                    void **ret_handle, int *ret_errno)
+{
+	struct local_pending *q = pending;
+	struct local_proc *p = q->p;
+	int rc;
+
+	/* A mode refused only at exec (say, a non-executable init) falls
+	 * back like one refused at clone, but synchronously. */
+	while ((rc = mode_finish(q, mode_order[q->mode], ret_errno)) < 0) {
+		if (!mode_failed(q, rc))
+			goto fail;
+		/* fresh descriptors: the child's ends went at its start */
+		fds_close(&q->f);
+		q->mode++;
+		if ((rc = fds_open(&q->f)) < 0 || (rc = start_from(q)) < 0)
+			goto fail;
 	}
-	ret_chan->proto_fd = f.sv[0];
-	ret_chan->diag_fd = f.dp[0];
-	f.sv[0] = f.dp[0] = -1;
-	fds_close(&f);
+	if (p->mode != SIPC_CONTAIN_PROCESS_GROUP) {
+		p->report_fd = q->f.rp[0];
+		q->f.rp[0] = -1;
+	}
+	ret_chan->proto_fd = q->f.sv[0];
+	ret_chan->diag_fd = q->f.dp[0];
+	q->f.sv[0] = q->f.dp[0] = -1;
 	ret_chan->pid = p->pid;
 	ret_chan->pgid = p->pgid;
 	ret_chan->contain = p->mode;
 	ret_chan->cgroup = p->cg != NULL;
-	ret_chan->limits = p->cg != NULL ? sipc__cg_limits(l->cg) : 0;
-	ret_chan->cgroup_err = cg_err;
+	ret_chan->limits = p->cg != NULL ? sipc__cg_limits(q->l->cg) : 0;
+	ret_chan->cgroup_err = q->cg_err;
 	snprintf(ret_chan->contain_why, sizeof(ret_chan->contain_why), "%s",
-	    p->mode == SIPC_CONTAIN_PID_NAMESPACE ? "" : why);
+	    p->mode == SIPC_CONTAIN_PID_NAMESPACE ? "" : q->why);
 	if (sipc__proc_starttime(p->pid, &ret_chan->starttime) < 0)
 		ret_chan->starttime = 0;
 	*ret_handle = p;
+	q->p = NULL;
+	pending_drop(q);
 	return 0;
 fail:
-	fds_close(&f);
-	(void)sipc__cgw_remove(p->cg);   /* its child, if any, is reaped */
-	free(p);
+	pending_drop(q);
 	return rc;
+}
+
+static int
+local_launch(void *prov, const struct sipc__launch *l,
+             struct sipc__chan *ret_chan, void **ret_handle, int *ret_errno)
+{
+	void *q;
+	int rc;
+
+	if ((rc = local_launch_start(prov, l, &q)) < 0)
+		return rc;
+	return local_launch_finish(q, ret_chan, ret_handle, ret_errno);
 }
 
 static void
@@ -539,6 +649,8 @@ const struct sipc__provider sipc__provider_local = {
 	.name = "local",
 	.guarantees = 0,
 	.launch = local_launch,
+	.launch_start = local_launch_start,
+	.launch_finish = local_launch_finish,
 	.try_end = local_try_end,
 	.signal_tree = local_signal_tree,
 	.end_fd = local_end_fd,

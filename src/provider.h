@@ -65,6 +65,19 @@ struct sipc__provider {
 	int (*launch)(void *prov, const struct sipc__launch *l,
 	              struct sipc__chan *ret_chan, void **ret_handle,
 	              int *ret_errno);
+	/* The same launch in two halves, so the reaper can start many
+	 * workers and then collect them while they exec in parallel
+	 * (optional: NULL when the provider has only launch).
+	 * launch_start returns 0 with a pending launch (*ret_pending), or
+	 * a negative error as launch, leaving nothing behind; l and what
+	 * it points to must stay valid until launch_finish.  launch_finish
+	 * waits for the worker to start and returns as launch; it consumes
+	 * the pending launch either way.  Every started launch is
+	 * finished. */
+	int (*launch_start)(void *prov, const struct sipc__launch *l,
+	                    void **ret_pending);
+	int (*launch_finish)(void *pending, struct sipc__chan *ret_chan,
+	                     void **ret_handle, int *ret_errno);
 	/* Non-blocking (a killed cgroup may take up to SIPC__CG_EMPTY_MS
 	 * to empty).  0: still running.  1: ended; the provider has
 	 * observed the end, swept the worker's tree, released the process

@@ -12,7 +12,9 @@
  *
  * It spawns every worker itself, so registering a new worker can never
  * race with reaping it: a worker that exits at once is simply found on
- * the next scan.  It reaps only through the provider, which for local
+ * the next scan.  Spawns do not wait on each other: a pass clones every
+ * worker that is due, then collects each launch (its exec, and in the
+ * namespace modes sipc-init's start report) while the others exec.  It reaps only through the provider, which for local
  * workers means waitid(P_PIDFD) on a pidfd taken at spawn: never
  * waitpid(-1), and a process it did not start only in owner mode.  Because this thread
  * lives as long as the supervisor, a worker's parent-death signal (which
@@ -136,30 +138,68 @@ note_containment(struct sipc__slot *sl, const struct sipc__chan *ch)
 	    ch->contain_why);
 }
 
+/*
+ * A worker launch begun in this pass of the loop and collected at its
+ * end: every child of a pass is cloned first, then each is waited for
+ * in turn while the others exec, so N launches cost about one exec wait,
+ * not N.  The environment and launch arguments live until collected.
+ */
+struct spawn_job {
+	struct sipc__slot *sl;
+	char **env;
+	struct sipc__launch l;
+	void *pending;                /* provider's launch_start, or NULL */
+	int rc;                       /* the start's result */
+};
+
+struct spawn_batch {
+	struct spawn_job *jobs;       /* nslots entries */
+	unsigned n;
+};
+
+/* Start a launch: clone the child, without waiting for its exec. */
 static void
-spawn_slot(struct sipc__slot *sl, int64_t now)
+spawn_begin(struct sipc__slot *sl, struct spawn_job *j)
 {
 	struct sipc_supervisor *s = sl->sup;
-	struct sipc__launch l;
-	struct sipc__chan ch;
-	char **env;
-	int rc, eno = 0;
 
-	memset(&ch, 0, sizeof(ch));
+	memset(j, 0, sizeof(*j));
+	j->sl = sl;
 	pthread_mutex_lock(&sl->lock);
 	sl->generation++;
 	pthread_mutex_unlock(&sl->lock);
-	if ((env = worker_env(s, sl)) == NULL) {
-		rc = -ENOMEM;
-		goto fail;
+	if ((j->env = worker_env(s, sl)) == NULL) {
+		j->rc = -ENOMEM;
+		return;
 	}
-	l = (struct sipc__launch){ .path = s->cfg.path, .argv = s->argv,
-	    .envp = env, .slot = sl->idx, .generation = sl->generation,
+	j->l = (struct sipc__launch){ .path = s->cfg.path, .argv = s->argv,
+	    .envp = j->env, .slot = sl->idx, .generation = sl->generation,
 	    .nproc_limit = s->cfg.worker_nproc_limit,
 	    .contain = s->cfg.containment, .init_path = s->cfg.init_path,
 	    .cg = s->cg };
-	rc = s->prov->launch(s->prov_state, &l, &ch, &sl->handle, &eno);
-	free_env(s, env);
+	if (s->prov->launch_start != NULL)
+		j->rc = s->prov->launch_start(s->prov_state, &j->l,
+		    &j->pending);
+}
+
+/* Collect a launch: wait until the worker started (or not), then set
+ * the slot up for it (or plan its restart). */
+static void
+spawn_end(struct spawn_job *j, int64_t now)
+{
+	struct sipc__slot *sl = j->sl;
+	struct sipc_supervisor *s = sl->sup;
+	struct sipc__chan ch;
+	int rc = j->rc, eno = 0;
+
+	memset(&ch, 0, sizeof(ch));
+	if (rc == 0 && j->pending != NULL)
+		rc = s->prov->launch_finish(j->pending, &ch, &sl->handle, &eno);
+	else if (rc == 0)
+		rc = s->prov->launch(s->prov_state, &j->l, &ch, &sl->handle,
+		    &eno);
+	if (j->env != NULL)
+		free_env(s, j->env);
 	if (rc < 0)
 		goto fail;
 	if ((sl->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
@@ -228,6 +268,36 @@ fail:
 		pthread_mutex_unlock(&sl->lock);
 	}
 	schedule_restart(sl, now, 0, true);
+}
+
+static void
+spawn_slot(struct sipc__slot *sl, int64_t now)
+{
+	struct spawn_job j;
+
+	spawn_begin(sl, &j);
+	spawn_end(&j, now);
+}
+
+/* Spawn now, or (with a batch) begin now and collect at the pass's end. */
+static void
+spawn_or_begin(struct sipc__slot *sl, int64_t now, struct spawn_batch *b)
+{
+	if (b == NULL || b->jobs == NULL)
+		spawn_slot(sl, now);
+	else
+		spawn_begin(sl, &b->jobs[b->n++]);
+}
+
+/* Collect the pass's launches in the order begun.  Each is dated when
+ * collected: its handshake time starts then, not while earlier ones
+ * were being collected. */
+static void
+spawn_collect(struct spawn_batch *b)
+{
+	for (unsigned i = 0; b->jobs != NULL && i < b->n; i++)
+		spawn_end(&b->jobs[i], sipc__now_ms());
+	b->n = 0;
 }
 
 /* ------------------------------------------------------------ lifecycle */
@@ -408,8 +478,11 @@ tick_live(struct sipc__slot *sl, int64_t now, int64_t *next)
 	}
 }
 
+/* One slot's pass: its end, its timers, its respawn (begun in b, when
+ * given: the caller collects the batch). */
 static void
-tick_slot(struct sipc__slot *sl, int64_t now, int64_t *next)
+tick_slot(struct sipc__slot *sl, int64_t now, int64_t *next,
+          struct spawn_batch *b)
 {
 	struct sipc_supervisor *s = sl->sup;
 	struct sipc_exit e;
@@ -439,7 +512,7 @@ tick_slot(struct sipc__slot *sl, int64_t now, int64_t *next)
 		return;
 	if (sl->state == SIPC_WS_IDLE || sl->state == SIPC_WS_COOLDOWN) {
 		if (now >= sl->respawn_at_ms)
-			spawn_slot(sl, now);
+			spawn_or_begin(sl, now, b);
 		else
 			*next = min64(*next, sl->respawn_at_ms);
 	}
@@ -582,7 +655,7 @@ shutdown_all(struct sipc_supervisor *s, struct pollfd *pfd)
 				else
 					sl->term_reason = SIPC_TERM_SHUTDOWN;
 			}
-			tick_slot(sl, now, &next);
+			tick_slot(sl, now, &next, NULL);
 		}
 		if (now < term_at && term_at < next)
 			next = term_at;
@@ -627,6 +700,8 @@ reaper_main(void *arg)
 {
 	struct sipc_supervisor *s = arg;
 	struct pollfd *pfd = calloc(s->nslots + 3, sizeof(*pfd));
+	/* without it, each worker is spawned in turn */
+	struct spawn_batch b = { calloc(s->nslots, sizeof(*b.jobs)), 0 };
 	unsigned i;
 	int64_t now, next;
 	bool stop;
@@ -634,7 +709,8 @@ reaper_main(void *arg)
 	sipc__lib_thread = true;
 	now = sipc__now_ms();
 	for (i = 0; i < s->nslots; i++)
-		spawn_slot(&s->slots[i], now);
+		spawn_or_begin(&s->slots[i], now, &b);
+	spawn_collect(&b);
 	pthread_mutex_lock(&s->rlock);
 	s->initial_round = true;
 	pthread_cond_broadcast(&s->rcv);
@@ -651,9 +727,9 @@ reaper_main(void *arg)
 			break;
 		now = sipc__now_ms();
 		next = now + RESCAN_MS;
-		for (i = 0; i < s->nslots; i++) {
-			tick_slot(&s->slots[i], now, &next);
-		}
+		for (i = 0; i < s->nslots; i++)
+			tick_slot(&s->slots[i], now, &next, &b);
+		spawn_collect(&b);
 		sipc__scan_deadlines(s, now, &next);
 		/* after the slots: a worker that ended is reaped by pidfd
 		 * first, and one just spawned is known as live */
@@ -671,6 +747,7 @@ reaper_main(void *arg)
 	}
 	shutdown_all(s, pfd);
 	count_ready(s);
+	free(b.jobs);
 	free(pfd);
 	return NULL;
 }

@@ -1,0 +1,156 @@
+/*
+ * spawn_test.c - the reaper starts workers in parallel: one launch's
+ * wait for its child to start does not hold back the next launch.
+ *
+ * In the namespace modes a launch waits for sipc-init to report that the
+ * worker started.  Here sipc-init is reached through a wrapper that
+ * sleeps DELAY_MS before exec'ing it, so each launch takes at least that
+ * long: launched one after the other, N workers need N * DELAY_MS to be
+ * ready; launched together, about one DELAY_MS.  The bound checked is
+ * half the serial time, far above the parallel one (the margin is for a
+ * loaded machine and the sanitizer builds).
+ *
+ * Threads: the CUnit thread only.  Waits are on events with generous
+ * deadlines; the elapsed time is measured, never slept.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rmtree.h"
+#include "sipc.h"
+#include "sipctest.h"
+#include "testlib.h"
+
+#define NWORKERS 16
+#define DELAY_MS 500
+#define WAIT_MS 30000
+
+static char *const echo_argv[] = { "echo", NULL };
+
+/* Write dir/slow-init: sleep, then exec the real sipc-init with the same
+ * arguments.  Returns 0 or -errno. */
+static int
+write_slow_init(const char *dir, char *path, size_t len)
+{
+	char init[4096];
+	FILE *f;
+
+	if (realpath(tl_init_path(), init) == NULL)
+		return -errno;
+	snprintf(path, len, "%s/slow-init", dir);
+	if ((f = fopen(path, "w")) == NULL)
+		return -errno;
+	fprintf(f, "#!/bin/sh\nsleep %d.%03d\nexec '%s' \"$@\"\n",
+	    DELAY_MS / 1000, DELAY_MS % 1000, init);
+	if (fclose(f) != 0 || chmod(path, 0755) != 0)
+		return -errno;
+	return 0;
+}
+
+static void
+test_spawn_launches_overlap(void)
+{
+	char dir[] = "/tmp/sipc-spawn-XXXXXX", init[512];
+	struct sipc_config c;
+	sipc_supervisor *s;
+	int64_t t0, elapsed;
+	int rc;
+
+	if (st_can_unshare(CLONE_NEWPID | CLONE_NEWNS) != 0) {
+		tl_skip("no PID namespaces here (needs root)");
+		return;
+	}
+	CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
+	CU_ASSERT_FATAL(write_slow_init(dir, init, sizeof(init)) == 0);
+	st_cfg_base(&c, "echo", echo_argv, NWORKERS);
+	c.containment = SIPC_CONTAIN_PID_NAMESPACE;
+	c.init_path = init;
+	c.handshake_ms = WAIT_MS;
+	t0 = tl_now_ms();
+	s = st_start(&c, 0, 0);
+	rc = sipc_wait_ready(s, NWORKERS, WAIT_MS);
+	elapsed = tl_now_ms() - t0;
+	CU_ASSERT_EQUAL(rc, 0);
+	fprintf(stderr, "%d workers ready in %lld ms (serial: >= %d ms)\n",
+	    NWORKERS, (long long)elapsed, NWORKERS * DELAY_MS);
+	/* at least one delay: the wrapper really ran */
+	CU_ASSERT(elapsed >= DELAY_MS);
+	CU_ASSERT(elapsed < NWORKERS * DELAY_MS / 2);
+	sipc_destroy(s);
+	CU_ASSERT_EQUAL(rmtree(dir), 0);
+}
+
+static bool
+all_exec_failed(const struct sipc_stats *st, void *arg)
+{
+	for (unsigned i = 0; i < st->nworkers; i++)
+		if (st->workers[i].last_exit.kind != SIPC_EXIT_EXEC_FAILED ||
+		    st->workers[i].last_exit.code != ENOEXEC)
+			return false;
+	return st->nworkers == *(unsigned *)arg;
+}
+
+/* Launches started together that all fail to exec: each is classified
+ * on its own (EXEC_FAILED, ENOEXEC: an executable file in no format the
+ * kernel runs), in the mode where the clone's own exec fails and in one
+ * where sipc-init reports the worker's. */
+static void
+exec_failures_case(enum sipc_containment mode)
+{
+	char dir[] = "/tmp/sipc-spawn-XXXXXX", bin[512];
+	char *const argv[] = { "noformat", NULL };
+	struct sipc_config c;
+	sipc_supervisor *s;
+	unsigned n = 4;
+	FILE *f;
+
+	CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
+	snprintf(bin, sizeof(bin), "%s/noformat", dir);
+	CU_ASSERT_FATAL((f = fopen(bin, "w")) != NULL);
+	fputs("\x01\x02 not a program\n", f);
+	CU_ASSERT_FATAL(fclose(f) == 0 && chmod(bin, 0755) == 0);
+	st_cfg_base(&c, "echo", argv, n);
+	c.path = bin;
+	c.containment = mode;
+	s = st_start(&c, 0, 0);
+	CU_ASSERT_EQUAL(sipc_wait_ready(s, n, WAIT_MS), SIPC_E_EXEC);
+	CU_ASSERT(st_stats_wait(s, all_exec_failed, &n, WAIT_MS));
+	sipc_destroy(s);
+	CU_ASSERT_EQUAL(rmtree(dir), 0);
+}
+
+static void
+test_spawn_exec_failures_process_group(void)
+{
+	exec_failures_case(SIPC_CONTAIN_PROCESS_GROUP);
+}
+
+static void
+test_spawn_exec_failures_pid_namespace(void)
+{
+	if (st_can_unshare(CLONE_NEWPID | CLONE_NEWNS) != 0) {
+		tl_skip("no PID namespaces here (needs root)");
+		return;
+	}
+	exec_failures_case(SIPC_CONTAIN_PID_NAMESPACE);
+}
+
+int
+main(void)
+{
+	st_no_core_files();
+	tl_suite("spawn", (tl_test[]){
+		{ "test_spawn_launches_overlap", test_spawn_launches_overlap },
+		{ "test_spawn_exec_failures_process_group",
+		  test_spawn_exec_failures_process_group },
+		{ "test_spawn_exec_failures_pid_namespace",
+		  test_spawn_exec_failures_pid_namespace },
+		{ NULL, NULL },
+	});
+	return tl_run();
+}
