@@ -30,6 +30,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/pidfd.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -107,6 +108,17 @@ child_side(const struct sipc__spawn *sp, int errw, int syncr, pid_t parent)
 	if (!(sp->flags & SIPC__SPAWN_NEWPID) &&
 	    syscall(SYS_getppid) != parent)
 		child_fail(errw, ESRCH);
+	/* A /proc of the new PID namespace, mounted here, before execve:
+	 * in a user namespace that maps our own uid, sipc-init is not root
+	 * of it and has no capability left after its exec, so a mount of
+	 * its own would be refused and the worker would see host pids.
+	 * Failure is left for sipc-init to find and report. */
+	if (sp->flags & SIPC__SPAWN_NEWPID) {
+		if (syscall(SYS_mount, NULL, "/", NULL, MS_REC | MS_PRIVATE,
+		    NULL) == 0)
+			(void)syscall(SYS_mount, "proc", "/proc", "proc",
+			    MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+	}
 	if ((sp->flags & SIPC__SPAWN_SETPGRP) &&
 	    syscall(SYS_setpgid, 0, 0) < 0)
 		child_fail(errw, errno);

@@ -7,8 +7,11 @@
  * the report socket to the supervisor (init_proto.h).
  *
  * What it does, and why each matters:
- *   - mounts a /proc of its own namespace (it runs in a mount namespace
- *     of its own), so the worker sees no host process;
+ *   - has a /proc of its own namespace (it runs in a mount namespace
+ *     of its own), so the worker sees no host process: the supervisor's
+ *     child mounts it before executing us (in a user namespace that maps
+ *     the caller's uid we have no capability after exec); if that did
+ *     not happen we try, and report a refusal on stderr;
  *   - starts the worker with the same hygiene the library applies
  *     (signal mask and dispositions reset, only 0-3 open, parent-death
  *     signal armed and re-checked: getppid() is 1 here in every case);
@@ -69,6 +72,20 @@ report(int kind, int value)
 	do
 		n = write(SIPC__INIT_REPORT_FD, &m, sizeof(m));
 	while (n < 0 && errno == EINTR);
+}
+
+/* Is /proc already the one of our PID namespace (mounted by the
+ * supervisor's child side before it executed us)?  There we are PID 1. */
+static int
+proc_is_ours(void)
+{
+	char buf[16];
+	ssize_t n = readlink("/proc/self", buf, sizeof(buf) - 1);
+
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	return strcmp(buf, "1") == 0;
 }
 
 /* Has the supervisor gone (its end of the report socket closed)? */
@@ -201,9 +218,10 @@ main(int argc, char **argv)
 	}
 	/* A /proc of this namespace only, so the worker does not even see
 	 * the host's processes (the mount namespace is ours alone). */
-	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+	if (!proc_is_ours() &&
+	    (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
 	    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-	    NULL) < 0)
+	    NULL) < 0))
 		fprintf(stderr, "sipc-init: /proc of the namespace not mounted: "
 		    "%s (host pids stay visible, not signallable)\n",
 		    strerror(errno));
