@@ -33,13 +33,9 @@
 static int64_t
 wall_deadline(const struct sipc__req *q)
 {
-	struct timespec ts;
-
 	if (q->deadline_ms == 0)
 		return 0;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 +
-	    (q->deadline_ms - sipc__now_ms());
+	return sipc__wall_ms() + (q->deadline_ms - sipc__now_ms());
 }
 
 /* Log a failed journal step: the break itself once, at ERROR (later

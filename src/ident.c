@@ -17,6 +17,8 @@
  */
 #include "ident.h"
 
+#include "clock.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -207,15 +209,6 @@ struct pinset {
 	size_t n;
 };
 
-static int64_t
-mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Does the pidfd still name an unreaped (running or zombie) process? */
 static bool
 pinned_alive(int pidfd)
@@ -317,7 +310,7 @@ signal_round(struct pinset *ps, int lfd, const struct sipc__ident *rec,
 static bool
 wait_exits(struct pinset *ps, int lfd, bool *leader_exited, unsigned ms)
 {
-	int64_t end = mono_ms() + ms;
+	int64_t end = sipc__now_ms() + ms;
 	struct pollfd *pfd;
 	size_t *map;
 
@@ -333,7 +326,7 @@ wait_exits(struct pinset *ps, int lfd, bool *leader_exited, unsigned ms)
 		return *leader_exited;
 	}
 	for (;;) {
-		int64_t left = end - mono_ms();
+		int64_t left = end - sipc__now_ms();
 		size_t np = 0;
 		int r;
 

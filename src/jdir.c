@@ -20,6 +20,7 @@
 
 #include <bsd/sys/queue.h>
 
+#include "clock.h"
 #include "sipc.h"
 
 #define LOCK_NAME "sipc.pid"
@@ -333,12 +334,9 @@ int
 sipc__jdir_save_corrupt(int dirfd, const uint8_t *buf, size_t len,
     char *ret_name, size_t namelen)
 {
-	struct timespec ts;
-	long long ms;
+	long long ms = (long long)sipc__wall_ms();
 	int fd = -1, r;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ms = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 	for (int i = 0; i < COPY_TRIES && fd < 0; i++) {
 		snprintf(ret_name, namelen, "journal.corrupt.%lld", ms + i);
 		fd = openat(dirfd, ret_name,

@@ -31,6 +31,7 @@
 
 #include <bsd/stdlib.h>
 
+#include "clock.h"
 #include "crc32c.h"
 #include "jdir.h"
 #include "jread.h"
@@ -69,15 +70,6 @@ sipc__payload_digest(const void *payload, size_t len)
 		h *= 0x100000001b3ull;
 	}
 	return h;
-}
-
-static int64_t
-epoch_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* Read the previous journal into memory and cut what follows the good
@@ -263,7 +255,7 @@ start_instance(struct sipc__journal *j)
 	if ((r = sipc__boot_id(in.boot_id)) < 0)
 		return r;
 	in.pid = getpid();
-	in.time_ms = epoch_ms();
+	in.time_ms = sipc__wall_ms();
 	if ((i = sipc__js_inst_add(&j->s, &in)) < 0)
 		return i;
 	j->s.cur = (uint32_t)i;

@@ -46,12 +46,6 @@
 #define ORPHAN_WAIT_MS 1000       /* destroy: owner mode's orphans to die */
 #define LOST_GRACE_MS 100         /* channel EOF to "lost while alive" */
 
-void
-sipc__reaper_wake(struct sipc_supervisor *s)
-{
-	(void)eventfd_write(s->evt_fd, 1);
-}
-
 static int64_t
 min64(int64_t a, int64_t b)
 {

@@ -27,6 +27,7 @@
 #include <time.h>
 
 #include "sipc.h"
+#include "clock.h"
 #include "frame.h"
 #include "ring.h"
 
@@ -209,10 +210,6 @@ int sipc__api_blocking_ok(void);
  * rules; restore with sipc__lib_thread = <returned value>. */
 bool sipc__callback_rules_begin(void);
 
-/* condition variables timed on CLOCK_MONOTONIC, and their deadlines */
-void sipc__cond_init(pthread_cond_t *cv);
-void sipc__abstime(struct timespec *ts, int64_t ms_from_now);
-
 /* A one-shot wake-up for one waiter (event.c): sipc__event_set() once,
  * from any thread; sipc__event_wait() returns once it is set, with what
  * the setter wrote before it visible. */
@@ -222,9 +219,6 @@ struct sipc__event {
 void sipc__event_init(struct sipc__event *ev);
 void sipc__event_set(struct sipc__event *ev);
 void sipc__event_wait(struct sipc__event *ev);
-
-/* monotonic milliseconds */
-int64_t sipc__now_ms(void);
 
 /* requests (table.c) */
 struct sipc__req *sipc__req_new(const struct sipc_request *r, uint64_t id,

@@ -21,15 +21,6 @@
 
 #include "sipc_int.h"
 
-int64_t
-sipc__now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 struct sipc__req *
 sipc__req_new(const struct sipc_request *r, uint64_t id, sipc_done_fn done,
               void *arg)
@@ -161,29 +152,6 @@ sipc__mem_release(struct sipc_supervisor *s, size_t n)
 
 /* Condition variables whose timed waits must not follow wall-clock
  * jumps: they time out on CLOCK_MONOTONIC (see sipc__abstime). */
-void
-sipc__cond_init(pthread_cond_t *cv)
-{
-	pthread_condattr_t a;
-
-	pthread_condattr_init(&a);
-	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-	pthread_cond_init(cv, &a);
-	pthread_condattr_destroy(&a);
-}
-
-void
-sipc__abstime(struct timespec *ts, int64_t ms)
-{
-	clock_gettime(CLOCK_MONOTONIC, ts);
-	ts->tv_sec += ms / 1000;
-	ts->tv_nsec += (ms % 1000) * 1000000;
-	if (ts->tv_nsec >= 1000000000) {
-		ts->tv_sec++;
-		ts->tv_nsec -= 1000000000;
-	}
-}
-
 int
 sipc__table_init(struct sipc__table *t, unsigned hint)
 {

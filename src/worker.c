@@ -39,33 +39,6 @@
 #define DIRECT_MIN (16 * 1024)    /* payload bytes worth a direct read */
 #define VIS_FLAGS (VIS_CSTYLE | VIS_OCTAL | VIS_TAB | VIS_NL)
 
-void
-sipc__log(struct sipc_supervisor *s, enum sipc_log_level lvl,
-          const struct sipc__slot *sl, const char *fmt, ...)
-{
-	char msg[512];
-	va_list ap;
-
-	if (s->cfg.log == NULL)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	s->cfg.log(s->cfg.log_arg, lvl, sl ? sl->idx : UINT32_MAX,
-	    sl ? sl->generation : 0, sl ? sl->pid : 0, msg);
-}
-
-/* Name a slot's thread ("sipc-wr3"): what `top -H`, a debugger and
- * /proc show, so a host can tell the library's threads apart. */
-void
-sipc__thread_name(const char *what, const struct sipc__slot *sl)
-{
-	char name[16];
-
-	snprintf(name, sizeof(name), "%s%u", what, sl->idx);
-	(void)pthread_setname_np(pthread_self(), name);
-}
-
 /* ------------------------------------------------------------ reader */
 
 struct reader {

@@ -46,7 +46,7 @@ FUZZ_GEN     := $(BUILD)/fuzz/seedgen
 FUZZ_SRC_fuzz_frame   := src/frame.c src/crc32c.c src/error.c src/names.c
 FUZZ_SRC_fuzz_config  := src/config.c src/config_load.c src/error.c \
 	src/names.c
-FUZZ_SRC_fuzz_journal := src/journal.c src/jdir.c src/jread.c src/jrec.c \
+FUZZ_SRC_fuzz_journal := src/clock.c src/journal.c src/jdir.c src/jread.c src/jrec.c \
 	src/jstate.c src/ident.c \
 	src/crc32c.c src/error.c src/names.c
 

@@ -1,0 +1,45 @@
+/*
+ * base.c - what every layer of the supervisor uses and that depends on
+ * nothing but the supervisor's state: the log, thread names and the
+ * reaper's wake-up.  Any thread; no lock taken.
+ */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <sys/eventfd.h>
+
+#include "sipc_int.h"
+
+void
+sipc__log(struct sipc_supervisor *s, enum sipc_log_level lvl,
+          const struct sipc__slot *sl, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	if (s->cfg.log == NULL)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	s->cfg.log(s->cfg.log_arg, lvl, sl ? sl->idx : UINT32_MAX,
+	    sl ? sl->generation : 0, sl ? sl->pid : 0, msg);
+}
+
+/* Name a slot's thread ("sipc-wr3"): what `top -H`, a debugger and
+ * /proc show, so a host can tell the library's threads apart. */
+void
+sipc__thread_name(const char *what, const struct sipc__slot *sl)
+{
+	char name[16];
+
+	snprintf(name, sizeof(name), "%s%u", what, sl->idx);
+	(void)pthread_setname_np(pthread_self(), name);
+}
+
+/* Wake the reaper thread's poll() (its eventfd). */
+void
+sipc__reaper_wake(struct sipc_supervisor *s)
+{
+	(void)eventfd_write(s->evt_fd, 1);
+}

@@ -1,0 +1,48 @@
+/*
+ * clock.c - the library's clocks (clock.h).  Any thread, no state.
+ */
+#include "clock.h"
+
+static int64_t
+ms_of(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t
+sipc__now_ms(void)
+{
+	return ms_of(CLOCK_MONOTONIC);
+}
+
+int64_t
+sipc__wall_ms(void)
+{
+	return ms_of(CLOCK_REALTIME);
+}
+
+void
+sipc__cond_init(pthread_cond_t *cv)
+{
+	pthread_condattr_t a;
+
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_init(cv, &a);
+	pthread_condattr_destroy(&a);
+}
+
+void
+sipc__abstime(struct timespec *ts, int64_t ms)
+{
+	clock_gettime(CLOCK_MONOTONIC, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (ms % 1000) * 1000000;
+	if (ts->tv_nsec >= 1000000000) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000;
+	}
+}

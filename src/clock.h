@@ -1,0 +1,26 @@
+/*
+ * clock.h - the library's clocks and timed waits, in one place: a leaf
+ * (libc and pthreads only), so every module may use it.
+ */
+#ifndef SIPC_CLOCK_H
+#define SIPC_CLOCK_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <time.h>
+
+/* Monotonic milliseconds (CLOCK_MONOTONIC): deadlines, timeouts. */
+int64_t sipc__now_ms(void);
+
+/* Wall-clock milliseconds since the epoch (CLOCK_REALTIME): only for
+ * what outlives the process (journal records, file names). */
+int64_t sipc__wall_ms(void);
+
+/* A condition variable that waits on CLOCK_MONOTONIC. */
+void sipc__cond_init(pthread_cond_t *cv);
+
+/* The CLOCK_MONOTONIC time `ms_from_now` ms ahead, for
+ * pthread_cond_timedwait() on a sipc__cond_init() variable. */
+void sipc__abstime(struct timespec *ts, int64_t ms_from_now);
+
+#endif
