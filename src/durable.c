@@ -82,42 +82,6 @@ sipc__journal_note_refused(struct sipc_supervisor *s, struct sipc__req *q)
 	sipc__journal_delivered(s->journal, q->id);
 }
 
-/*
- * The writer could not journal that `q` goes to `sl`'s worker, so it is
- * not sent.  Undo what the writer's take did (state, in-flight count,
- * attempt) and give it its outcome, unless someone else settled it
- * meanwhile (a timeout keeps it in the table until its worker answers:
- * it is dropped here).  Writer thread, no lock held; the ring's
- * reference stays the caller's.
- */
-static void
-unsend(struct sipc_supervisor *s, struct sipc__slot *sl, struct sipc__req *q)
-{
-	struct sipc_result res;
-	bool mine, won = false, ran;
-
-	pthread_mutex_lock(&s->table.lock);
-	mine = q->in_table && q->slot == (int)sl->idx &&
-	    q->gen == sl->generation &&
-	    (q->state == SIPC__R_WRITTEN || q->state == SIPC__R_ACCEPTED);
-	if (mine) {
-		q->state = SIPC__R_GONE;
-		q->attempts--;
-		atomic_fetch_sub(&sl->inflight, 1);
-		sipc__table_remove(&s->table, q);
-		/* Not sent now; an earlier worker that died with it may
-		 * still have run it (settle.c reports that UNKNOWN too). */
-		ran = q->deaths > 0;
-		won = sipc__outcome_set(s, q, ran ? SIPC_OUTCOME_UNKNOWN :
-		    SIPC_OUTCOME_REJECTED, SIPC_E_JOURNAL, ran, &res);
-	}
-	pthread_mutex_unlock(&s->table.lock);
-	if (won)
-		sipc__outcome_deliver(s, q, &res);
-	if (mine)
-		sipc__req_unref(s, q);    /* the table's reference */
-}
-
 int
 sipc__journal_note_written(struct sipc_supervisor *s, struct sipc__slot *sl,
                            struct sipc__req *q)
@@ -132,7 +96,6 @@ sipc__journal_note_written(struct sipc_supervisor *s, struct sipc__slot *sl,
 	 * the caller has it, and the worker need not start it now. */
 	if (rc != SIPC_E_NOTFOUND)
 		jcheck(s, rc, "written");
-	unsend(s, sl, q);
 	return SIPC_E_JOURNAL;
 }
 

@@ -272,6 +272,11 @@ void sipc__outcome_deliver(struct sipc_supervisor *s, struct sipc__req *q,
                            struct sipc_result *res);
 /* Convenience: lock, set, unlock, deliver.  Takes ownership of `reply`
  * (malloc'd or NULL) whether or not it wins. */
+/* `q`, taken by the writer for `sl`, could not be journalled as written:
+ * undo the take and give it REJECTED (UNKNOWN if an earlier worker may
+ * have run it) / SIPC_E_JOURNAL, unless it was settled meanwhile. */
+void sipc__outcome_unsend(struct sipc_supervisor *s, struct sipc__slot *sl,
+                          struct sipc__req *q);
 void sipc__outcome(struct sipc_supervisor *s, struct sipc__req *q,
                    enum sipc_outcome o, int err, bool may_have_run,
                    uint8_t *reply, size_t reply_len, uint32_t wcode);
@@ -313,8 +318,9 @@ void sipc__log(struct sipc_supervisor *s, enum sipc_log_level lvl,
 
 /* journal glue (durable.c); no-ops without a state directory */
 /* Writer thread or a direct sender (under callback rules), no lock held,
- * s->journal set: journal that `q` is being written to `sl`'s worker.  0: send it.  SIPC_E_JOURNAL: do NOT send
- * it; its outcome is taken care of (the ring's reference stays yours). */
+ * s->journal set: journal that `q` is being written to `sl`'s worker.
+ * 0: send it.  SIPC_E_JOURNAL: do NOT send it, and give it its outcome
+ * with sipc__outcome_unsend() (the ring's reference stays yours). */
 int sipc__journal_note_written(struct sipc_supervisor *s, struct sipc__slot *sl,
                                struct sipc__req *q);
 void sipc__journal_note_done(struct sipc_supervisor *s, struct sipc__req *q,

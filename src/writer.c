@@ -211,9 +211,10 @@ writer_send(struct sipc__slot *sl, struct wbatch *b)
 		    b->cancels[i], NULL, 0);
 	for (i = ns = 0; i < b->nreq; i++) {
 		/* Sent only once journalled as written; one that could not
-		 * be is not sent at all (durable.c gives it its outcome). */
+		 * be is not sent at all, and gets its outcome here. */
 		if (s->journal != NULL &&
 		    sipc__journal_note_written(s, sl, b->req[i]) < 0) {
+			sipc__outcome_unsend(s, sl, b->req[i]);
 			sipc__req_unref(s, b->req[i]);
 			continue;
 		}
@@ -325,7 +326,8 @@ sipc__direct_send(struct sipc__slot *sl, struct sipc__req *q)
 		/* A journal failure delivers the outcome here, on the
 		 * submitting thread, under a callback's rules. */
 		was = sipc__callback_rules_begin();
-		jrc = sipc__journal_note_written(s, sl, q);
+		if ((jrc = sipc__journal_note_written(s, sl, q)) < 0)
+			sipc__outcome_unsend(s, sl, q);
 		sipc__lib_thread = was;
 	}
 	if (jrc == 0) {

@@ -1,0 +1,120 @@
+/*
+ * outcome.c - a request's one outcome: set under the table lock,
+ * delivered with no lock held, journalled around the callback, and the
+ * outcome of a request taken back before it was sent.  Above the table
+ * (a plain container) and the journal notes; below the threads that
+ * settle requests.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sipc_int.h"
+
+bool
+sipc__outcome_set(struct sipc_supervisor *s, struct sipc__req *q,
+                  enum sipc_outcome o, int err, bool may_have_run,
+                  struct sipc_result *res)
+{
+	struct sipc__slot *sl;
+
+	if (q->delivered)
+		return false;
+	q->delivered = true;
+	/* only sipc_destroy() waits for pending to reach 0 */
+	if (--s->table.pending == 0 || atomic_load(&s->closing))
+		pthread_cond_broadcast(&s->table.cv);
+	memset(res, 0, sizeof(*res));
+	res->outcome = o;
+	res->error = err;
+	res->may_have_run = may_have_run;
+	res->request_id = q->id;
+	res->attempts = q->attempts;
+	res->exit = q->last_exit;
+	if (q->attempts > 0 && q->slot >= 0) {
+		sl = &s->slots[q->slot];
+		res->worker_id = sl->idx;
+		res->generation = q->gen;
+		res->pid = q->pid;
+	}
+	switch (o) {
+	case SIPC_OUTCOME_OK: atomic_fetch_add(&s->n_ok, 1); break;
+	case SIPC_OUTCOME_WORKER_ERROR: atomic_fetch_add(&s->n_werr, 1); break;
+	case SIPC_OUTCOME_REJECTED: atomic_fetch_add(&s->n_rejected, 1); break;
+	case SIPC_OUTCOME_TIMEOUT: atomic_fetch_add(&s->n_timeout, 1); break;
+	case SIPC_OUTCOME_UNKNOWN: atomic_fetch_add(&s->n_unknown, 1); break;
+	}
+	return true;
+}
+
+void
+sipc__outcome_deliver(struct sipc_supervisor *s, struct sipc__req *q,
+                      struct sipc_result *res)
+{
+	/* `res` is valid during the call; the callback owns what it points
+	 * at (reply, diag_tail) and releases it with sipc_result_release.
+	 * The journal records the outcome before the callback and the
+	 * delivery after it, so a crash in between leaves it unresolved. */
+	sipc__journal_note_done(s, q, res);
+	q->done(q->done_arg, res);
+	sipc__journal_note_delivered(s, q);
+}
+
+/* Takes ownership of `reply` (malloc'd, may be NULL) in every case. */
+void
+sipc__outcome(struct sipc_supervisor *s, struct sipc__req *q, enum sipc_outcome o,
+              int err, bool may_have_run, uint8_t *reply, size_t reply_len,
+              uint32_t wcode)
+{
+	struct sipc_result res;
+	bool won;
+
+	pthread_mutex_lock(&s->table.lock);
+	won = sipc__outcome_set(s, q, o, err, may_have_run, &res);
+	pthread_mutex_unlock(&s->table.lock);
+	if (!won) {
+		free(reply);
+		return;
+	}
+	res.reply = reply;
+	res.reply_len = reply ? reply_len : 0;
+	res.worker_error_code = wcode;
+	sipc__outcome_deliver(s, q, &res);
+}
+
+/*
+ * The writer could not journal that `q` goes to `sl`'s worker, so it is
+ * not sent.  Undo what the writer's take did (state, in-flight count,
+ * attempt) and give it its outcome, unless someone else settled it
+ * meanwhile (a timeout keeps it in the table until its worker answers:
+ * it is dropped here).  The writer thread, or a direct sender under a
+ * callback's rules; no lock held; the ring's reference stays the
+ * caller's.
+ */
+void
+sipc__outcome_unsend(struct sipc_supervisor *s, struct sipc__slot *sl,
+                     struct sipc__req *q)
+{
+	struct sipc_result res;
+	bool mine, won = false, ran;
+
+	pthread_mutex_lock(&s->table.lock);
+	mine = q->in_table && q->slot == (int)sl->idx &&
+	    q->gen == sl->generation &&
+	    (q->state == SIPC__R_WRITTEN || q->state == SIPC__R_ACCEPTED);
+	if (mine) {
+		q->state = SIPC__R_GONE;
+		q->attempts--;
+		atomic_fetch_sub(&sl->inflight, 1);
+		sipc__table_remove(&s->table, q);
+		/* Not sent now; an earlier worker that died with it may
+		 * still have run it (settle.c reports that UNKNOWN too). */
+		ran = q->deaths > 0;
+		won = sipc__outcome_set(s, q, ran ? SIPC_OUTCOME_UNKNOWN :
+		    SIPC_OUTCOME_REJECTED, SIPC_E_JOURNAL, ran, &res);
+	}
+	pthread_mutex_unlock(&s->table.lock);
+	if (won)
+		sipc__outcome_deliver(s, q, &res);
+	if (mine)
+		sipc__req_unref(s, q);    /* the table's reference */
+}
