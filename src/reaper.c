@@ -725,6 +725,12 @@ reaper_main(void *arg)
 			tick_slot(&s->slots[i], now, &next, &b);
 		spawn_collect(&b);
 		sipc__scan_deadlines(s, now, &next);
+		for (i = 0; i < s->nslots; i++)
+			if (s->slots[i].deadline_stop) {
+				s->slots[i].deadline_stop = false;
+				sipc__terminate(&s->slots[i],
+				    SIPC_TERM_DEADLINE, now);
+			}
 		/* after the slots: a worker that ended is reaped by pidfd
 		 * first, and one just spawned is known as live */
 		if (s->sig_fd >= 0 && sipc__orphans_signalled(s))

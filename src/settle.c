@@ -287,10 +287,11 @@ expire_one(struct sipc_supervisor *s, struct sipc__req *q, int64_t now)
 	}
 	if (q->delivered) {
 		/* Cancelled and still held past the cancel grace: the
-		 * worker is wedged; end it (its requests settle). */
+		 * worker is wedged; the reaper ends it after the scan (its
+		 * requests settle then). */
 		pthread_mutex_unlock(&s->table.lock);
 		pthread_mutex_unlock(&sl->lock);
-		sipc__terminate(sl, SIPC_TERM_DEADLINE, now);
+		sl->deadline_stop = true;
 		return;
 	}
 	if (q->state == SIPC__R_QUEUED) {

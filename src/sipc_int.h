@@ -122,6 +122,8 @@ struct sipc__slot {
 	_Atomic uint64_t bytes_in, bytes_out, frames_in, frames_out;
 	_Atomic uint64_t completed, violations, restarts;
 	/* [reaper] */
+	bool deadline_stop;           /* a cancelled request outstayed its
+	                               * grace: stop the worker (settle.c) */
 	void *handle;                 /* provider handle of the live process */
 	int proto_fd, diag_fd, wake_fd;
 	pthread_t reader, writer;
@@ -281,12 +283,15 @@ void sipc__outcome(struct sipc_supervisor *s, struct sipc__req *q,
                    enum sipc_outcome o, int err, bool may_have_run,
                    uint8_t *reply, size_t reply_len, uint32_t wcode);
 
-/* dispatch (supervisor.c) */
+/* dispatch (dispatch.c) */
 /* Put a request that may run again (never started, or an idempotent
  * retry) on some slot's ring: another slot than `avoid` (-1 = none)
  * first, else `avoid` itself when its restart is planned (IDLE).
  * Returns 0, or SIPC_E_UNAVAILABLE when no slot can take it. */
 int sipc__dispatch_requeue(struct sipc_supervisor *s, struct sipc__req *q, int avoid);
+/* Dispatch a new request (dispatch.c): 0 queued (or written directly),
+ * else SIPC_E_FULL / _UNAVAILABLE / _SHUTDOWN / SIPC_E_TIMEOUT. */
+int sipc__dispatch_new(struct sipc_supervisor *s, struct sipc__req *q);
 
 /* worker threads (worker.c) */
 /* Bound on a dead worker's final drain (what was buffered when it was
@@ -347,6 +352,8 @@ void sipc__settle(struct sipc__slot *sl, const struct sipc_exit *e,
                   const char *tail, int64_t now);
 void sipc__move_queued(struct sipc__slot *sl, bool slot_will_run,
                        int reject_err);
+/* Expire what passed its deadline; a slot whose worker must be stopped
+ * for it gets deadline_stop set, for the reaper to act on. */
 void sipc__scan_deadlines(struct sipc_supervisor *s, int64_t now,
                           int64_t *next);
 /* reaper.c: begin TERM -> grace -> KILL of a slot's worker tree */

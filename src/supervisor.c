@@ -1,6 +1,6 @@
 /*
- * supervisor.c - the public API: create, submit, call, stats, destroy,
- * and dispatch (which worker's ring a request goes to).
+ * supervisor.c - the public API: create, submit, call, stats, destroy.
+ * Which worker's ring a request goes to is dispatch.c's.
  *
  * Threads: every public function may be called from any host thread;
  * sipc_submit, sipc_stats_get also from completion callbacks, where the
@@ -27,192 +27,6 @@
 #include "provider.h"
 #include "sipc_int.h"
 
-
-/* ------------------------------------------------------------ dispatch */
-
-/*
- * Choose a slot for a request of `len` bytes: ready workers first, then
- * ones that will be ready soon (starting, or waiting out a backoff);
- * among those, one whose ring has room; then the least loaded (queued +
- * in flight); a slot whose worker is ending only when nothing else can.
- * Returns -1 when no slot can take it now (all in cool-down or failed).
- */
-static int
-pick_slot(struct sipc_supervisor *s, int avoid, size_t len)
-{
-	unsigned i, k, start, best_key = UINT32_MAX;
-	int best = -1;
-
-	/* Rotate the starting point so equal loads spread over workers. */
-	start = atomic_fetch_add_explicit(&s->rr, 1, memory_order_relaxed);
-	for (k = 0; k < s->nslots; k++) {
-		struct sipc__slot *sl;
-		unsigned rank, key, load;
-		bool fits;
-
-		i = (start + k) % s->nslots;
-		sl = &s->slots[i];
-		if ((int)i == avoid)
-			continue;
-		/* No lock: state and fill level are atomic hints; the push
-		 * checks them again under the chosen slot's lock.  One lock
-		 * per submit, whatever the pool size. */
-		switch (sl->state) {
-		case SIPC_WS_READY: rank = 0; break;
-		case SIPC_WS_STARTING:
-		case SIPC_WS_IDLE: rank = 1; break;
-		/* Its worker is ending; the slot restarts unless it cools
-		 * down, and then its ring is moved or refused: a last
-		 * resort, not "unavailable". */
-		case SIPC_WS_DRAINING:
-		case SIPC_WS_STOPPING: rank = 2; break;
-		default: rank = 3; break;
-		}
-		if (rank == 3)
-			continue;
-		fits = sipc__ring_fits(&sl->ring, len);
-		load = sl->ring.count + atomic_load(&sl->inflight);
-		if (load > 0xffffff)
-			load = 0xffffff;
-		key = (rank << 28) | ((unsigned)!fits << 24) | load;
-		if (key < best_key) {
-			best_key = key;
-			best = (int)i;
-			if (key == 0)
-				break;       /* ready, idle, has room: take it */
-		}
-	}
-	return best;
-}
-
-/* Slot lock held: push and hand the ring a reference. */
-static int
-ring_put(struct sipc_supervisor *s, struct sipc__slot *sl, struct sipc__req *q)
-{
-	bool ok, idle, wake;
-
-	if (!sipc__ring_fits(&sl->ring, q->len))
-		return -EAGAIN;
-	pthread_mutex_lock(&s->table.lock);
-	ok = !q->delivered && q->state != SIPC__R_GONE;
-	if (ok) {
-		q->state = SIPC__R_QUEUED;
-		q->slot = (int)sl->idx;
-	}
-	idle = sl->ring.count == 0 && sl->inflight == 0;
-	/* The writer needs a wake-up only for a ring that was empty, and
-	 * only when it has room: while it has none, the reader wakes it
-	 * when a reply makes some (worker.c); a writer busy sending, or a
-	 * caller on the direct path, looks at the ring again when done. */
-	wake = sl->ring.count == 0 && sl->inflight < s->cfg.max_inflight;
-	pthread_mutex_unlock(&s->table.lock);
-	if (!ok)
-		return 1;
-	/* The stall clock runs only while work is pending: an idle worker's
-	 * last progress may be long past, and the reaper must not see the
-	 * new work against that old time before the writer sends it. */
-	if (idle)
-		atomic_store(&sl->last_progress_ms, sipc__now_ms());
-	(void)sipc__ring_push(&sl->ring, q, q->len);
-	if (wake)
-		pthread_cond_signal(&sl->cv_writer);
-	return 0;
-}
-
-/* Put `q` on slot idx's ring if that slot runs or will run soon:
- * 0 queued (or already answered: the ring reference is dropped), else
- * -EAGAIN. */
-static int
-requeue_on(struct sipc_supervisor *s, int idx, struct sipc__req *q)
-{
-	struct sipc__slot *sl = &s->slots[idx];
-	int rc;
-
-	pthread_mutex_lock(&sl->lock);
-	rc = sl->state == SIPC_WS_READY || sl->state == SIPC_WS_STARTING ||
-	    sl->state == SIPC_WS_IDLE ? ring_put(s, sl, q) : -EAGAIN;
-	pthread_mutex_unlock(&sl->lock);
-	if (rc == 1) {                 /* already answered: nothing to move */
-		sipc__req_unref(s, q);
-		return 0;
-	}
-	return rc;
-}
-
-/*
- * Another slot first.  When none can take it, `avoid` itself, if it is
- * about to run again (IDLE: restart planned, not a cool-down): in a
- * pool of one, a request that may run again waits for the restarted
- * worker (its deadline still applies while queued) rather than being
- * refused for want of another slot.
- */
-int
-sipc__dispatch_requeue(struct sipc_supervisor *s, struct sipc__req *q, int avoid)
-{
-	int idx;
-
-	if ((idx = pick_slot(s, avoid, q->len)) >= 0 &&
-	    requeue_on(s, idx, q) == 0)
-		return 0;
-	if (avoid >= 0 && requeue_on(s, avoid, q) == 0)
-		return 0;
-	return SIPC_E_UNAVAILABLE;
-}
-
-/* Blocking (up to the request's deadline) or non-blocking dispatch of
- * a new request.  0: queued.  Else SIPC_E_FULL / _UNAVAILABLE /
- * _SHUTDOWN / SIPC_E_TIMEOUT (deadline passed while waiting for room). */
-static int
-dispatch_new(struct sipc_supervisor *s, struct sipc__req *q)
-{
-	struct sipc__slot *sl;
-	struct timespec ts;
-	int idx, rc;
-
-	sipc__req_ref(q);                      /* the ring's reference */
-	for (;;) {
-		if (atomic_load(&s->closing)) {
-			rc = SIPC_E_SHUTDOWN;
-			break;
-		}
-		if ((idx = pick_slot(s, -1, q->len)) < 0) {
-			rc = SIPC_E_UNAVAILABLE;
-			break;
-		}
-		sl = &s->slots[idx];
-		pthread_mutex_lock(&sl->lock);
-		if (sl->state == SIPC_WS_COOLDOWN || sl->state == SIPC_WS_FAILED) {
-			/* changed since the unlocked look: choose again */
-			pthread_mutex_unlock(&sl->lock);
-			continue;
-		}
-		if (sipc__direct_claim(sl, q)) {
-			pthread_mutex_unlock(&sl->lock);
-			sipc__direct_send(sl, q);
-			return 0;
-		}
-		rc = ring_put(s, sl, q);
-		if (rc == 0) {
-			pthread_mutex_unlock(&sl->lock);
-			return 0;
-		}
-		if ((q->flags & SIPC_REQ_NOWAIT) || sipc__lib_thread) {
-			pthread_mutex_unlock(&sl->lock);
-			rc = SIPC_E_FULL;
-			break;
-		}
-		if (q->deadline_ms != 0 && sipc__now_ms() >= q->deadline_ms) {
-			pthread_mutex_unlock(&sl->lock);
-			rc = SIPC_E_TIMEOUT;
-			break;
-		}
-		sipc__abstime(&ts, SIPC__WAIT_SLICE_MS);
-		pthread_cond_timedwait(&sl->cv_space, &sl->lock, &ts);
-		pthread_mutex_unlock(&sl->lock);
-	}
-	sipc__req_unref(s, q);
-	return rc;
-}
 
 /* Reserve payload bytes under the memory ceiling, leaving the reply
  * reserve free, and none while a reader waits for reply room: replies
@@ -328,7 +142,7 @@ submit(sipc_supervisor *s, const struct sipc_request *req, sipc_done_fn done,
 	sipc__req_ref(q);
 	/* Not journalled as accepted: never dispatched (REJECTED below). */
 	if ((rc = sipc__journal_note_accepted(s, q)) == 0)
-		rc = dispatch_new(s, q);
+		rc = sipc__dispatch_new(s, q);
 	if (rc == SIPC_E_FULL && ((q->flags & SIPC_REQ_NOWAIT) ||
 	    sipc__lib_thread)) {
 		/* Never accepted: no callback, the caller has the error. */
