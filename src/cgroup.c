@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "clock.h"
 
 #define FILE_CAP 4096             /* cgroup interface files are small */
 
@@ -63,15 +64,6 @@ static const struct {
 #define NLIMITS (sizeof(limit_ctrl) / sizeof(limit_ctrl[0]))
 
 /* ------------------------------------------------------------ files */
-
-static int64_t
-mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Read a small file under dirfd, NUL-terminated.  Length or -errno. */
 static ssize_t
@@ -508,7 +500,7 @@ sipc__cg_limits(const struct sipc__cg *cg)
 static int
 wait_empty(int fd, int timeout_ms)
 {
-	int64_t end = mono_ms() + timeout_ms, left;
+	int64_t end = sipc__now_ms() + timeout_ms, left;
 	struct pollfd pf = { .events = POLLPRI };
 	uint64_t populated = 1;
 	int rc;
@@ -519,7 +511,7 @@ wait_empty(int fd, int timeout_ms)
 		if ((rc = sipc__cg_read_key(fd, "cgroup.events", "populated",
 		    &populated)) < 0 || populated == 0)
 			break;
-		if ((left = end - mono_ms()) <= 0) {
+		if ((left = end - sipc__now_ms()) <= 0) {
 			rc = -ETIMEDOUT;
 			break;
 		}
