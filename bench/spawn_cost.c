@@ -32,7 +32,7 @@
 #include <unistd.h>
 
 #include "bench.h"
-#include "clone.h"
+#include "unix/clone.h"
 #include "provider.h"
 
 static char *worker = "/bin/true";

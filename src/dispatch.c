@@ -91,7 +91,7 @@ ring_put(struct sipc_supervisor *s, struct sipc__slot *sl, struct sipc__req *q)
 	idle = sl->ring.count == 0 && sl->inflight == 0;
 	/* The writer needs a wake-up only for a ring that was empty, and
 	 * only when it has room: while it has none, the reader wakes it
-	 * when a reply makes some (worker.c); a writer busy sending, or a
+	 * when a reply makes some (reader.c); a writer busy sending, or a
 	 * caller on the direct path, looks at the ring again when done. */
 	wake = sl->ring.count == 0 && sl->inflight < s->cfg.max_inflight;
 	pthread_mutex_unlock(&s->table.lock);

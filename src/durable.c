@@ -1,7 +1,7 @@
 /*
  * durable.c - what the supervisor writes to its state directory, and the
  * reconciliation API built on it (journal.c has the format and the
- * durability modes; ident.c proves process identity).
+ * durability modes; unix/ident.c proves process identity).
  *
  * Threads: the note_* functions run on whichever thread passes the step
  * they record (submitters, writers, readers, the reaper); the journal
@@ -25,7 +25,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "ident.h"
+#include "unix/ident.h"
 #include "journal.h"
 #include "provider.h"
 #include "sipc_int.h"

@@ -62,7 +62,7 @@
 #include <sys/types.h>
 
 #include "sipc.h"
-#include "ident.h"
+#include "unix/ident.h"
 
 #define SIPC__JOURNAL_KEY_MAX 255u
 #define SIPC__JOURNAL_COMPACT_DEFAULT (4u << 20)

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "ident.h"
+#include "unix/ident.h"
 
 #define SIPC__JREC_HDR 9   /* magic u32, length u32, type u8 */
 #define SIPC__JREC_MAX_PAYLOAD 512u

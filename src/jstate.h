@@ -15,7 +15,7 @@
 #include <sys/types.h>
 
 #include "sipc.h"
-#include "ident.h"
+#include "unix/ident.h"
 #include "jrec.h"
 
 struct sipc__jreq {

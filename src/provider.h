@@ -4,7 +4,7 @@
  * it launches through `launch` (which also reports the worker's pid,
  * group and start time), learns of their end through `try_end`, stops
  * them through `signal_tree`, and reads what isolation they get from the
- * `guarantees` field.  The local adapter (local.c) is one implementation; an
+ * `guarantees` field.  The local adapter (unix/local.c) is one implementation; an
  * isolated provider (microVM, container runtime) is another, and must
  * declare the guarantees it really enforces.
  *

@@ -543,7 +543,7 @@ drain_wakeups(struct sipc_supervisor *s)
  * worker ends: its end descriptor (a pidfd) polls readable the moment it
  * exits.  No SIGCHLD is involved, so nothing a host does with SIGCHLD
  * can delay or hide an exit from this loop.  In owner mode the SIGCHLD
- * signalfd is polled too, for adopted orphans (orphan.c).  pfd has
+ * signalfd is polled too, for adopted orphans (unix/orphan.c).  pfd has
  * nslots + 3 entries (NULL: timer, wake-up and signalfd only; the
  * timer's rescan still finds every end).  timeout_ms -1: no timeout.
  */

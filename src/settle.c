@@ -169,7 +169,7 @@ sipc__settle(struct sipc__slot *sl, const struct sipc_exit *e,
 	unsigned i;
 
 	/* A missing ACCEPT proves "never started" only if every byte the
-	 * worker wrote was decoded (worker.c: stream_cut). */
+	 * worker wrote was decoded (reader.c: stream_cut). */
 	pthread_mutex_lock(&sl->lock);
 	proof = sl->accepts && !sl->stream_cut;
 	pthread_mutex_unlock(&sl->lock);

@@ -3,7 +3,7 @@
  *
  * Threads:
  *   - callers: sipc_submit/sipc_call/sipc_stats_get/sipc_destroy
- *   - per worker slot: one reader (worker.c), one writer (writer.c);
+ *   - per worker slot: one reader (reader.c), one writer (writer.c);
  *     a submitting thread may write for an idle worker (writer.c)
  *   - one reaper (reaper.c): pidfds + timerfd + eventfd; spawns, reaps,
  *     classifies, settles, enforces deadlines, stalls and grace periods.
@@ -90,7 +90,7 @@ struct sipc__slot {
 	pid_t pid;
 	struct sipc__ring ring;
 	/* Who is sending on the channel now (nobody else may): the writer,
-	 * or a caller writing its own request (worker.c, direct path). */
+	 * or a caller writing its own request (writer.c, direct path). */
 	enum sipc__sender sending;
 	/* A request a caller could write only in part (or not at all):
 	 * the writer sends its bytes from rest_off on before anything
@@ -293,15 +293,15 @@ int sipc__dispatch_requeue(struct sipc_supervisor *s, struct sipc__req *q, int a
  * else SIPC_E_FULL / _UNAVAILABLE / _SHUTDOWN / SIPC_E_TIMEOUT. */
 int sipc__dispatch_new(struct sipc_supervisor *s, struct sipc__req *q);
 
-/* worker threads (worker.c) */
+/* worker threads (reader.c) */
 /* Bound on a dead worker's final drain (what was buffered when it was
  * seen gone): the reaper waits at most this long per worker end for its
  * reader, whatever a surviving descendant keeps writing. */
 #define SIPC__FINAL_DRAIN_MS 100
 int sipc__worker_threads_start(struct sipc__slot *sl);
-/* writer.c: the writer thread's body (started by worker.c) */
+/* writer.c: the writer thread's body (started by reader.c) */
 void *sipc__writer_main(void *arg);
-/* Name the calling thread "<what><slot index>" (worker.c). */
+/* Name the calling thread "<what><slot index>" (reader.c). */
 void sipc__thread_name(const char *what, const struct sipc__slot *sl);
 /*
  * The direct path: a thread in sipc_call() writes its own request when
@@ -365,14 +365,14 @@ int sipc__reaper_start(struct sipc_supervisor *s);
 void sipc__reaper_wake(struct sipc_supervisor *s);
 void sipc__reaper_shutdown(struct sipc_supervisor *s);
 
-/* orphan.c (reaper thread, owner mode): reap ended adopted orphans and
+/* unix/orphan.c (reaper thread, owner mode): reap ended adopted orphans and
  * return how many are shown ended but cannot be reaped yet (a thread
  * still runs); reap members of the last workers' groups and return how
  * many processes are still in those groups (destroy waits for both);
  * empty the SIGCHLD signalfd, true if a signal came. */
 unsigned sipc__orphans_reap(struct sipc_supervisor *s);
 unsigned sipc__orphans_left(struct sipc_supervisor *s);
-/* orphan.c (sipc_create() / destroy): take owner mode (SIGCHLD blocked
+/* unix/orphan.c (sipc_create() / destroy): take owner mode (SIGCHLD blocked
  * in the calling thread, s->sig_fd, subreaper flag; -EBUSY if taken),
  * undo the mask change after a failed create, give it back. */
 int sipc__owner_hold(struct sipc_supervisor *s);

@@ -21,7 +21,7 @@
 
 #include <bsd/stdlib.h>
 
-#include "cgroup.h"
+#include "unix/cgroup.h"
 #include "config.h"
 #include "policy.h"
 #include "provider.h"

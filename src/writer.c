@@ -7,7 +7,7 @@
  *   worker that stops reading blocks only its own writer; the reaper's
  *   stall detection ends it.  It sleeps on cv_writer; a push wakes it
  *   only when it could send (supervisor.c), the reader when a reply
- *   gives it room again (worker.c).
+ *   gives it room again (reader.c).
  * direct path: a thread in sipc_call() that finds the worker ready and
  *   idle (nothing in flight), the ring empty, the channel free and the
  *   pool not loaded deeper than one request a worker writes its own

@@ -23,7 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cgroup.h"
+#include "unix/cgroup.h"
 #include "provider.h"
 #include "sipc.h"
 #include "sipctest.h"

@@ -47,10 +47,10 @@ FUZZ_SRC_fuzz_frame   := src/frame.c src/crc32c.c src/error.c src/names.c
 FUZZ_SRC_fuzz_config  := src/config.c src/config_load.c src/error.c \
 	src/names.c
 FUZZ_SRC_fuzz_journal := src/clock.c src/journal.c src/jdir.c src/jread.c src/jrec.c \
-	src/jstate.c src/ident.c \
+	src/jstate.c src/unix/ident.c \
 	src/crc32c.c src/error.c src/names.c
 
-$(BUILD)/fuzz/%: tests/fuzz/%.c $(wildcard src/*.h) $(wildcard include/*.h) \
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(wildcard src/*.h src/unix/*.h) $(wildcard include/*.h) \
 		$(LIB_SRC) | $(PLATFORM_OK)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_SRC_$*) $(LDLIBS_BSD)

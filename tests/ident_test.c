@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ident.h"
+#include "unix/ident.h"
 #include "sipctest.h"
 #include "testlib.h"
 

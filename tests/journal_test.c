@@ -24,7 +24,7 @@
 #include <bsd/unistd.h>
 
 #include "crc32c.h"
-#include "ident.h"
+#include "unix/ident.h"
 #include "journal.h"
 #include "jrec.h"
 #include "jtest.h"

@@ -7,16 +7,17 @@
 obj=${SIPC_BUILD:-build}/obj
 tmp=$(mktemp -d)
 
-if ! ls "$obj"/*.o >/dev/null 2>&1; then
+objs=$(find "$obj" -name "*.o" | sort)
+if [ -z "$objs" ]; then
 	t_fail modules_call_one_way "no objects in $obj"
 else
-	for o in "$obj"/*.o; do
-		m=$(basename "$o" .o)
+	for o in $objs; do
+		m=${o#"$obj"/}; m=${m%.o}
 		nm --defined-only "$o" |
 			awk -v m="$m" '$2 ~ /^[TDBRCV]$/ { print $3, m }'
 	done | sort -k1,1 > "$tmp/defs"
-	for o in "$obj"/*.o; do
-		m=$(basename "$o" .o)
+	for o in $objs; do
+		m=${o#"$obj"/}; m=${m%.o}
 		nm -u "$o" | awk -v m="$m" '{ print $NF, m }'
 	done | sort -k1,1 > "$tmp/uses"
 	join "$tmp/uses" "$tmp/defs" |

@@ -35,7 +35,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include "cgroup.h"
+#include "unix/cgroup.h"
 #include "conformance.h"
 #include "driver.h"
 #include "testlib.h"

@@ -19,7 +19,7 @@
 
 #include "../lib/rmtree.h"
 #include "frame.h"
-#include "ident.h"
+#include "unix/ident.h"
 #include "journal.h"
 #include "sipc.h"
 

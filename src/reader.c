@@ -1,5 +1,5 @@
 /*
- * worker.c - one worker slot's two threads: the reader here, the writer
+ * reader.c - one worker slot's two threads: the reader here, the writer
  * in writer.c; starting and stopping both.
  *
  * writer and direct path: writer.c.
