@@ -15,22 +15,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "config.h"
 #include "provider.h"
 
 static const struct sipc__provider *const providers[] = {
 	&sipc__provider_local,
 };
-
-static const char *
-env_name(enum sipc_environment e)
-{
-	switch (e) {
-	case SIPC_ENV_DEVELOPMENT: return "development";
-	case SIPC_ENV_TEST: return "test";
-	case SIPC_ENV_PRODUCTION: return "production";
-	default: return "unset (treated as production)";
-	}
-}
 
 int
 sipc__provider_select(const struct sipc_config *cfg, char *errbuf,
@@ -65,8 +55,10 @@ sipc__provider_select(const struct sipc_config *cfg, char *errbuf,
 		return 0;
 	}
 	off = (size_t)snprintf(errbuf, errlen,
-	    "provider \"%s\" refused for environment %s: missing guarantee(s):",
-	    p->name, env_name(cfg->environment));
+	    "provider \"%s\" refused for environment %s%s: missing "
+	    "guarantee(s):", p->name, sipc__environment_name(cfg->environment),
+	    cfg->environment == SIPC_ENV_UNSET ? " (treated as production)" :
+	    "");
 	for (bit = 1; bit <= SIPC_G_ALL && bit != 0; bit <<= 1) {
 		if (!(missing & bit) || off >= errlen)
 			continue;
