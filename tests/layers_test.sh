@@ -89,6 +89,23 @@ else
 		"libsipc-worker.a holds '$have', the list says '$want'"
 fi
 
+# ---------------------------------------------------------- README
+# README.md's layer table is this list: the lines between its markers are
+# exactly what the awk below makes of mk/layers.txt.
+awk '!/^#/ && NF { role = $3; for (i = 4; i <= NF; i++) role = role " " $i
+	printf "| %s | `src/%s.c` | %s |\n", $1, $2, role }' "$list" \
+	> "$tmp/readme.want"
+sed -n '/^<!-- layers: begin/,/^<!-- layers: end/p' README.md |
+	sed '1,3d;$d' > "$tmp/readme.have"
+if [ -s "$tmp/readme.want" ] && cmp -s "$tmp/readme.want" "$tmp/readme.have"
+then
+	t_ok readme_lists_the_layers
+else
+	diff "$tmp/readme.want" "$tmp/readme.have" | sed 's/^/    /' | head -20
+	t_fail readme_lists_the_layers \
+		"README.md's layer table differs from $list (< list, > README)"
+fi
+
 # ---------------------------------------------------------- process APIs
 # calls, looked for with string literals emptied (a message may name one)
 api='(^|[^A-Za-z0-9_.>])(kill|killpg|tgkill|tkill|waitid|waitpid|wait|wait3|wait4|fork|vfork|clone|clone3|setpgid|getpgid|setpgrp|getpgrp|setsid|signalfd|prctl|ptrace|pidfd_[a-z_]+|posix_spawnp?|exec[lv]p?e?)[[:space:]]*\(|SYS_(clone|pidfd)'
