@@ -204,6 +204,7 @@ compact_failed(struct sipc__journal *j, int fd, int r)
 	/* Do not retry on every tick: wait for the file to double. */
 	j->compact_at = j->size * 2 > j->compact_min ? j->size * 2 :
 	    j->compact_min;
+	j->compact_due = false;
 	j->compacting = false;
 }
 
@@ -305,6 +306,9 @@ compact(struct sipc__journal *j, bool force)
 	}
 	j->st.compactions++;
 	j->compact_at = len * 2 > j->compact_min ? len * 2 : j->compact_min;
+	/* appends during it may have flagged the old file's size: judge
+	 * the new one */
+	j->compact_due = j->size > j->compact_at;
 	j->compacting = false;
 	pthread_cond_broadcast(&j->cv);
 	pthread_mutex_unlock(&j->mu);
