@@ -112,24 +112,24 @@ note_start_error(struct sipc_supervisor *s, int err)
 /* Say how the worker's tree is contained whenever it changes (the first
  * start included): a fallback is reported, never hidden. */
 static void
-note_containment(struct sipc__slot *sl, const struct sipc__chan *ch)
+note_containment(struct sipc__slot *sl, const struct sipc_provider_chan *ch)
 {
+	const struct sipc_provider_info *in = &ch->info;
 	bool contained = ch->contain == SIPC_CONTAIN_PID_NAMESPACE ||
-	    ch->cgroup;
+	    in->cgroup;
 
-	if (ch->cgroup_err != 0 && ch->cgroup_err != sl->cg_err)
+	if (in->cgroup_err != 0 && in->cgroup_err != sl->cg_err)
 		sipc__log(sl->sup, SIPC_LOG_WARN, sl, "cgroup: not provided for "
-		    "this worker: %s", sipc_strerror(ch->cgroup_err));
-	if (sl->containment == ch->contain && sl->cgroup == ch->cgroup)
+		    "this worker: %s", sipc_strerror(in->cgroup_err));
+	if (sl->containment == ch->contain && sl->cgroup == in->cgroup)
 		return;
 	sipc__log(sl->sup, contained ? SIPC_LOG_INFO : SIPC_LOG_WARN, sl,
 	    "tree containment: %s%s%s%s%s", sipc_containment_name(ch->contain),
-	    ch->contain == SIPC_CONTAIN_PROCESS_GROUP && !ch->cgroup ?
+	    ch->contain == SIPC_CONTAIN_PROCESS_GROUP && !in->cgroup ?
 	    " (a descendant that calls setsid() escapes)" : "",
-	    ch->cgroup ? "; cgroup: provided (cgroup.kill ends the whole "
+	    in->cgroup ? "; cgroup: provided (cgroup.kill ends the whole "
 	    "tree)" : "",
-	    ch->contain_why[0] ? "; stronger mode refused: " : "",
-	    ch->contain_why);
+	    ch->note[0] ? "; stronger mode refused: " : "", ch->note);
 }
 
 /*
@@ -141,7 +141,7 @@ note_containment(struct sipc__slot *sl, const struct sipc__chan *ch)
 struct spawn_job {
 	struct sipc__slot *sl;
 	char **env;
-	struct sipc__launch l;
+	struct sipc_provider_launch l;
 	void *pending;                /* provider's launch_start, or NULL */
 	int rc;                       /* the start's result */
 };
@@ -166,11 +166,11 @@ spawn_begin(struct sipc__slot *sl, struct spawn_job *j)
 		j->rc = -ENOMEM;
 		return;
 	}
-	j->l = (struct sipc__launch){ .path = s->cfg.path, .argv = s->argv,
-	    .envp = j->env, .slot = sl->idx, .generation = sl->generation,
+	j->l = (struct sipc_provider_launch){ .path = s->cfg.path,
+	    .argv = s->argv, .envp = j->env, .worker_id = sl->idx,
+	    .generation = sl->generation,
 	    .nproc_limit = s->cfg.worker_nproc_limit,
-	    .contain = s->cfg.containment, .init_path = s->cfg.init_path,
-	    .cg = s->cg };
+	    .contain = s->cfg.containment, .init_path = s->cfg.init_path };
 	if (s->prov->launch_start != NULL)
 		j->rc = s->prov->launch_start(s->prov_state, &j->l,
 		    &j->pending);
@@ -183,7 +183,7 @@ spawn_end(struct spawn_job *j, int64_t now)
 {
 	struct sipc__slot *sl = j->sl;
 	struct sipc_supervisor *s = sl->sup;
-	struct sipc__chan ch;
+	struct sipc_provider_chan ch;
 	int rc = j->rc, eno = 0;
 
 	memset(&ch, 0, sizeof(ch));
@@ -196,11 +196,15 @@ spawn_end(struct spawn_job *j, int64_t now)
 		free_env(s, j->env);
 	if (rc < 0)
 		goto fail;
-	if ((sl->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
+	/* Outside development and test an end must be seen when it
+	 * happens, not on the next rescan. */
+	if (ch.end_fd < 0 && s->cfg.environment != SIPC_ENV_DEVELOPMENT &&
+	    s->cfg.environment != SIPC_ENV_TEST)
+		rc = SIPC_E_PRODUCTION;
+	else if ((sl->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
 		rc = -errno;
-		s->prov->signal_tree(sl->handle, SIPC__SIG_KILL);
-		while (s->prov->try_end(sl->handle, &sl->last_exit) == 0)
-			usleep(1000);
+	if (rc < 0) {
+		/* release kills, observes and sweeps an unended worker */
 		s->prov->release(sl->handle);
 		sl->handle = NULL;
 		close(ch.proto_fd);
@@ -209,6 +213,7 @@ spawn_end(struct spawn_job *j, int64_t now)
 	}
 	sl->proto_fd = ch.proto_fd;
 	sl->diag_fd = ch.diag_fd;
+	sl->end_fd = ch.end_fd;
 	sl->started_ms = now;
 	sl->ready_ms = 0;
 	sl->term_at_ms = 0;
@@ -218,11 +223,11 @@ spawn_end(struct spawn_job *j, int64_t now)
 	atomic_store(&sl->last_progress_ms, now);
 	note_containment(sl, &ch);
 	pthread_mutex_lock(&sl->lock);
-	sl->pid = ch.pid;
+	sl->pid = (pid_t)ch.display_pid;
 	sl->containment = ch.contain;
-	sl->cgroup = ch.cgroup;
-	sl->cg_limits = ch.limits;
-	sl->cg_err = ch.cgroup_err;
+	sl->cgroup = ch.info.cgroup;
+	sl->cg_limits = ch.info.limits;
+	sl->cg_err = ch.info.cgroup_err;
 	sl->state = SIPC_WS_STARTING;
 	sl->accepts = false;
 	/* Why a start failed belongs to that generation: a version error
@@ -235,7 +240,7 @@ spawn_end(struct spawn_job *j, int64_t now)
 	if ((rc = sipc__worker_threads_start(sl)) < 0) {
 		sipc__log(s, SIPC_LOG_ERROR, sl, "cannot start worker threads: %s",
 		    sipc_strerror(rc));
-		s->prov->signal_tree(sl->handle, SIPC__SIG_KILL);
+		(void)s->prov->stop(sl->handle, SIPC_STOP_FORCED);
 		sl->term_at_ms = now;
 		sl->killed = true;
 		sl->term_reason = SIPC_TERM_POLICY;
@@ -346,7 +351,7 @@ sipc__terminate(struct sipc__slot *sl, enum sipc_term_reason why, int64_t now)
 	pthread_mutex_unlock(&sl->lock);
 	sipc__log(s, SIPC_LOG_WARN, sl, "terminating worker: %s",
 	    sipc_term_reason_name(why));
-	(void)s->prov->signal_tree(sl->handle, SIPC__SIG_TERM);
+	(void)s->prov->stop(sl->handle, SIPC_STOP_GRACEFUL);
 	if (why != SIPC_TERM_SHUTDOWN)
 		sipc__move_queued(sl, true, SIPC_E_UNAVAILABLE);
 }
@@ -379,6 +384,7 @@ on_end(struct sipc__slot *sl, struct sipc_exit *e, int64_t now)
 	sl->proto_fd = sl->diag_fd = sl->wake_fd = -1;
 	s->prov->release(sl->handle);
 	sl->handle = NULL;
+	sl->end_fd = -1;
 	pthread_mutex_lock(&sl->lock);
 	sl->last_exit = *e;
 	sl->state = SIPC_WS_DRAINING;
@@ -464,7 +470,7 @@ tick_live(struct sipc__slot *sl, int64_t now, int64_t *next)
 		if (now >= sl->term_at_ms + s->cfg.grace_ms) {
 			sipc__log(s, SIPC_LOG_WARN, sl, "grace period over: "
 			    "killing worker tree");
-			(void)s->prov->signal_tree(sl->handle, SIPC__SIG_KILL);
+			(void)s->prov->stop(sl->handle, SIPC_STOP_FORCED);
 			sl->killed = true;
 		} else {
 			*next = min64(*next, sl->term_at_ms + s->cfg.grace_ms);
@@ -493,6 +499,11 @@ tick_slot(struct sipc__slot *sl, int64_t now, int64_t *next,
 		memset(&e, 0, sizeof(e));
 		r = s->prov->try_end(sl->handle, &e);
 		if (r == 1) {
+			/* what the worker left goes before its end is settled */
+			if (s->prov->sweep != NULL &&
+			    (r = s->prov->sweep(sl->handle)) < 0)
+				sipc__log(s, SIPC_LOG_ERROR, sl, "sweeping worker: "
+				    "%s", sipc_strerror(r));
 			on_end(sl, &e, now);
 		} else {
 			if (r < 0)
@@ -562,7 +573,7 @@ wait_events(struct sipc_supervisor *s, struct pollfd *pfd, int timeout_ms)
 		pfd[n++] = (struct pollfd){ .fd = s->sig_fd, .events = POLLIN };
 	for (unsigned i = 0; pfd != two && i < s->nslots; i++)
 		if (s->slots[i].handle != NULL &&
-		    (fd = s->prov->end_fd(s->slots[i].handle)) >= 0)
+		    (fd = s->slots[i].end_fd) >= 0)
 			pfd[n++] = (struct pollfd){ .fd = fd, .events = POLLIN };
 	while (poll(pfd, n, timeout_ms) < 0 && errno == EINTR)
 		;

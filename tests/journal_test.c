@@ -586,7 +586,8 @@ static pid_t leftover_pid;
 static void
 record_workers(struct sipc__journal *j)
 {
-	struct sipc__ident w;
+	struct sipc__jowner w;
+	struct sipc__ident k;
 	char c;
 	int p[2];
 	pid_t pid;
@@ -606,8 +607,11 @@ record_workers(struct sipc__journal *j)
 	close(p[1]);
 	if (read(p[0], &c, 1) != 0)
 		_exit(6);
-	if (sipc__ident_of(pid, &w) != 0)
+	if (sipc__ident_of(pid, &k) != 0)
 		_exit(4);
+	memset(&w, 0, sizeof(w));
+	strcpy(w.provider, "local");
+	sipc__ident_to_id(&k, &w.id);
 	w.slot = 0;
 	w.generation = 3;
 	(void)sipc__journal_worker(j, &w);
@@ -625,8 +629,9 @@ leftover_gone(void *arg)
 static void
 test_journal_leftover_worker_killed_after_crash(void)
 {
-	struct sipc__ident *w = NULL;
+	struct sipc__jowner *w = NULL;
 	struct sipc__journal *j;
+	struct sipc__ident k;
 	size_t n = 0;
 
 	jt_mkstate();
@@ -635,11 +640,13 @@ test_journal_leftover_worker_killed_after_crash(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(j);
 	CU_ASSERT_EQUAL(sipc__journal_leftover_workers(j, &w, &n), 0);
 	CU_ASSERT_EQUAL_FATAL(n, 1);
-	leftover_pid = w[0].pid;
+	CU_ASSERT_STRING_EQUAL(w[0].provider, "local");
+	CU_ASSERT_EQUAL_FATAL(sipc__ident_from_id(&w[0].id, &k), 0);
+	leftover_pid = k.pid;
 	CU_ASSERT_EQUAL(w[0].slot, 0);
 	CU_ASSERT_EQUAL(w[0].generation, 3);
-	CU_ASSERT(tl_pid_alive(w[0].pid));
-	CU_ASSERT_EQUAL(sipc__ident_terminate(&w[0], 2000), 1);
+	CU_ASSERT(tl_pid_alive(k.pid));
+	CU_ASSERT_EQUAL(sipc__ident_terminate(&k, 2000), 1);
 	CU_ASSERT(tl_wait_until(leftover_gone, NULL, 10000));
 	CU_ASSERT_EQUAL(sipc__journal_leftover_gone(j, &w[0]), 0);
 	CU_ASSERT_EQUAL(sipc__journal_leftover_gone(j, &w[0]), SIPC_E_NOTFOUND);
