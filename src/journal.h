@@ -149,8 +149,10 @@ void sipc__journal_close(struct sipc__journal *j);
 /* This instance's id. */
 void sipc__journal_instance(struct sipc__journal *j, uint8_t ret[16]);
 
-/* Compact when the file exceeds max(bytes, 2 x size after the last
- * compaction).  Default SIPC__JOURNAL_COMPACT_DEFAULT. */
+/* A compaction is due when the file exceeds max(bytes, 2 x size after
+ * the last compaction); an append only notes it, and the next
+ * sipc__journal_tick() compacts (open and close compact at once).
+ * Default SIPC__JOURNAL_COMPACT_DEFAULT. */
 void sipc__journal_set_compact_threshold(struct sipc__journal *j,
     uint64_t bytes);
 
@@ -218,12 +220,20 @@ int sipc__journal_leftover_gone(struct sipc__journal *j,
     const struct sipc__jowner *w);
 
 /*
- * Group commit: call periodically (the reaper's timer) with a monotonic
- * clock in ms.  In GROUP mode fdatasyncs when records are unsynced and
- * group_commit_ms passed since the last sync; otherwise does nothing.
- * Returns 1 when it synced, 0 when not, -errno on a sync failure.
+ * Call periodically (the reaper's timer) with a monotonic clock in ms.
+ * First compacts if a compaction is due: it writes and syncs the new file
+ * without holding the journal's mutex, so appends on other threads go on
+ * meanwhile (what they append is carried over before the swap).  Then, in
+ * GROUP mode, fdatasyncs when records are unsynced and group_commit_ms
+ * passed since the last sync.  Returns 1 when it synced, 0 when not,
+ * -errno on a sync failure (a failed compaction shows in the stats).
  */
 int sipc__journal_tick(struct sipc__journal *j, int64_t now_ms);
+
+/* Tests only: when set, a compaction calls it with no lock held once the
+ * new file holds the image of memory, before the records appended
+ * meanwhile are carried over.  NULL in the library's own use. */
+extern void (*sipc__journal_compact_hook)(struct sipc__journal *j);
 
 /* The error that broke the journal (see "Broken" above), 0 while it is
  * healthy.  When it is broken, *ret_first (may be NULL) is true for

@@ -1,7 +1,7 @@
 /*
  * jrec.c - journal record codec (see jrec.h).  Pure, any thread.
- * Integers are written little-endian byte by byte so the format does not
- * depend on the host.
+ * Integers are written little-endian byte by byte (le.h) so the format
+ * does not depend on the host.
  */
 #include "jrec.h"
 
@@ -11,6 +11,7 @@
 
 #include "crc32c.h"
 #include "journal.h"
+#include "le.h"
 
 struct wbuf {
 	uint8_t *p;
@@ -33,22 +34,22 @@ put_u8(struct wbuf *w, uint8_t v)
 static void
 put_u16(struct wbuf *w, uint16_t v)
 {
-	put_u8(w, (uint8_t)v);
-	put_u8(w, (uint8_t)(v >> 8));
+	sipc__le16_put(w->p + w->n, v);
+	w->n += 2;
 }
 
 static void
 put_u32(struct wbuf *w, uint32_t v)
 {
-	for (int i = 0; i < 4; i++)
-		w->p[w->n++] = (uint8_t)(v >> (8 * i));
+	sipc__le32_put(w->p + w->n, v);
+	w->n += 4;
 }
 
 static void
 put_u64(struct wbuf *w, uint64_t v)
 {
-	for (int i = 0; i < 8; i++)
-		w->p[w->n++] = (uint8_t)(v >> (8 * i));
+	sipc__le64_put(w->p + w->n, v);
+	w->n += 8;
 }
 
 struct rbuf {
@@ -84,7 +85,7 @@ get_u16(struct rbuf *r)
 	uint8_t b[2];
 
 	get(r, b, 2);
-	return (uint16_t)(b[0] | b[1] << 8);
+	return sipc__le16_get(b);
 }
 
 static uint32_t
@@ -93,20 +94,16 @@ get_u32(struct rbuf *r)
 	uint8_t b[4];
 
 	get(r, b, 4);
-	return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
-	    (uint32_t)b[3] << 24;
+	return sipc__le32_get(b);
 }
 
 static uint64_t
 get_u64(struct rbuf *r)
 {
 	uint8_t b[8];
-	uint64_t v = 0;
 
 	get(r, b, 8);
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | b[i];
-	return v;
+	return sipc__le64_get(b);
 }
 
 /* An owner record: who launched the worker, and its identity. */

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "provider.h"
 
 static const struct sipc_provider_ops *const builtins[] = {
@@ -29,17 +30,6 @@ static const struct sipc_provider_ops *const builtins[] = {
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static const struct sipc_provider_ops **reg;   /* [reg_lock] */
 static size_t nreg;                            /* [reg_lock] */
-
-static const char *
-env_name(enum sipc_environment e)
-{
-	switch (e) {
-	case SIPC_ENV_DEVELOPMENT: return "development";
-	case SIPC_ENV_TEST: return "test";
-	case SIPC_ENV_PRODUCTION: return "production";
-	default: return "unset (treated as production)";
-	}
-}
 
 static bool
 name_ok(const char *name)
@@ -55,8 +45,8 @@ static bool
 ops_ok(const struct sipc_provider_ops *o)
 {
 	return o->abi == SIPC_PROVIDER_ABI && name_ok(o->name) &&
-	    o->create != NULL && o->destroy != NULL && o->launch != NULL && o->try_end != NULL &&
-	    o->stop != NULL && o->release != NULL && o->leftover != NULL &&
+	    o->create != NULL && o->destroy != NULL && o->launch != NULL &&
+	    o->try_end != NULL && o->stop != NULL && o->release != NULL && o->leftover != NULL &&
 	    (o->launch_start == NULL) == (o->launch_finish == NULL);
 }
 
@@ -136,8 +126,10 @@ sipc__provider_select(const struct sipc_config *cfg, char *errbuf,
 		return 0;
 	}
 	off = (size_t)snprintf(errbuf, errlen,
-	    "provider \"%s\" refused for environment %s: missing guarantee(s):",
-	    p->name, env_name(cfg->environment));
+	    "provider \"%s\" refused for environment %s%s: missing "
+	    "guarantee(s):", p->name, sipc__environment_name(cfg->environment),
+	    cfg->environment == SIPC_ENV_UNSET ? " (treated as production)" :
+	    "");
 	for (bit = 1; bit <= SIPC_G_ALL && bit != 0; bit <<= 1) {
 		if (!(missing & bit) || off >= errlen)
 			continue;

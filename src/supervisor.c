@@ -301,7 +301,7 @@ slots_init(struct sipc_supervisor *s)
 		pthread_mutex_init(&sl->lock, NULL);
 		sipc__cond_init(&sl->cv_writer);
 		sipc__cond_init(&sl->cv_space);
-		sl->state = SIPC_WS_IDLE;
+		sipc__slot_set_state(sl, SIPC_WS_IDLE);   /* calloc: from IDLE */
 		if ((rc = sipc__ring_init(&sl->ring, s->cfg.ring_frames,
 		    s->cfg.ring_bytes)) < 0)
 			return rc;

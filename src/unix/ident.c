@@ -19,6 +19,7 @@
 
 #include "clock.h"
 #include "jrec.h"
+#include "le.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -45,30 +46,13 @@
 _Static_assert(SIPC__LOCAL_ID_LEN == SIPC__JREC_V1_ID_LEN,
     "a version 1 WORKER record starts with a local identity");
 
-static void
-id_put(uint8_t *p, uint64_t v, int n)
-{
-	for (int i = 0; i < n; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t
-id_get(const uint8_t *p, int n)
-{
-	uint64_t v = 0;
-
-	for (int i = n - 1; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
-
 void
 sipc__ident_to_id(const struct sipc__ident *k, struct sipc_provider_id *ret)
 {
 	memset(ret, 0, sizeof(*ret));
-	id_put(ret->bytes, (uint32_t)k->pid, 4);
-	id_put(ret->bytes + 4, (uint32_t)k->pgid, 4);
-	id_put(ret->bytes + 8, k->starttime, 8);
+	sipc__le32_put(ret->bytes, (uint32_t)k->pid);
+	sipc__le32_put(ret->bytes + 4, (uint32_t)k->pgid);
+	sipc__le64_put(ret->bytes + 8, k->starttime);
 	memcpy(ret->bytes + 16, k->boot_id, SIPC__BOOT_ID_LEN);
 	ret->len = SIPC__LOCAL_ID_LEN;
 }
@@ -79,9 +63,9 @@ sipc__ident_from_id(const struct sipc_provider_id *id, struct sipc__ident *ret)
 	if (id->len != SIPC__LOCAL_ID_LEN)
 		return -EINVAL;
 	memset(ret, 0, sizeof(*ret));
-	ret->pid = (pid_t)id_get(id->bytes, 4);
-	ret->pgid = (pid_t)id_get(id->bytes + 4, 4);
-	ret->starttime = id_get(id->bytes + 8, 8);
+	ret->pid = (pid_t)sipc__le32_get(id->bytes);
+	ret->pgid = (pid_t)sipc__le32_get(id->bytes + 4);
+	ret->starttime = sipc__le64_get(id->bytes + 8);
 	memcpy(ret->boot_id, id->bytes + 16, SIPC__BOOT_ID_LEN);
 	return 0;
 }
