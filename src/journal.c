@@ -582,7 +582,7 @@ sipc__journal_delivered(struct sipc__journal *j, uint64_t id)
 /* ------------------------------------------------------------- workers */
 
 int
-sipc__journal_worker(struct sipc__journal *j, const struct sipc__ident *w)
+sipc__journal_worker(struct sipc__journal *j, const struct sipc__jowner *w)
 {
 	struct sipc__jrec rec;
 	int r;
@@ -639,7 +639,7 @@ sipc__journal_worker_gone(struct sipc__journal *j, uint32_t slot,
 
 int
 sipc__journal_leftover_gone(struct sipc__journal *j,
-    const struct sipc__ident *w)
+    const struct sipc__jowner *w)
 {
 	int i, r = SIPC_E_NOTFOUND;
 
@@ -653,9 +653,9 @@ sipc__journal_leftover_gone(struct sipc__journal *j,
 
 int
 sipc__journal_leftover_workers(struct sipc__journal *j,
-    struct sipc__ident **ret, size_t *ret_n)
+    struct sipc__jowner **ret, size_t *ret_n)
 {
-	struct sipc__ident *v = NULL;
+	struct sipc__jowner *v = NULL;
 	size_t n = 0;
 
 	pthread_mutex_lock(&j->mu);

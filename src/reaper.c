@@ -105,7 +105,7 @@ tick_live(struct sipc__slot *sl, int64_t now, int64_t *next)
 		if (now >= sl->term_at_ms + s->cfg.grace_ms) {
 			sipc__log(s, SIPC_LOG_WARN, sl, "grace period over: "
 			    "killing worker tree");
-			(void)s->prov->signal_tree(sl->handle, SIPC__SIG_KILL);
+			(void)s->prov->stop(sl->handle, SIPC_STOP_FORCED);
 			sl->killed = true;
 		} else {
 			*next = min64(*next, sl->term_at_ms + s->cfg.grace_ms);
@@ -134,6 +134,11 @@ tick_slot(struct sipc__slot *sl, int64_t now, int64_t *next,
 		memset(&e, 0, sizeof(e));
 		r = s->prov->try_end(sl->handle, &e);
 		if (r == 1) {
+			/* what the worker left goes before its end is settled */
+			if (s->prov->sweep != NULL &&
+			    (r = s->prov->sweep(sl->handle)) < 0)
+				sipc__log(s, SIPC_LOG_ERROR, sl, "sweeping worker: "
+				    "%s", sipc_strerror(r));
 			sipc__slot_on_end(sl, &e, now);
 		} else {
 			if (r < 0)
@@ -203,7 +208,7 @@ wait_events(struct sipc_supervisor *s, struct pollfd *pfd, int timeout_ms)
 		pfd[n++] = (struct pollfd){ .fd = s->sig_fd, .events = POLLIN };
 	for (unsigned i = 0; pfd != two && i < s->nslots; i++)
 		if (s->slots[i].handle != NULL &&
-		    (fd = s->prov->end_fd(s->slots[i].handle)) >= 0)
+		    (fd = s->slots[i].end_fd) >= 0)
 			pfd[n++] = (struct pollfd){ .fd = fd, .events = POLLIN };
 	while (poll(pfd, n, timeout_ms) < 0 && errno == EINTR)
 		;

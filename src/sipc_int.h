@@ -32,7 +32,8 @@
 #include "frame.h"
 #include "ring.h"
 
-struct sipc__provider;
+struct sipc_provider_ops;
+struct sipc_provider_chan;
 struct sipc__journal;
 
 /* Where a request is.  One explicit state; `delivered` is separate
@@ -138,8 +139,9 @@ struct sipc__slot {
 	/* ---- process part: [reaper] */
 	bool deadline_stop;           /* a cancelled request outstayed its
 	                               * grace: stop the worker (settle.c) */
-	void *handle;                 /* provider handle of the live process */
+	void *handle;                 /* provider handle of the live worker */
 	int proto_fd, diag_fd, wake_fd;
+	int end_fd;                   /* the provider's (chan.end_fd), -1 */
 	pthread_t reader, writer;
 	bool threads;
 	int64_t started_ms, ready_ms;
@@ -174,8 +176,8 @@ struct sipc_supervisor {
 	struct sipc_config cfg;       /* [const] deep copy */
 	char **argv, **envp;          /* [const] owned */
 	void *cfg_strings;            /* [const] owned copies */
-	const struct sipc__provider *prov;
-	void *prov_state;
+	const struct sipc_provider_ops *prov; /* [const] */
+	void *prov_state;             /* [const] its create()'s state */
 	struct sipc__table table;
 	struct sipc__slot *slots;     /* [const] array */
 	unsigned nslots;
@@ -188,9 +190,6 @@ struct sipc_supervisor {
 	struct sipc_leftover *leftovers; /* [const] verdicts at open */
 	size_t nleftovers;               /* [const] (durable.c) */
 	bool owner_held;              /* [const] holds owner mode */
-	struct sipc__cg *cg;          /* [const] own cgroup v2 (cgroup.h) or
-	                               * NULL; closed after the reaper ends */
-	char cg_why[160];             /* [const] its path, or why none */
 	/* reaper */
 	pthread_t reaper;
 	bool reaper_started;
@@ -344,9 +343,8 @@ int sipc__journal_note_written(struct sipc_supervisor *s, struct sipc__slot *sl,
                                struct sipc__req *q);
 void sipc__journal_note_done(struct sipc_supervisor *s, struct sipc__req *q,
                              const struct sipc_result *res);
-struct sipc__chan;
 void sipc__journal_note_worker(struct sipc_supervisor *s, struct sipc__slot *sl,
-                               const struct sipc__chan *ch);
+                               const struct sipc_provider_chan *ch);
 void sipc__journal_note_worker_gone(struct sipc_supervisor *s,
                                     struct sipc__slot *sl);
 void sipc__journal_note_tick(struct sipc_supervisor *s, int64_t now);

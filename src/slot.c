@@ -80,24 +80,24 @@ note_start_error(struct sipc_supervisor *s, int err)
 /* Say how the worker's tree is contained whenever it changes (the first
  * start included): a fallback is reported, never hidden. */
 static void
-note_containment(struct sipc__slot *sl, const struct sipc__chan *ch)
+note_containment(struct sipc__slot *sl, const struct sipc_provider_chan *ch)
 {
+	const struct sipc_provider_info *in = &ch->info;
 	bool contained = ch->contain == SIPC_CONTAIN_PID_NAMESPACE ||
-	    ch->cgroup;
+	    in->cgroup;
 
-	if (ch->cgroup_err != 0 && ch->cgroup_err != sl->cg_err)
+	if (in->cgroup_err != 0 && in->cgroup_err != sl->cg_err)
 		sipc__log(sl->sup, SIPC_LOG_WARN, sl, "cgroup: not provided for "
-		    "this worker: %s", sipc_strerror(ch->cgroup_err));
-	if (sl->containment == ch->contain && sl->cgroup == ch->cgroup)
+		    "this worker: %s", sipc_strerror(in->cgroup_err));
+	if (sl->containment == ch->contain && sl->cgroup == in->cgroup)
 		return;
 	sipc__log(sl->sup, contained ? SIPC_LOG_INFO : SIPC_LOG_WARN, sl,
 	    "tree containment: %s%s%s%s%s", sipc_containment_name(ch->contain),
-	    ch->contain == SIPC_CONTAIN_PROCESS_GROUP && !ch->cgroup ?
+	    ch->contain == SIPC_CONTAIN_PROCESS_GROUP && !in->cgroup ?
 	    " (a descendant that calls setsid() escapes)" : "",
-	    ch->cgroup ? "; cgroup: provided (cgroup.kill ends the whole "
+	    in->cgroup ? "; cgroup: provided (cgroup.kill ends the whole "
 	    "tree)" : "",
-	    ch->contain_why[0] ? "; stronger mode refused: " : "",
-	    ch->contain_why);
+	    ch->note[0] ? "; stronger mode refused: " : "", ch->note);
 }
 
 /*
@@ -109,7 +109,7 @@ note_containment(struct sipc__slot *sl, const struct sipc__chan *ch)
 struct sipc__spawn_job {
 	struct sipc__slot *sl;
 	char **env;
-	struct sipc__launch l;
+	struct sipc_provider_launch l;
 	void *pending;                /* provider's launch_start, or NULL */
 	int rc;                       /* the start's result */
 };
@@ -145,11 +145,11 @@ spawn_begin(struct sipc__slot *sl, struct sipc__spawn_job *j)
 		j->rc = -ENOMEM;
 		return;
 	}
-	j->l = (struct sipc__launch){ .path = s->cfg.path, .argv = s->argv,
-	    .envp = j->env, .slot = sl->idx, .generation = sl->generation,
+	j->l = (struct sipc_provider_launch){ .path = s->cfg.path,
+	    .argv = s->argv, .envp = j->env, .worker_id = sl->idx,
+	    .generation = sl->generation,
 	    .nproc_limit = s->cfg.worker_nproc_limit,
-	    .contain = s->cfg.containment, .init_path = s->cfg.init_path,
-	    .cg = s->cg };
+	    .contain = s->cfg.containment, .init_path = s->cfg.init_path };
 	if (s->prov->launch_start != NULL)
 		j->rc = s->prov->launch_start(s->prov_state, &j->l,
 		    &j->pending);
@@ -162,7 +162,7 @@ spawn_end(struct sipc__spawn_job *j, int64_t now)
 {
 	struct sipc__slot *sl = j->sl;
 	struct sipc_supervisor *s = sl->sup;
-	struct sipc__chan ch;
+	struct sipc_provider_chan ch;
 	int rc = j->rc, eno = 0;
 
 	memset(&ch, 0, sizeof(ch));
@@ -175,11 +175,15 @@ spawn_end(struct sipc__spawn_job *j, int64_t now)
 		free_env(s, j->env);
 	if (rc < 0)
 		goto fail;
-	if ((sl->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
+	/* Outside development and test an end must be seen when it
+	 * happens, not on the next rescan. */
+	if (ch.end_fd < 0 && s->cfg.environment != SIPC_ENV_DEVELOPMENT &&
+	    s->cfg.environment != SIPC_ENV_TEST)
+		rc = SIPC_E_PRODUCTION;
+	else if ((sl->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
 		rc = -errno;
-		s->prov->signal_tree(sl->handle, SIPC__SIG_KILL);
-		while (s->prov->try_end(sl->handle, &sl->last_exit) == 0)
-			usleep(1000);
+	if (rc < 0) {
+		/* release kills, observes and sweeps an unended worker */
 		s->prov->release(sl->handle);
 		sl->handle = NULL;
 		close(ch.proto_fd);
@@ -188,6 +192,7 @@ spawn_end(struct sipc__spawn_job *j, int64_t now)
 	}
 	sl->proto_fd = ch.proto_fd;
 	sl->diag_fd = ch.diag_fd;
+	sl->end_fd = ch.end_fd;
 	sl->started_ms = now;
 	sl->ready_ms = 0;
 	sl->term_at_ms = 0;
@@ -197,11 +202,11 @@ spawn_end(struct sipc__spawn_job *j, int64_t now)
 	atomic_store(&sl->last_progress_ms, now);
 	note_containment(sl, &ch);
 	pthread_mutex_lock(&sl->lock);
-	sl->pid = ch.pid;
+	sl->pid = (pid_t)ch.display_pid;
 	sl->containment = ch.contain;
-	sl->cgroup = ch.cgroup;
-	sl->cg_limits = ch.limits;
-	sl->cg_err = ch.cgroup_err;
+	sl->cgroup = ch.info.cgroup;
+	sl->cg_limits = ch.info.limits;
+	sl->cg_err = ch.info.cgroup_err;
 	sipc__slot_set_state(sl, SIPC_WS_STARTING);
 	sl->accepts = false;
 	/* Why a start failed belongs to that generation: a version error
@@ -214,7 +219,7 @@ spawn_end(struct sipc__spawn_job *j, int64_t now)
 	if ((rc = sipc__worker_threads_start(sl)) < 0) {
 		sipc__log(s, SIPC_LOG_ERROR, sl, "cannot start worker threads: %s",
 		    sipc_strerror(rc));
-		s->prov->signal_tree(sl->handle, SIPC__SIG_KILL);
+		(void)s->prov->stop(sl->handle, SIPC_STOP_FORCED);
 		sl->term_at_ms = now;
 		sl->killed = true;
 		sl->term_reason = SIPC_TERM_POLICY;
@@ -327,7 +332,7 @@ sipc__slot_terminate(struct sipc__slot *sl, enum sipc_term_reason why,
 	pthread_mutex_unlock(&sl->lock);
 	sipc__log(s, SIPC_LOG_WARN, sl, "terminating worker: %s",
 	    sipc_term_reason_name(why));
-	(void)s->prov->signal_tree(sl->handle, SIPC__SIG_TERM);
+	(void)s->prov->stop(sl->handle, SIPC_STOP_GRACEFUL);
 	if (why != SIPC_TERM_SHUTDOWN)
 		sipc__move_queued(sl, true, SIPC_E_UNAVAILABLE);
 }
@@ -362,6 +367,7 @@ sipc__slot_on_end(struct sipc__slot *sl, struct sipc_exit *e, int64_t now)
 	sl->proto_fd = sl->diag_fd = sl->wake_fd = -1;
 	s->prov->release(sl->handle);
 	sl->handle = NULL;
+	sl->end_fd = -1;
 	pthread_mutex_lock(&sl->lock);
 	sl->last_exit = *e;
 	sipc__slot_set_state(sl, SIPC_WS_DRAINING);
