@@ -74,6 +74,7 @@ enum sipc__sender {
 	SIPC__SEND_NONE = 0,
 	SIPC__SEND_WRITER,
 	SIPC__SEND_CALLER,
+	SIPC__SEND_READER,            /* refilling after replies (writer.c) */
 };
 
 /* Worker slot.  One per pool position; generations replace each other. */
@@ -97,6 +98,11 @@ struct sipc__slot {
 	 * else.  Holds the ring's reference. */
 	struct sipc__req *rest;
 	size_t rest_off;
+	/* A batch the reader could send only in part (writer.c): the
+	 * writer sends the rest of it, from handoff_off on, before
+	 * anything else.  Holds the ring's references of its requests. */
+	struct sipc__wbatch *handoff;
+	size_t handoff_off;
 	uint64_t *cancels;            /* ids to send CANCEL for */
 	unsigned ncancels, cancels_cap;
 	bool accepts;                 /* worker sends ACCEPT frames */
@@ -128,6 +134,8 @@ struct sipc__slot {
 	int proto_fd, diag_fd, wake_fd;
 	pthread_t reader, writer;
 	bool threads;
+	struct sipc__wbatch *rbatch;  /* the reader's send batch; lives as
+	                               * long as the writer (handoff) */
 	int64_t started_ms, ready_ms;
 	int64_t term_at_ms;           /* TERM sent; KILL at term_at + grace */
 	int64_t lost_at_ms;           /* channel loss first seen; 0 = none */
@@ -315,6 +323,20 @@ void sipc__thread_name(const char *what, const struct sipc__slot *sl);
  */
 bool sipc__direct_claim(struct sipc__slot *sl, struct sipc__req *q);
 void sipc__direct_send(struct sipc__slot *sl, struct sipc__req *q);
+/*
+ * The reader's refill (writer.c): replies gave a writer that had no room
+ * some.  Reader thread, no lock held.  When the channel is free and
+ * nothing but the ring waits to be sent, the reader (awake anyway) sends
+ * what fits in the room itself, without blocking, instead of waking the
+ * writer for it; what the socket did not take is handed to the writer.
+ * Otherwise the writer is woken.
+ */
+void sipc__reader_refill(struct sipc__slot *sl);
+/* reader.c, start/stop of a generation: the reader's batch buffer. */
+struct sipc__wbatch *sipc__wbatch_new(void);
+/* After the writer is joined: drop the references of a batch left
+ * unsent (its requests are settled with the generation's others). */
+void sipc__wbatch_drop(struct sipc__slot *sl);
 void sipc__worker_threads_stop(struct sipc__slot *sl);
 void sipc__slot_diag_tail(struct sipc__slot *sl, char **ret);
 void sipc__log(struct sipc_supervisor *s, enum sipc_log_level lvl,

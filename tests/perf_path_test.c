@@ -515,6 +515,89 @@ test_perf_path_direct_write_never_blocks(void)
 	sipc_destroy(s);
 }
 
+/* ------------------------------------------------------ reader refill */
+
+/* `n` requests of `len` bytes (byte j of request k is k * 31 + j),
+ * submitted at once to one echo worker with a window of `inflight`;
+ * every one must come back once, OK, with its own bytes.  Returns the
+ * writer thread's context switches meanwhile. */
+static long
+refill_run(unsigned n, size_t len, unsigned inflight)
+{
+	static struct st_outbox box = { .mu = PTHREAD_MUTEX_INITIALIZER };
+	static struct st_outslot slots[ST_OUTBOX_MAX];
+	struct sipc_config c;
+	sipc_supervisor *s;
+	uint8_t *buf = malloc((size_t)n * len);
+	unsigned k, good = 0;
+	long w0, w1;
+	size_t j;
+
+	CU_ASSERT_FATAL(buf != NULL && n <= ST_OUTBOX_MAX);
+	for (k = 0; k < n; k++)
+		for (j = 0; j < len; j++)
+			buf[k * len + j] = (uint8_t)(k * 31 + j);
+	st_cfg_base(&c, "echo", NULL, 1);
+	c.max_inflight = inflight;
+	c.ring_frames = ST_OUTBOX_MAX;
+	s = st_start(&c, 1, WAIT_MS);
+	st_outbox_reset(&box);
+	w0 = thread_switches("sipc-wr0");
+	CU_ASSERT_FATAL(w0 >= 0);
+	for (k = 0; k < n; k++) {
+		struct sipc_request req = { .payload = buf + k * len,
+		    .len = len, .timeout_ms = WAIT_MS };
+
+		slots[k] = (struct st_outslot){ &box, k };
+		CU_ASSERT_FATAL(sipc_submit(s, &req, st_outbox_done,
+		    &slots[k], NULL) == 0);
+	}
+	CU_ASSERT_FATAL(st_outbox_wait(&box, n, WAIT_MS));
+	w1 = thread_switches("sipc-wr0");
+	for (k = 0; k < n; k++)
+		good += box.calls[k] == 1 &&
+		    box.res[k].outcome == SIPC_OUTCOME_OK &&
+		    box.res[k].reply_len == len &&
+		    memcmp(box.res[k].reply, buf + k * len, len) == 0;
+	CU_ASSERT_EQUAL(good, n);
+	st_outbox_release(&box);
+	sipc_destroy(s);
+	free(buf);
+	return w1 - w0;
+}
+
+/*
+ * A deep pipeline on one worker: once the window is full, the replies
+ * that give room back are followed by the reader sending the next
+ * requests itself, half a window at a time, instead of waking the
+ * writer each time a reply frees a place.  Before, the writer woke at
+ * least once per window's worth of replies (480 / 8 = 60 times here,
+ * in practice once or twice per reply read).
+ */
+static void
+test_perf_path_pipeline_refilled_by_reader(void)
+{
+	const unsigned n = 480;
+	long woke = refill_run(n, 64, 8);
+
+	CU_ASSERT(woke < (long)n / 16);
+	if (woke >= (long)n / 16)
+		fprintf(stderr, "writer woke %ld times for %u requests\n",
+		    woke, n);
+}
+
+/*
+ * Frames larger than what the socket takes at once: the reader's batch
+ * (up to 8 x 60 KiB) goes out in part, and the writer sends the rest
+ * before anything else.  The wire must stay intact: every reply is its
+ * request's own bytes.
+ */
+static void
+test_perf_path_refill_rest_finished_by_writer(void)
+{
+	(void)refill_run(160, 60 * 1024, 8);
+}
+
 int
 main(void)
 {
@@ -533,6 +616,10 @@ main(void)
 	      test_perf_path_direct_rest_finished_by_writer },
 	    { "test_perf_path_direct_write_never_blocks",
 	      test_perf_path_direct_write_never_blocks },
+	    { "test_perf_path_pipeline_refilled_by_reader",
+	      test_perf_path_pipeline_refilled_by_reader },
+	    { "test_perf_path_refill_rest_finished_by_writer",
+	      test_perf_path_refill_rest_finished_by_writer },
 	    { NULL, NULL } });
 	return tl_run();
 }
