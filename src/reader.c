@@ -688,6 +688,10 @@ sipc__worker_threads_start(struct sipc__slot *sl)
 	sl->stop = sl->proc_gone = sl->channel_lost = sl->violation = false;
 	sl->stream_cut = false;
 	pthread_mutex_unlock(&sl->lock);
+	/* Room for a 1 MiB frame in the socket (frame.h); kernel memory,
+	 * used only while bytes are queued. */
+	(void)setsockopt(sl->proto_fd, SOL_SOCKET, SO_SNDBUF,
+	    &(int){ SIPC__CHANNEL_SNDBUF }, sizeof(int));
 	/* Without it the reader only wakes the writer (no refill). */
 	sl->rbatch = sipc__wbatch_new();
 	if ((rc = pthread_create(&sl->reader, NULL, reader_main, sl)) != 0) {

@@ -12,7 +12,9 @@
  * events with generous deadlines.
  */
 #include <dirent.h>
+#include <errno.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -598,6 +600,65 @@ test_perf_path_refill_rest_finished_by_writer(void)
 	(void)refill_run(160, 60 * 1024, 8);
 }
 
+/* ------------------------------------------------------ channel size */
+
+static int
+sndbuf_of(int fd)
+{
+	int v = -1;
+	socklen_t len = sizeof(v);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, &len) < 0)
+		return -errno;
+	return v;
+}
+
+/*
+ * Both ends of the protocol channel ask for a send buffer that holds a
+ * 1 MiB frame (Linux reports twice what was asked), where the default
+ * (about 208 KiB) cut a 1 MiB request and its reply into many writes
+ * and wake-ups each.  The worker's end is looked at through a copy of
+ * its descriptor (pidfd_getfd).
+ */
+static void
+test_perf_path_channel_holds_a_mib(void)
+{
+	struct sipc_worker_stats ws;
+	struct sipc_config c;
+	sipc_supervisor *s;
+	long wmax = 0;
+	int pidfd, fd;
+	FILE *f;
+
+	if ((f = fopen("/proc/sys/net/core/wmem_max", "r")) != NULL) {
+		if (fscanf(f, "%ld", &wmax) != 1)
+			wmax = 0;
+		fclose(f);
+	}
+	if (wmax < (1L << 20)) {
+		tl_skip("net.core.wmem_max below 1 MiB: the kernel caps it");
+		return;
+	}
+	st_cfg_base(&c, "echo", NULL, 1);
+	/* The worker itself is the child: its pid is the one in stats. */
+	c.containment = SIPC_CONTAIN_PROCESS_GROUP;
+	s = st_start(&c, 1, WAIT_MS);
+	CU_ASSERT(sndbuf_of(s->slots[0].proto_fd) >= 2 << 20);
+	ws = st_worker_stats(s, 0);
+	pidfd = (int)syscall(SYS_pidfd_open, ws.pid, 0);
+	fd = pidfd < 0 ? -1 : (int)syscall(SYS_pidfd_getfd, pidfd, 3, 0);
+	if (fd >= 0) {
+		CU_ASSERT(sndbuf_of(fd) >= 2 << 20);
+		close(fd);
+	} else {
+		fprintf(stderr, "worker's channel not reachable here: %s\n",
+		    strerror(errno));
+	}
+	if (pidfd >= 0)
+		close(pidfd);
+	sipc_destroy(s);
+}
+
 int
 main(void)
 {
@@ -620,6 +681,8 @@ main(void)
 	      test_perf_path_pipeline_refilled_by_reader },
 	    { "test_perf_path_refill_rest_finished_by_writer",
 	      test_perf_path_refill_rest_finished_by_writer },
+	    { "test_perf_path_channel_holds_a_mib",
+	      test_perf_path_channel_holds_a_mib },
 	    { NULL, NULL } });
 	return tl_run();
 }
