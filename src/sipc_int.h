@@ -312,9 +312,10 @@ void *sipc__writer_main(void *arg);
 /* Name the calling thread "<what><slot index>" (reader.c). */
 void sipc__thread_name(const char *what, const struct sipc__slot *sl);
 /*
- * The direct path: a thread in sipc_call() writes its own request when
- * the slot's worker is ready and idle, its ring empty and nobody else
- * sending, instead of waking the writer for it.  sipc__direct_claim(): slot lock held;
+ * The direct path: a submitting thread writes its own request when the
+ * slot's worker is ready and idle, its ring empty, nobody else sending
+ * and the pool lightly loaded (writer.c), instead of waking the writer
+ * for it.  sipc__direct_claim(): slot lock held;
  * true when `q` is now written to this generation (as the writer's take
  * does) and the channel is the caller's; then the caller drops the slot
  * lock and calls sipc__direct_send(), which journals it (CONTRACT J7:

@@ -137,6 +137,21 @@ thread_switches(const char *name)
 	return v;
 }
 
+static bool
+writer_named(void *arg)
+{
+	return thread_switches(arg) >= 0;
+}
+
+/* The writer's context switches so far, once it has named itself: a
+ * worker may be READY (its HELLO read) before its writer thread ran. */
+static long
+writer_switches_now(void)
+{
+	CU_ASSERT(tl_wait_until(writer_named, (void *)"sipc-wr0", WAIT_MS));
+	return thread_switches("sipc-wr0");
+}
+
 /*
  * A synchronous call on an idle worker is written by the caller itself:
  * the writer thread sleeps through all of them.  Before the direct
@@ -161,7 +176,7 @@ test_perf_path_sync_call_leaves_writer_asleep(void)
 	    .timeout_ms = WAIT_MS };
 	CU_ASSERT_FATAL(sipc_call(s, &req, &r) == 0);
 	sipc_result_release(&r);
-	w0 = thread_switches("sipc-wr0");
+	w0 = writer_switches_now();
 	r0 = thread_switches("sipc-rd0");
 	CU_ASSERT_FATAL(w0 >= 0 && r0 >= 0);
 	for (i = 0; i < n; i++) {
@@ -207,7 +222,7 @@ test_perf_path_full_writer_not_woken_per_submit(void)
 	memset(buf, 'y', sizeof(buf));
 	slots[100] = (struct st_outslot){ &box, 100 };
 	st_submit_cmd(s, "sleep 3000", WAIT_MS, &slots[100]);
-	w0 = thread_switches("sipc-wr0");
+	w0 = writer_switches_now();
 	CU_ASSERT_FATAL(w0 >= 0);
 	for (k = 0; k < 100; k++) {
 		struct sipc_request req = { .payload = buf, .len = sizeof(buf),
@@ -517,6 +532,53 @@ test_perf_path_direct_write_never_blocks(void)
 	sipc_destroy(s);
 }
 
+/*
+ * Asynchronous submits to an idle worker in a lightly loaded pool are
+ * written by the submitting thread too: one request at a time, each
+ * waited for, leaves the writer asleep.  Before, every such submit woke
+ * the writer (one switch a submit).
+ */
+static void
+test_perf_path_idle_submit_written_directly(void)
+{
+	static struct st_outbox box = { .mu = PTHREAD_MUTEX_INITIALIZER };
+	static struct st_outslot slots[ST_OUTBOX_MAX];
+	const unsigned n = 300;
+	struct sipc_config c;
+	sipc_supervisor *s;
+	char buf[64];
+	unsigned k, ok = 0;
+	long w0, w1;
+
+	st_cfg_base(&c, "echo", NULL, 1);
+	s = st_start(&c, 1, WAIT_MS);
+	st_outbox_reset(&box);
+	memset(buf, 'z', sizeof(buf));
+	w0 = writer_switches_now();
+	CU_ASSERT_FATAL(w0 >= 0);
+	for (k = 0; k < n; k++) {
+		struct sipc_request req = { .payload = buf,
+		    .len = sizeof(buf), .timeout_ms = WAIT_MS };
+
+		slots[k] = (struct st_outslot){ &box, k };
+		CU_ASSERT_FATAL(sipc_submit(s, &req, st_outbox_done,
+		    &slots[k], NULL) == 0);
+		CU_ASSERT_FATAL(st_outbox_wait(&box, k + 1, WAIT_MS));
+	}
+	w1 = thread_switches("sipc-wr0");
+	for (k = 0; k < n; k++)
+		ok += box.calls[k] == 1 &&
+		    box.res[k].outcome == SIPC_OUTCOME_OK &&
+		    box.res[k].reply_len == sizeof(buf);
+	CU_ASSERT_EQUAL(ok, n);
+	CU_ASSERT(w1 - w0 < (long)n / 10);
+	if (w1 - w0 >= (long)n / 10)
+		fprintf(stderr, "writer woke %ld times for %u submits\n",
+		    w1 - w0, n);
+	st_outbox_release(&box);
+	sipc_destroy(s);
+}
+
 /* ------------------------------------------------------ reader refill */
 
 /* `n` requests of `len` bytes (byte j of request k is k * 31 + j),
@@ -544,7 +606,7 @@ refill_run(unsigned n, size_t len, unsigned inflight)
 	c.ring_frames = ST_OUTBOX_MAX;
 	s = st_start(&c, 1, WAIT_MS);
 	st_outbox_reset(&box);
-	w0 = thread_switches("sipc-wr0");
+	w0 = writer_switches_now();
 	CU_ASSERT_FATAL(w0 >= 0);
 	for (k = 0; k < n; k++) {
 		struct sipc_request req = { .payload = buf + k * len,
@@ -683,6 +745,8 @@ main(void)
 	      test_perf_path_refill_rest_finished_by_writer },
 	    { "test_perf_path_channel_holds_a_mib",
 	      test_perf_path_channel_holds_a_mib },
+	    { "test_perf_path_idle_submit_written_directly",
+	      test_perf_path_idle_submit_written_directly },
 	    { NULL, NULL } });
 	return tl_run();
 }
