@@ -58,6 +58,7 @@ struct reader {
 	bool final;                   /* final drain: never wait for room */
 	size_t held;                  /* ceiling bytes taken for the frame
 	                               * being decoded (0: none) */
+	int64_t wake_at_ms;           /* ... since then (monotonic) */
 	bool wake_writer;             /* a reply gave a writer without room
 	                               * some: wake it once the bytes of
 	                               * this read are handled */
@@ -239,7 +240,7 @@ writer_signal(struct sipc__slot *sl)
  * Replies gave a writer that had no room some (wake_writer).  Refilling
  * a frame or two at a time would hand the worker one frame per read and
  * turn the pipeline into a ping-pong, so the owed wake waits until half
- * the window is free, or until no reply came for SIPC__REFILL_WAIT_MS
+ * the window is free, or until it has waited SIPC__REFILL_WAIT_MS
  * (`force`, from reader_loop()), whichever comes first: a request that
  * never answers cannot keep the rest of the room unused.  Then, while the worker runs, the reader sends what
  * the ring holds itself when it can (writer.c); in the final drain the
@@ -298,8 +299,10 @@ on_reply(struct reader *r, struct sipc_frame *f)
 	q->state = SIPC__R_GONE;
 	/* A writer without room sleeps until a reply makes some: that
 	 * wake is batched (writer_flush()). */
-	if (sl->inflight-- == s->cfg.max_inflight)
+	if (sl->inflight-- == s->cfg.max_inflight && !r->wake_writer) {
 		r->wake_writer = true;
+		r->wake_at_ms = sipc__now_ms();
+	}
 	sipc__table_remove(&s->table, q);
 	/* A late answer to a timed-out request is expected and dropped. */
 	won = sipc__outcome_set(s, q, o, 0, true, &res);
@@ -590,7 +593,8 @@ reader_loop(struct reader *r)
 	int64_t until;
 	uint64_t ev;
 
-	int n;
+	int64_t left;
+	int n, timeout;
 
 	for (;;) {
 		pfd[0].fd = r->proto_done ? -1 : sl->proto_fd;
@@ -601,17 +605,26 @@ reader_loop(struct reader *r)
 			pfd[i].revents = 0;
 		}
 		/* An owed writer wake waits for more replies at most
-		 * SIPC__REFILL_WAIT_MS: then it is paid before sleeping. */
-		n = poll(pfd, 3, r->wake_writer ? SIPC__REFILL_WAIT_MS : -1);
+		 * SIPC__REFILL_WAIT_MS, whatever else keeps this thread
+		 * busy (a chatty worker's diagnostics). */
+		timeout = -1;
+		if (r->wake_writer) {
+			left = r->wake_at_ms + SIPC__REFILL_WAIT_MS -
+			    sipc__now_ms();
+			if (left <= 0) {
+				writer_flush(r, true);
+				continue;
+			}
+			timeout = (int)left;
+		}
+		n = poll(pfd, 3, timeout);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
 		}
-		if (n == 0) {
-			writer_flush(r, true);
-			continue;
-		}
+		if (n == 0)
+			continue;       /* the owed wake's time is up */
 		if (pfd[0].revents & (POLLIN | POLLHUP | POLLERR))
 			if (!drain_fd(r, sl->proto_fd, true, false) &&
 			    !r->proto_done)

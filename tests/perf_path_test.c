@@ -662,6 +662,51 @@ test_perf_path_refill_rest_finished_by_writer(void)
 	(void)refill_run(160, 60 * 1024, 8);
 }
 
+/*
+ * Requests that never answer hold three places of a window of four, so
+ * the replies of the others never bring the window down to half (the
+ * reader's usual moment to refill; reader.c pays an owed refill after
+ * SIPC__REFILL_WAIT_MS instead).  Every other request must still go
+ * through, one place at a time.
+ */
+static void
+test_perf_path_refill_not_held_by_hung_requests(void)
+{
+	static struct st_outbox box = { .mu = PTHREAD_MUTEX_INITIALIZER };
+	static struct st_outslot slots[64];
+	const unsigned n = 40;
+	struct sipc_config c;
+	sipc_supervisor *s;
+	char buf[64];
+	unsigned k, ok = 0;
+
+	st_cfg_base(&c, "echo", NULL, 1);
+	c.max_inflight = 4;
+	c.drain_ms = 100;
+	s = st_start(&c, 1, WAIT_MS);
+	st_outbox_reset(&box);
+	memset(buf, 'h', sizeof(buf));
+	for (k = 0; k < 3; k++) {
+		slots[n + k] = (struct st_outslot){ &box, n + k };
+		st_submit_cmd(s, "hang", WAIT_MS, &slots[n + k]);
+	}
+	for (k = 0; k < n; k++) {
+		struct sipc_request req = { .payload = buf,
+		    .len = sizeof(buf), .timeout_ms = WAIT_MS };
+
+		slots[k] = (struct st_outslot){ &box, k };
+		CU_ASSERT_FATAL(sipc_submit(s, &req, st_outbox_done,
+		    &slots[k], NULL) == 0);
+	}
+	CU_ASSERT_FATAL(st_outbox_wait(&box, n, WAIT_MS));
+	for (k = 0; k < n; k++)
+		ok += box.calls[k] == 1 &&
+		    box.res[k].outcome == SIPC_OUTCOME_OK;
+	CU_ASSERT_EQUAL(ok, n);
+	sipc_destroy(s);              /* settles the three hung ones */
+	st_outbox_release(&box);
+}
+
 /* ------------------------------------------------------ channel size */
 
 static int
@@ -743,6 +788,8 @@ main(void)
 	      test_perf_path_pipeline_refilled_by_reader },
 	    { "test_perf_path_refill_rest_finished_by_writer",
 	      test_perf_path_refill_rest_finished_by_writer },
+	    { "test_perf_path_refill_not_held_by_hung_requests",
+	      test_perf_path_refill_not_held_by_hung_requests },
 	    { "test_perf_path_channel_holds_a_mib",
 	      test_perf_path_channel_holds_a_mib },
 	    { "test_perf_path_idle_submit_written_directly",
