@@ -200,15 +200,18 @@ snap_take(struct snap *sn, pid_t wpid, const struct futex_ctr *fc)
 	sn->futex = fc != NULL ? futex_ctr_read(fc) : 0;
 }
 
-/* Pipelined 64 B, 1 worker: msg/s, CPU and context switches per OK reply. */
+/* Pipelined, 1 worker, `size` bytes with the pipe section's window:
+ * msg/s, CPU and context switches per OK reply. */
 static int
-cost_pipe(double warm, double dur)
+cost_pipe(size_t size, double warm, double dur)
 {
 	static struct load L;
 	struct snap a, b;
 	struct sipc_config c;
 	sipc_supervisor *s;
 	uint64_t t0, t1, n0, n1;
+	unsigned window = (64u << 20) / size > 256 ? 256 :
+	    (unsigned)((64u << 20) / size);
 	pid_t wpid;
 	int rc;
 
@@ -221,7 +224,7 @@ cost_pipe(double warm, double dur)
 		sipc_destroy(s);
 		return -1;
 	}
-	if ((rc = load_start(&L, s, 64, 256, 2, NULL)) < 0)
+	if ((rc = load_start(&L, s, size, window, 2, NULL)) < 0)
 		goto out;
 	bench_sleep_ms((unsigned)(warm * 1000));
 	n0 = atomic_load(&L.ok);
@@ -235,11 +238,11 @@ cost_pipe(double warm, double dur)
 	if (rc < 0 || n1 <= n0)
 		goto out;
 	metricf((double)(n1 - n0) / bench_secs(t0, t1), "msg/s",
-	    "sipc_cost_pipe_w1_64_msgs");
+	    "sipc_cost_pipe_w1_%zu_msgs", size);
 	metricf((b.cpu_us - a.cpu_us) / (double)(n1 - n0), "us",
-	    "sipc_cost_pipe_w1_64_cpu_per_req");
+	    "sipc_cost_pipe_w1_%zu_cpu_per_req", size);
 	metricf((b.ctxsw - a.ctxsw) / (double)(n1 - n0), "switches",
-	    "sipc_cost_pipe_w1_64_ctxsw_per_req");
+	    "sipc_cost_pipe_w1_%zu_ctxsw_per_req", size);
 out:
 	sipc_destroy(s);
 	return rc < 0 ? -1 : 0;
@@ -331,7 +334,11 @@ sec_cost(void)
 	}
 	if (cost_call(dcall, NULL) < 0)
 		return -1;
-	return cost_pipe(warm, dur);
+	/* 64 B carries the target; the larger sizes show where the
+	 * pipelined path's time goes as frames grow. */
+	if (cost_pipe(64, warm, dur) < 0 || cost_pipe(4096, warm, dur) < 0)
+		return -1;
+	return cost_pipe(1048576, warm, dur);
 }
 
 /*

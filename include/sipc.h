@@ -538,7 +538,9 @@ enum sipc_req_flags {
 /* Completion callback: exactly once per accepted submit.  Runs on a
  * library thread (the worker's reader, the reaper, a worker's writer for
  * a request it did not send because its journal record could not be
- * written, or the submitting thread for immediate rejections) with no
+ * written, or the submitting thread for immediate rejections, including
+ * a request it was writing itself to an idle worker whose journal record
+ * could not be written) with no
  * library lock held.  `res` itself is valid only during the call, but
  * the callback owns what it points at: either call
  * sipc_result_release(res) before returning, or copy the struct and
@@ -571,7 +573,9 @@ struct sipc_request {
  * is never called; so does SIPC_E_SHUTDOWN once sipc_destroy() has
  * begun.  `req` and what it points at may be freed when this returns;
  * `arg` must stay valid until `done` has run.  When the outcome is known
- * at once (REJECTED after waiting for room), `done` runs on this thread
+ * at once (REJECTED after waiting for room, or SIPC_E_JOURNAL when this
+ * thread was writing the request itself to an idle worker and its
+ * journal record could not be written), `done` runs on this thread
  * before sipc_submit() returns, under a callback's rules.  Any thread,
  * including completion callbacks.
  */

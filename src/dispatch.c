@@ -74,9 +74,12 @@ pick_slot(struct sipc_supervisor *s, int avoid, size_t len)
 	return best;
 }
 
-/* Slot lock held: push and hand the ring a reference. */
+/* Slot lock held: push and hand the ring a reference.  *ret_wake: the
+ * caller signals cv_writer once it has dropped the slot lock (signalled
+ * under it, the writer would wake only to block on that lock). */
 static int
-ring_put(struct sipc_supervisor *s, struct sipc__slot *sl, struct sipc__req *q)
+ring_put(struct sipc_supervisor *s, struct sipc__slot *sl, struct sipc__req *q,
+         bool *ret_wake)
 {
 	bool ok, idle, wake;
 
@@ -103,8 +106,7 @@ ring_put(struct sipc_supervisor *s, struct sipc__slot *sl, struct sipc__req *q)
 	if (idle)
 		atomic_store(&sl->last_progress_ms, sipc__now_ms());
 	(void)sipc__ring_push(&sl->ring, q, q->len);
-	if (wake)
-		pthread_cond_signal(&sl->cv_writer);
+	*ret_wake = wake;
 	return 0;
 }
 
@@ -115,12 +117,15 @@ static int
 requeue_on(struct sipc_supervisor *s, int idx, struct sipc__req *q)
 {
 	struct sipc__slot *sl = &s->slots[idx];
+	bool wake = false;
 	int rc;
 
 	pthread_mutex_lock(&sl->lock);
 	rc = sl->state == SIPC_WS_READY || sl->state == SIPC_WS_STARTING ||
-	    sl->state == SIPC_WS_IDLE ? ring_put(s, sl, q) : -EAGAIN;
+	    sl->state == SIPC_WS_IDLE ? ring_put(s, sl, q, &wake) : -EAGAIN;
 	pthread_mutex_unlock(&sl->lock);
+	if (rc == 0 && wake)
+		pthread_cond_signal(&sl->cv_writer);
 	if (rc == 1) {                 /* already answered: nothing to move */
 		sipc__req_unref(s, q);
 		return 0;
@@ -156,6 +161,7 @@ sipc__dispatch_new(struct sipc_supervisor *s, struct sipc__req *q)
 {
 	struct sipc__slot *sl;
 	struct timespec ts;
+	bool wake = false;
 	int idx, rc;
 
 	sipc__req_ref(q);                      /* the ring's reference */
@@ -180,9 +186,11 @@ sipc__dispatch_new(struct sipc_supervisor *s, struct sipc__req *q)
 			sipc__direct_send(sl, q);
 			return 0;
 		}
-		rc = ring_put(s, sl, q);
+		rc = ring_put(s, sl, q, &wake);
 		if (rc == 0) {
 			pthread_mutex_unlock(&sl->lock);
+			if (wake)
+				pthread_cond_signal(&sl->cv_writer);
 			return 0;
 		}
 		if ((q->flags & SIPC_REQ_NOWAIT) || sipc__lib_thread) {

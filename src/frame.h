@@ -31,6 +31,11 @@
 #define SIPC_FRAME_HDR_LEN 24
 /* Hard upper bound for any configured max_payload (1 GiB). */
 #define SIPC_FRAME_MAX_PAYLOAD (1u << 30)
+/* SO_SNDBUF each end of the protocol channel asks for (reader.c,
+ * worker_rt.c): a 1 MiB frame in one write and one wake-up instead of
+ * five or more with the usual 208 KiB default.  Linux doubles it for its
+ * bookkeeping and caps it at net.core.wmem_max. */
+#define SIPC__CHANNEL_SNDBUF (1 << 20)
 
 enum sipc_frame_type {
 	SIPC_FT_HELLO = 1,     /* worker -> sup: struct sipc_hello payload */

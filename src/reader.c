@@ -37,6 +37,9 @@
 
 #define READ_BUF (64 * 1024)
 #define DIRECT_MIN (16 * 1024)    /* payload bytes worth a direct read */
+/* How long an owed writer wake waits for more replies (writer_flush):
+ * short against any handler that keeps half the window busy. */
+#define SIPC__REFILL_WAIT_MS 1
 #define VIS_FLAGS (VIS_CSTYLE | VIS_OCTAL | VIS_TAB | VIS_NL)
 
 /* ------------------------------------------------------------ reader */
@@ -55,6 +58,10 @@ struct reader {
 	bool final;                   /* final drain: never wait for room */
 	size_t held;                  /* ceiling bytes taken for the frame
 	                               * being decoded (0: none) */
+	int64_t wake_at_ms;           /* ... since then (monotonic) */
+	bool wake_writer;             /* a reply gave a writer without room
+	                               * some: wake it once the bytes of
+	                               * this read are handled */
 };
 
 /* Append escaped text to the slot's tail ring (slot lock held). */
@@ -216,14 +223,44 @@ on_accept(struct reader *r, struct sipc_frame *f)
 		    f->hdr.id);
 }
 
-/* Slot lock here (after the table lock was dropped): the writer checks
- * its room under it, so the wake-up cannot be lost. */
+/* The writer checks its room under the slot lock and keeps it until it
+ * sleeps: once this thread has held that lock, the writer either sleeps
+ * (and the signal wakes it) or has yet to look (and sees the room), so
+ * no wake-up is lost.  The signal comes after the unlock, so the woken
+ * writer does not block again on the lock this thread still holds. */
 static void
 writer_signal(struct sipc__slot *sl)
 {
 	pthread_mutex_lock(&sl->lock);
-	pthread_cond_signal(&sl->cv_writer);
 	pthread_mutex_unlock(&sl->lock);
+	pthread_cond_signal(&sl->cv_writer);
+}
+
+/*
+ * Replies gave a writer that had no room some (wake_writer).  Refilling
+ * a frame or two at a time would hand the worker one frame per read and
+ * turn the pipeline into a ping-pong, so the owed wake waits until half
+ * the window is free, or until it has waited SIPC__REFILL_WAIT_MS
+ * (`force`, from reader_loop()), whichever comes first: a request that
+ * never answers cannot keep the rest of the room unused.  Then, while the worker runs, the reader sends what
+ * the ring holds itself when it can (writer.c); in the final drain the
+ * worker is gone, and only the writer is woken.
+ */
+static void
+writer_flush(struct reader *r, bool force)
+{
+	struct sipc__slot *sl = r->sl;
+	unsigned max = sl->sup->cfg.max_inflight;
+
+	if (!r->wake_writer)
+		return;
+	if (!force && atomic_load(&sl->inflight) > max / 2)
+		return;
+	r->wake_writer = false;
+	if (r->final)
+		writer_signal(sl);
+	else
+		sipc__reader_refill(sl);
 }
 
 static void
@@ -234,7 +271,7 @@ on_reply(struct reader *r, struct sipc_frame *f)
 	struct sipc_result res;
 	struct sipc__req *q;
 	uint32_t code = 0;
-	bool won = false, wake_now = false;
+	bool won = false;
 	enum sipc_outcome o = SIPC_OUTCOME_OK;
 
 	if (f->hdr.type == SIPC_FT_ERROR) {
@@ -260,15 +297,17 @@ on_reply(struct reader *r, struct sipc_frame *f)
 		return;
 	}
 	q->state = SIPC__R_GONE;
-	/* A writer without room sleeps until a reply makes some. */
-	wake_now = sl->inflight-- == s->cfg.max_inflight;
+	/* A writer without room sleeps until a reply makes some: that
+	 * wake is batched (writer_flush()). */
+	if (sl->inflight-- == s->cfg.max_inflight && !r->wake_writer) {
+		r->wake_writer = true;
+		r->wake_at_ms = sipc__now_ms();
+	}
 	sipc__table_remove(&s->table, q);
 	/* A late answer to a timed-out request is expected and dropped. */
 	won = sipc__outcome_set(s, q, o, 0, true, &res);
 	pthread_mutex_unlock(&s->table.lock);
 	atomic_fetch_add(&sl->completed, 1);
-	if (wake_now)
-		writer_signal(sl);
 	if (won) {
 		res.reply = f->payload;
 		res.reply_len = f->hdr.len;
@@ -344,9 +383,13 @@ frame_reserve(struct reader *r, const uint8_t *p, size_t n)
 	if (sipc__frame_decode_hdr(h, d->max_payload, &hdr) != 0 ||
 	    hdr.len == 0)
 		return true;
-	if (!sipc__mem_take_reply(r->sl->sup, hdr.len, !r->final,
-	    reader_leave, r))
-		return false;
+	if (!sipc__mem_try_take(r->sl->sup, hdr.len,
+	    r->sl->sup->cfg.mem_ceiling)) {
+		writer_flush(r, true);  /* it must not wait with us */
+		if (!sipc__mem_take_reply(r->sl->sup, hdr.len, !r->final,
+		    reader_leave, r))
+			return false;
+	}
 	r->held = hdr.len;
 	return true;
 }
@@ -389,18 +432,19 @@ proto_bytes(struct reader *r, const uint8_t *p, size_t n)
 	while (n > 0 && !r->proto_done) {
 		if (!frame_reserve(r, p, n)) {
 			mem_give_up(r);
-			return;
+			break;
 		}
 		used = sipc__decoder_feed(&r->dec, p, n, &f, &done);
 		if (used < 0) {
 			violation(r, (int)used, sipc_strerror((int)used), 0);
-			return;
+			break;
 		}
 		p += used;
 		n -= (size_t)used;
 		if (done)
 			frame_done(r, &f);
 	}
+	writer_flush(r, false);
 }
 
 /* The protocol channel ended (EOF or error) with the process maybe
@@ -448,6 +492,7 @@ proto_direct(struct reader *r, int fd, bool nonblock, size_t max, bool *used)
 	sipc__decoder_direct_done(&r->dec, (size_t)n, &f, &done);
 	if (done)
 		frame_done(r, &f);
+	writer_flush(r, false);
 	return n;
 }
 
@@ -548,6 +593,9 @@ reader_loop(struct reader *r)
 	int64_t until;
 	uint64_t ev;
 
+	int64_t left;
+	int n, timeout;
+
 	for (;;) {
 		pfd[0].fd = r->proto_done ? -1 : sl->proto_fd;
 		pfd[1].fd = r->diag_done ? -1 : sl->diag_fd;
@@ -556,11 +604,27 @@ reader_loop(struct reader *r)
 			pfd[i].events = POLLIN;
 			pfd[i].revents = 0;
 		}
-		if (poll(pfd, 3, -1) < 0) {
+		/* An owed writer wake waits for more replies at most
+		 * SIPC__REFILL_WAIT_MS, whatever else keeps this thread
+		 * busy (a chatty worker's diagnostics). */
+		timeout = -1;
+		if (r->wake_writer) {
+			left = r->wake_at_ms + SIPC__REFILL_WAIT_MS -
+			    sipc__now_ms();
+			if (left <= 0) {
+				writer_flush(r, true);
+				continue;
+			}
+			timeout = (int)left;
+		}
+		n = poll(pfd, 3, timeout);
+		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
 		}
+		if (n == 0)
+			continue;       /* the owed wake's time is up */
 		if (pfd[0].revents & (POLLIN | POLLHUP | POLLERR))
 			if (!drain_fd(r, sl->proto_fd, true, false) &&
 			    !r->proto_done)
@@ -637,14 +701,28 @@ sipc__worker_threads_start(struct sipc__slot *sl)
 	sl->stop = sl->proc_gone = sl->channel_lost = sl->violation = false;
 	sl->stream_cut = false;
 	pthread_mutex_unlock(&sl->lock);
-	if ((rc = pthread_create(&sl->reader, NULL, reader_main, sl)) != 0)
+	/* Room for a 1 MiB frame in the socket (frame.h); kernel memory,
+	 * used only while bytes are queued. */
+	(void)setsockopt(sl->proto_fd, SOL_SOCKET, SO_SNDBUF,
+	    &(int){ SIPC__CHANNEL_SNDBUF }, sizeof(int));
+	/* Without it the reader only wakes the writer (no refill). */
+	sl->rbatch = sipc__wbatch_new();
+	if ((rc = pthread_create(&sl->reader, NULL, reader_main, sl)) != 0) {
+		free(sl->rbatch);
+		sl->rbatch = NULL;
 		return -rc;
+	}
 	if ((rc = pthread_create(&sl->writer, NULL, sipc__writer_main, sl)) != 0) {
 		pthread_mutex_lock(&sl->lock);
 		sl->stop = true;
 		pthread_mutex_unlock(&sl->lock);
 		(void)eventfd_write(sl->wake_fd, 1);
 		pthread_join(sl->reader, NULL);
+		pthread_mutex_lock(&sl->lock);
+		sipc__wbatch_drop(sl);
+		pthread_mutex_unlock(&sl->lock);
+		free(sl->rbatch);
+		sl->rbatch = NULL;
 		return -rc;
 	}
 	sl->threads = true;
@@ -679,11 +757,17 @@ sipc__worker_threads_stop(struct sipc__slot *sl)
 	(void)shutdown(sl->proto_fd, SHUT_RDWR);
 	pthread_join(sl->writer, NULL);
 	/* A frame a caller began and the writer did not finish: its
-	 * request is settled with the others written to this generation. */
+	 * request is settled with the others written to this generation.
+	 * (sipc__req_unref() under the slot lock: the table lock nests
+	 * inside it, in the one order.) */
 	pthread_mutex_lock(&sl->lock);
 	sipc__req_unref(sl->sup, sl->rest);
 	sl->rest = NULL;
+	/* Likewise the rest of a batch the reader began. */
+	sipc__wbatch_drop(sl);
 	sl->sending = SIPC__SEND_NONE;
 	pthread_mutex_unlock(&sl->lock);
+	free(sl->rbatch);
+	sl->rbatch = NULL;
 	sl->threads = false;
 }

@@ -76,6 +76,7 @@ enum sipc__sender {
 	SIPC__SEND_NONE = 0,
 	SIPC__SEND_WRITER,
 	SIPC__SEND_CALLER,
+	SIPC__SEND_READER,            /* refilling after replies (writer.c) */
 };
 
 /*
@@ -111,6 +112,11 @@ struct sipc__slot {
 	 * else.  Holds the ring's reference. */
 	struct sipc__req *rest;
 	size_t rest_off;
+	/* A batch the reader could send only in part (writer.c): the
+	 * writer sends the rest of it, from handoff_off on, before
+	 * anything else.  Holds the ring's references of its requests. */
+	struct sipc__wbatch *handoff;
+	size_t handoff_off;
 	uint64_t *cancels;            /* ids to send CANCEL for */
 	unsigned ncancels, cancels_cap;
 	bool accepts;                 /* worker sends ACCEPT frames */
@@ -144,6 +150,8 @@ struct sipc__slot {
 	int end_fd;                   /* the provider's (chan.end_fd), -1 */
 	pthread_t reader, writer;
 	bool threads;
+	struct sipc__wbatch *rbatch;  /* the reader's send batch; lives as
+	                               * long as the writer (handoff) */
 	int64_t started_ms, ready_ms;
 	int64_t term_at_ms;           /* TERM sent; KILL at term_at + grace */
 	int64_t lost_at_ms;           /* channel loss first seen; 0 = none */
@@ -317,9 +325,10 @@ void *sipc__writer_main(void *arg);
 /* Name the calling thread "<what><slot index>" (reader.c). */
 void sipc__thread_name(const char *what, const struct sipc__slot *sl);
 /*
- * The direct path: a thread in sipc_call() writes its own request when
- * the slot's worker is ready and idle, its ring empty and nobody else
- * sending, instead of waking the writer for it.  sipc__direct_claim(): slot lock held;
+ * The direct path: a submitting thread writes its own request when the
+ * slot's worker is ready and idle, its ring empty, nobody else sending
+ * and the pool lightly loaded (writer.c), instead of waking the writer
+ * for it.  sipc__direct_claim(): slot lock held;
  * true when `q` is now written to this generation (as the writer's take
  * does) and the channel is the caller's; then the caller drops the slot
  * lock and calls sipc__direct_send(), which journals it (CONTRACT J7:
@@ -328,6 +337,20 @@ void sipc__thread_name(const char *what, const struct sipc__slot *sl);
  */
 bool sipc__direct_claim(struct sipc__slot *sl, struct sipc__req *q);
 void sipc__direct_send(struct sipc__slot *sl, struct sipc__req *q);
+/*
+ * The reader's refill (writer.c): replies gave a writer that had no room
+ * some.  Reader thread, no lock held.  When the channel is free and
+ * nothing but the ring waits to be sent, the reader (awake anyway) sends
+ * what fits in the room itself, without blocking, instead of waking the
+ * writer for it; what the socket did not take is handed to the writer.
+ * Otherwise the writer is woken.
+ */
+void sipc__reader_refill(struct sipc__slot *sl);
+/* reader.c, start/stop of a generation: the reader's batch buffer. */
+struct sipc__wbatch *sipc__wbatch_new(void);
+/* After the writer is joined: drop the references of a batch left
+ * unsent (its requests are settled with the generation's others). */
+void sipc__wbatch_drop(struct sipc__slot *sl);
 void sipc__worker_threads_stop(struct sipc__slot *sl);
 void sipc__slot_diag_tail(struct sipc__slot *sl, char **ret);
 void sipc__log(struct sipc_supervisor *s, enum sipc_log_level lvl,

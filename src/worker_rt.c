@@ -335,6 +335,10 @@ sipc_worker_open(sipc_worker **ret)
 		goto fail;
 	}
 	w->fd = (int)fd;
+	/* Replies as large as the supervisor's requests go out in one
+	 * write (frame.h); a refusal leaves the default. */
+	(void)setsockopt(w->fd, SOL_SOCKET, SO_SNDBUF,
+	    &(int){ SIPC__CHANNEL_SNDBUF }, sizeof(int));
 	w->max_payload = (uint32_t)maxp;
 	sipc__decoder_init(&w->dec, w->max_payload);
 	sipc__hello_encode(hb, &hello);

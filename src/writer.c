@@ -8,14 +8,18 @@
  *   stall detection ends it.  It sleeps on cv_writer; a push wakes it
  *   only when it could send (supervisor.c), the reader when a reply
  *   gives it room again (reader.c).
- * direct path: a thread in sipc_call() that finds the worker ready and
+ * direct path: a submitting thread that finds the worker ready and
  *   idle (nothing in flight), the ring empty, the channel free and the
- *   pool not loaded deeper than one request a worker writes its own
- *   request (non-blocking) instead of waking the writer for it: one
- *   hand-off fewer per synchronous call.
+ *   pool lightly loaded (sipc__direct_claim()) writes its own request
+ *   (non-blocking) instead of waking the writer for it: one hand-off
+ *   fewer per request.
+ * reader refill: when replies give room back to a writer that had none,
+ *   the reader (awake anyway) sends the ring's head itself, without
+ *   blocking, instead of waking the writer (sipc__reader_refill()).
  * Whoever sends holds the channel (`sending`, slot lock), so frames never
- * interleave; a frame a caller could not finish is the writer's first
- * job (`rest`).  Lock order: slot -> table.  No lock is held while a
+ * interleave; a frame a caller could not finish, or the part of a batch
+ * the socket did not take from the reader, is the writer's first job
+ * (`rest`, `handoff`).  Lock order: slot -> table.  No lock is held while a
  * frame is written or the journal appended to.
  */
 #include <errno.h>
@@ -28,6 +32,9 @@
 
 #define WRITE_BATCH 64            /* frames per sendmsg */
 #define WRITE_BATCH_BYTES (1u << 20)
+/* An asynchronous submit is written directly to an idle worker while
+ * the pool holds at most this many pending requests a worker. */
+#define SIPC__DIRECT_DEPTH 8u
 
 /* One frame's header and payload as (up to) two iovecs. */
 static void
@@ -107,15 +114,15 @@ writer_has_work(struct sipc__slot *sl, unsigned *ret_room)
 
 	if (sl->stop || sl->channel_lost)
 		return true;
-	/* A caller is writing its own request: the channel is its. */
-	if (sl->sending == SIPC__SEND_CALLER || sl->state != SIPC_WS_READY)
+	/* A caller or the reader is sending: the channel is theirs. */
+	if (sl->sending != SIPC__SEND_NONE || sl->state != SIPC_WS_READY)
 		return false;
 	/* inflight is atomic; a reply that frees room signals cv_writer
-	 * under the slot lock held here, so no wake-up is lost. */
+	 * after taking the slot lock held here, so no wake-up is lost. */
 	inflight = atomic_load(&sl->inflight);
 	*ret_room = inflight < s->cfg.max_inflight ?
 	    s->cfg.max_inflight - inflight : 0;
-	if (sl->ncancels > 0 || sl->rest != NULL)
+	if (sl->ncancels > 0 || sl->rest != NULL || sl->handoff != NULL)
 		return true;
 	return *ret_room > 0 && sl->ring.count > 0;
 }
@@ -167,21 +174,25 @@ writer_take(struct sipc__slot *sl, unsigned room, struct sipc__req **batch)
 	return n;
 }
 
-/* What the writer sends in one go, in wire order: the rest of a frame a
- * caller began, CANCELs, new requests. */
-struct wbatch {
+/* What is sent in one go, in wire order: the rest of a frame a caller
+ * began, CANCELs, new requests.  The writer builds its own on its stack;
+ * the reader's lives in the slot (rbatch), since a part the socket did
+ * not take is the writer's to finish (handoff). */
+struct sipc__wbatch {
 	struct sipc__req *rest;
 	size_t rest_off;
 	struct sipc__req *req[WRITE_BATCH];
 	uint64_t cancels[WRITE_BATCH];
-	int nreq, ncancel;
+	int nreq, ncancel, niov;
+	size_t bytes;                 /* on the wire, from the first byte */
 	uint8_t hdrs[WRITE_BATCH * 2 + 1][SIPC_FRAME_HDR_LEN];
 	struct iovec iov[WRITE_BATCH * 3 + 2];
 };
 
-/* Slot lock held: take the next batch and claim the channel. */
+/* Slot lock held: take the next batch and claim the channel for `who`. */
 static void
-writer_collect(struct sipc__slot *sl, unsigned room, struct wbatch *b)
+writer_collect(struct sipc__slot *sl, unsigned room, struct sipc__wbatch *b,
+               enum sipc__sender who)
 {
 	b->rest = sl->rest;
 	b->rest_off = sl->rest_off;
@@ -190,28 +201,27 @@ writer_collect(struct sipc__slot *sl, unsigned room, struct wbatch *b)
 	while (sl->ncancels > 0 && b->ncancel < WRITE_BATCH)
 		b->cancels[b->ncancel++] = sl->cancels[--sl->ncancels];
 	b->nreq = writer_take(sl, room, b->req);
-	sl->sending = SIPC__SEND_WRITER;
+	sl->sending = who;
 }
 
-/* No lock held: journal and send a batch; false when the channel is
- * gone.  Drops the ring's references. */
-static bool
-writer_send(struct sipc__slot *sl, struct wbatch *b)
+/* No lock held: journal the batch's requests and lay out its frames.
+ * A request that could not be journalled as written is not sent: it
+ * gets its outcome here and leaves the batch. */
+static void
+wbatch_build(struct sipc__slot *sl, struct sipc__wbatch *b)
 {
 	struct sipc_supervisor *s = sl->sup;
-	int niov = 0, ns, i, h = 0;
-	bool ok;
+	int i, ns, h = 0;
 
+	b->niov = 0;
 	/* Journalled as written by the caller that began it. */
 	if (b->rest != NULL)
-		put_frame(b->iov, &niov, b->hdrs[h++], SIPC_FT_REQUEST,
+		put_frame(b->iov, &b->niov, b->hdrs[h++], SIPC_FT_REQUEST,
 		    b->rest->id, b->rest->payload, b->rest->len);
 	for (i = 0; i < b->ncancel; i++)
-		put_frame(b->iov, &niov, b->hdrs[h++], SIPC_FT_CANCEL,
+		put_frame(b->iov, &b->niov, b->hdrs[h++], SIPC_FT_CANCEL,
 		    b->cancels[i], NULL, 0);
 	for (i = ns = 0; i < b->nreq; i++) {
-		/* Sent only once journalled as written; one that could not
-		 * be is not sent at all, and gets its outcome here. */
 		if (s->journal != NULL &&
 		    sipc__journal_note_written(s, sl, b->req[i]) < 0) {
 			sipc__outcome_unsend(s, sl, b->req[i]);
@@ -219,15 +229,61 @@ writer_send(struct sipc__slot *sl, struct wbatch *b)
 			continue;
 		}
 		b->req[ns++] = b->req[i];
-		put_frame(b->iov, &niov, b->hdrs[h++], SIPC_FT_REQUEST,
+		put_frame(b->iov, &b->niov, b->hdrs[h++], SIPC_FT_REQUEST,
 		    b->req[i]->id, b->req[i]->payload, b->req[i]->len);
 	}
-	ok = send_all(sl, b->iov, niov, b->rest != NULL ? b->rest_off : 0);
+	b->nreq = ns;
+	b->bytes = 0;
+	for (i = 0; i < b->niov; i++)
+		b->bytes += b->iov[i].iov_len;
+}
+
+/* The batch is on the wire (or the channel is gone): count it and drop
+ * the ring's references.  No lock held. */
+static void
+wbatch_done(struct sipc__slot *sl, struct sipc__wbatch *b)
+{
+	struct sipc_supervisor *s = sl->sup;
+	int i;
+
 	atomic_fetch_add(&sl->frames_out,
-	    (uint64_t)(ns + b->ncancel + (b->rest != NULL)));
-	for (i = 0; i < ns; i++)
-		sipc__req_unref(s, b->req[i]);   /* the ring's reference */
+	    (uint64_t)(b->nreq + b->ncancel + (b->rest != NULL)));
+	for (i = 0; i < b->nreq; i++)
+		sipc__req_unref(s, b->req[i]);
 	sipc__req_unref(s, b->rest);
+	b->nreq = b->ncancel = 0;
+	b->rest = NULL;
+}
+
+/* No lock held: journal and send a batch; false when the channel is
+ * gone.  Drops the ring's references. */
+static bool
+writer_send(struct sipc__slot *sl, struct sipc__wbatch *b)
+{
+	bool ok;
+
+	wbatch_build(sl, b);
+	ok = send_all(sl, b->iov, b->niov, b->rest != NULL ? b->rest_off : 0);
+	wbatch_done(sl, b);
+	return ok;
+}
+
+/* Slot lock held, then dropped and taken again: send the rest of the
+ * reader's batch.  The channel stays the writer's meanwhile, so the
+ * reader does not reuse the batch before it is done. */
+static bool
+writer_finish_handoff(struct sipc__slot *sl)
+{
+	struct sipc__wbatch *b = sl->handoff;
+	size_t off = sl->handoff_off;
+	bool ok;
+
+	sl->handoff = NULL;
+	sl->sending = SIPC__SEND_WRITER;
+	pthread_mutex_unlock(&sl->lock);
+	ok = send_all(sl, b->iov, b->niov, off);
+	wbatch_done(sl, b);
+	pthread_mutex_lock(&sl->lock);
 	return ok;
 }
 
@@ -235,7 +291,7 @@ void *
 sipc__writer_main(void *arg)
 {
 	struct sipc__slot *sl = arg;
-	struct wbatch b;
+	struct sipc__wbatch b;
 	unsigned room = 0;
 	bool ok = true;
 
@@ -247,10 +303,14 @@ sipc__writer_main(void *arg)
 			pthread_cond_wait(&sl->cv_writer, &sl->lock);
 		if (sl->stop || sl->channel_lost)
 			break;
-		writer_collect(sl, room, &b);
-		pthread_mutex_unlock(&sl->lock);
-		ok = writer_send(sl, &b);
-		pthread_mutex_lock(&sl->lock);
+		if (sl->handoff != NULL) {
+			ok = writer_finish_handoff(sl);
+		} else {
+			writer_collect(sl, room, &b, SIPC__SEND_WRITER);
+			pthread_mutex_unlock(&sl->lock);
+			ok = writer_send(sl, &b);
+			pthread_mutex_lock(&sl->lock);
+		}
 		sl->sending = SIPC__SEND_NONE;
 		if (!ok) {
 			sl->channel_lost = true;
@@ -275,21 +335,24 @@ sipc__direct_claim(struct sipc__slot *sl, struct sipc__req *q)
 	 * queued before it (order), nothing being sent, no frame begun. */
 	if (sl->state != SIPC_WS_READY || sl->stop || sl->channel_lost ||
 	    sl->proc_gone || sl->sending != SIPC__SEND_NONE ||
-	    sl->ring.count > 0 || sl->ncancels > 0 || sl->rest != NULL)
+	    sl->ring.count > 0 || sl->ncancels > 0 || sl->rest != NULL ||
+	    sl->handoff != NULL)
 		return false;
 	pthread_mutex_lock(&s->table.lock);
-	/* Only for a synchronous call (its thread waits for the outcome
-	 * anyway; an asynchronous submit stays cheap, the writer pays the
-	 * write), to an idle worker (nothing in flight), while the pool has
-	 * no more requests pending than workers: then the worker waits in
-	 * read() for this one frame, and the writer could batch it with
-	 * nothing.  Under a deeper load, requests go through the ring: what
-	 * gathers there while the writer wakes goes out in one write and is
-	 * read in one read, which a direct write per request would undo
-	 * (measured: 4 workers, 256 outstanding, up to half the throughput
-	 * with direct writes from submitters). */
-	ok = q->call && !q->delivered && q->state != SIPC__R_GONE &&
-	    sl->inflight == 0 && s->table.pending <= s->nslots;
+	/* Only to an idle worker (nothing in flight), while the pool is
+	 * lightly loaded: no more requests pending than workers for a
+	 * synchronous call, SIPC__DIRECT_DEPTH a worker for an
+	 * asynchronous submit.  Then the worker waits in read() for this
+	 * one frame, and the writer could batch it with nothing.  Under a
+	 * deeper load, requests go through the ring: what gathers there
+	 * while the writer wakes goes out in one write and is read in one
+	 * read, which a direct write per request would undo (measured: 4
+	 * workers, 256 outstanding, up to half the throughput with direct
+	 * writes from every submitter; 64 workers, 256 outstanding, a
+	 * third less CPU per request with them). */
+	ok = !q->delivered && q->state != SIPC__R_GONE &&
+	    sl->inflight == 0 && s->table.pending <=
+	    (q->call ? 1u : SIPC__DIRECT_DEPTH) * s->nslots;
 	if (ok) {
 		/* The stall clock runs only while work is pending: start it
 		 * now, before the reaper can see this request in flight
@@ -356,4 +419,84 @@ sipc__direct_send(struct sipc__slot *sl, struct sipc__req *q)
 	if (lost)
 		sipc__reaper_wake(s);
 	sipc__req_unref(s, q);
+}
+
+/* ------------------------------------------------------ reader refill */
+
+struct sipc__wbatch *
+sipc__wbatch_new(void)
+{
+	return calloc(1, sizeof(struct sipc__wbatch));
+}
+
+void
+sipc__wbatch_drop(struct sipc__slot *sl)
+{
+	if (sl->handoff != NULL)
+		wbatch_done(sl, sl->handoff);
+	sl->handoff = NULL;
+}
+
+/* Slot lock held: may the reader send the ring's head itself?  Only
+ * when the writer would send exactly that now: the channel free, nothing
+ * to go before it (a caller's rest, CANCELs, an unfinished batch), and
+ * no journal record to write first (an append may wait for the disk,
+ * and the reader must keep reading). */
+static bool
+refill_ok(struct sipc__slot *sl, unsigned *ret_room)
+{
+	unsigned room = 0;
+
+	if (sl->rbatch == NULL || sl->sup->journal != NULL ||
+	    !writer_has_work(sl, &room) || sl->stop || sl->channel_lost ||
+	    sl->ncancels > 0 || sl->rest != NULL || sl->handoff != NULL)
+		return false;
+	*ret_room = room;
+	return room > 0 && sl->ring.count > 0;
+}
+
+void
+sipc__reader_refill(struct sipc__slot *sl)
+{
+	struct sipc__wbatch *b = sl->rbatch;
+	unsigned room = 0;
+	ssize_t w;
+	bool lost, wake;
+
+	pthread_mutex_lock(&sl->lock);
+	if (!refill_ok(sl, &room)) {
+		/* Held the lock the writer checks its work under: it is
+		 * asleep or will see the room (see reader.c). */
+		pthread_mutex_unlock(&sl->lock);
+		pthread_cond_signal(&sl->cv_writer);
+		return;
+	}
+	writer_collect(sl, room, b, SIPC__SEND_READER);
+	pthread_mutex_unlock(&sl->lock);
+	wbatch_build(sl, b);
+	/* Never blocks: a worker that does not read must not stop the
+	 * thread that reads its replies. */
+	w = send_iov(sl, b->iov, b->niov, MSG_DONTWAIT);
+	lost = w < 0 && errno != EAGAIN && errno != EWOULDBLOCK;
+	if (w < 0)
+		w = 0;
+	pthread_mutex_lock(&sl->lock);
+	sl->sending = SIPC__SEND_NONE;
+	if (lost) {
+		sl->channel_lost = true;
+	} else if ((size_t)w < b->bytes) {
+		sl->handoff = b;
+		sl->handoff_off = (size_t)w;
+		b = NULL;
+	}
+	wake = lost || sl->handoff != NULL || sl->ncancels > 0 ||
+	    sl->rest != NULL || sl->stop || (sl->ring.count > 0 &&
+	    atomic_load(&sl->inflight) < sl->sup->cfg.max_inflight);
+	pthread_mutex_unlock(&sl->lock);
+	if (wake)
+		pthread_cond_broadcast(&sl->cv_writer);
+	if (b != NULL)
+		wbatch_done(sl, b);
+	if (lost)
+		sipc__reaper_wake(sl->sup);
 }

@@ -18,6 +18,12 @@
  * only, so no libc lock, allocator or sanitizer interceptor (whose state
  * another thread may have held at clone time) is ever entered.
  *
+ * Where it can, the child shares the caller's memory until its execve()
+ * (CLONE_VM | CLONE_VFORK, see SIPC__SHARED_VM below): a fork-style
+ * clone copies the supervisor's page tables and write-protects all its
+ * private pages, and every thread then pays a fault for each page it
+ * writes next, once per spawn.
+ *
  * Threads: whichever thread spawns (the reaper).  Its lifetime matters:
  * the child's parent-death signal follows the spawning thread.
  */
@@ -48,6 +54,29 @@
 #define SIPC__CHILD_SIDE __attribute__((noreturn, noinline, \
 	no_sanitize_address, no_sanitize_thread, no_sanitize_undefined))
 #endif
+
+/*
+ * Spawn without copying the supervisor's page tables: CLONE_VM |
+ * CLONE_VFORK, as posix_spawn does.  The child runs on a stack of its
+ * own in the caller's frame while the calling thread is suspended, until
+ * its execve() (or exit), so nothing is touched by both.  It needs no
+ * parent step between clone and exec, so not with a user namespace (the
+ * parent writes its id maps) and not with a cgroup (CLONE_INTO_CGROUP
+ * exists only for clone3, which cannot run a function on another
+ * stack).  Not under a sanitizer either: their runtimes do not expect a
+ * second task on the same memory.
+ */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SIPC__SHARED_VM 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SIPC__SHARED_VM 0
+#endif
+#endif
+#ifndef SIPC__SHARED_VM
+#define SIPC__SHARED_VM 1
+#endif
+#define SIPC__CHILD_STACK (32 * 1024)
 
 /* The kernel's struct sigaction for rt_sigaction (not glibc's). */
 struct sipc__ksigaction {
@@ -197,6 +226,43 @@ read_exec_report(int fd)
 	return n == (ssize_t)sizeof(err) ? err : 0;
 }
 
+struct child_args {
+	const struct sipc__spawn *sp;
+	int errw, syncr;
+	pid_t parent;
+};
+
+#if defined(__clang__)
+__attribute__((no_sanitize("address", "thread", "undefined")))
+#else
+__attribute__((no_sanitize_address, no_sanitize_thread,
+    no_sanitize_undefined))
+#endif
+static int
+child_entry(void *arg)
+{
+	const struct child_args *a = arg;
+
+	child_side(a->sp, a->errw, a->syncr, a->parent);
+}
+
+/* clone() with CLONE_VM | CLONE_VFORK (see SIPC__SHARED_VM): returns
+ * the child's pid, or -1 with errno set. */
+static long
+clone_shared_vm(const struct sipc__spawn *sp, int errw, pid_t parent,
+                int *ret_pidfd)
+{
+	_Alignas(16) char stack[SIPC__CHILD_STACK];
+	struct child_args a = { .sp = sp, .errw = errw, .syncr = -1,
+	    .parent = parent };
+	int flags = CLONE_VM | CLONE_VFORK | CLONE_PIDFD;  /* exit signal 0 */
+
+	if (sp->flags & SIPC__SPAWN_NEWPID)
+		flags |= CLONE_NEWPID | CLONE_NEWNS;
+	return clone(child_entry, stack + sizeof(stack), flags, &a,
+	    (pid_t *)ret_pidfd);
+}
+
 static void
 kill_and_reap(int pidfd)
 {
@@ -234,9 +300,14 @@ sipc__spawn_start(const struct sipc__spawn *sp, struct sipc__spawned *ret)
 	/* No host signal handler may run in the child before its reset. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pid = syscall(SYS_clone3, &ca, sizeof(ca));
-	if (pid == 0)
-		child_side(sp, ep[1], sy[0], parent);
+	if (SIPC__SHARED_VM &&
+	    !(sp->flags & (SIPC__SPAWN_NEWUSER | SIPC__SPAWN_CGROUP))) {
+		pid = clone_shared_vm(sp, ep[1], parent, &pidfd);
+	} else {
+		pid = syscall(SYS_clone3, &ca, sizeof(ca));
+		if (pid == 0)
+			child_side(sp, ep[1], sy[0], parent);
+	}
 	err = errno;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (pid < 0) {

@@ -1,7 +1,11 @@
 /*
  * clone.h - start a child with clone3(): a pidfd from the kernel,
  * exit_signal = 0, optional new PID (and user) namespace, and the
- * descriptor and signal hygiene every worker gets.
+ * descriptor and signal hygiene every worker gets.  Without a user
+ * namespace or a cgroup (and outside sanitizer builds), the same child
+ * comes from clone(CLONE_VM | CLONE_VFORK | CLONE_PIDFD) instead: it
+ * shares the caller's memory until its execve(), so no page table is
+ * copied and none of the caller's pages is write-protected (clone.c).
  *
  * A child cloned with exit_signal = 0 raises no SIGCHLD in the host, is
  * invisible to a host wait()/waitpid(-1) without __WALL, and is not
@@ -61,7 +65,9 @@ struct sipc__spawned {
 /*
  * Start the child: clone3 (and, in a new user namespace, its id maps),
  * without waiting for it to exec, so a caller can start many and then
- * collect them while they exec in parallel.  Returns 0 with *ret filled,
+ * collect them while they exec in parallel.  (On the CLONE_VFORK path
+ * the call returns once the child has begun its execve(): the loading
+ * of the program and the dynamic linker still run in parallel.)  Returns 0 with *ret filled,
  * or -errno when clone3 failed (EPERM/EINVAL/ENOSPC/EUSERS for a
  * namespace the caller may not create); nothing is left behind on
  * failure.  sp and what it points to are read only during the call (the
