@@ -523,9 +523,10 @@ int sipc_create(const struct sipc_config *cfg, char *errbuf, size_t errlen,
  * why it failed: SIPC_E_EXEC (cannot execute), SIPC_E_VERSION (worker
  * speaks another protocol version), SIPC_E_HANDSHAKE (ended or stalled
  * before its HELLO); or -ETIMEDOUT.  SIPC_E_SHUTDOWN when sipc_destroy()
- * begins meanwhile (at once, not at the deadline).  The count is a
- * snapshot: a worker may die right after.  Any host thread; -EDEADLK
- * from a library thread (a callback).
+ * begins meanwhile (at once, not at the deadline).  -EINVAL for a NULL
+ * supervisor or `n` above the pool size (cfg.workers), at once.  The
+ * count is a snapshot: a worker may die right after.  Any host thread;
+ * -EDEADLK from a library thread (a callback).
  */
 int sipc_wait_ready(sipc_supervisor *s, unsigned n, unsigned timeout_ms);
 
