@@ -652,6 +652,8 @@ struct sipc_stats {
  * sipc_stats_release().  SIPC_E_SHUTDOWN once sipc_destroy() has begun.
  * Any thread, including callbacks. */
 int sipc_stats_get(sipc_supervisor *s, struct sipc_stats *ret);
+/* Free st->workers and clear it (workers NULL, nworkers 0).  Accepts
+ * NULL and an already released snapshot.  Any thread. */
 void sipc_stats_release(struct sipc_stats *st);
 
 /*

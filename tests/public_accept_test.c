@@ -72,8 +72,9 @@ test_public_accept_wait_ready_more_than_pool_is_einval(void)
 	CU_ASSERT_EQUAL(sipc_destroy(s), 0);
 }
 
-/* CONTRACT.md R7: an idempotency key over 255 bytes is -EINVAL (the
- * callback never runs); 255 bytes is accepted. */
+/* CONTRACT.md R7, sipc_submit(3), sipc_call(3): an idempotency key over
+ * 255 bytes is -EINVAL (the callback never runs, *ret and ret_id are
+ * untouched); 255 bytes is accepted. */
 static void
 test_public_accept_idempotency_key_limit(void)
 {
@@ -96,7 +97,9 @@ test_public_accept_idempotency_key_limit(void)
 	key[256] = '\0';
 	CU_ASSERT_EQUAL(sipc_submit(s, &q, never_done, NULL, &id), -EINVAL);
 	CU_ASSERT_EQUAL(id, 77);                 /* ret_id untouched */
+	memset(&r, 0x5A, sizeof(r));
 	CU_ASSERT_EQUAL(sipc_call(s, &q, &r), -EINVAL);
+	CU_ASSERT_EQUAL(r.request_id, 0x5A5A5A5A5A5A5A5Aull); /* untouched */
 	CU_ASSERT_EQUAL(sipc_destroy(s), 0);
 }
 
@@ -133,7 +136,9 @@ test_public_accept_payload_size_edges(void)
 	CU_ASSERT_EQUAL(r.reply_len, 0);
 	sipc_result_release(&r);
 	q.len = 4097;
+	memset(&r, 0x5A, sizeof(r));
 	CU_ASSERT_EQUAL(sipc_call(s, &q, &r), SIPC_E_TOOBIG);
+	CU_ASSERT_EQUAL(r.request_id, 0x5A5A5A5A5A5A5A5Aull); /* untouched */
 	CU_ASSERT_EQUAL(sipc_submit(s, &q, never_done, NULL, &id),
 	    SIPC_E_TOOBIG);
 	CU_ASSERT_EQUAL(id, 77);
@@ -213,10 +218,12 @@ test_public_accept_call_nowait_full_is_rejected_result(void)
 	st_outbox_reset(&box);
 }
 
-/* sipc.h struct sipc_stats, sipc_reconcile_*(3): without a state_dir
- * journal_error is 0 and the reconcile calls are SIPC_E_CONFIG; with
- * cgroup off, no cgroup path and "off" as the reason; the ceiling is the
- * configured one and each ready worker names the containment it got. */
+/* sipc.h struct sipc_stats, sipc_stats_get(3), sipc_reconcile_list(3):
+ * without a state_dir journal_error is 0 and the reconcile calls are
+ * SIPC_E_CONFIG (outputs untouched); with cgroup off, no cgroup path and
+ * "off" as the reason; the ceiling is the configured one and each ready
+ * worker names the containment it got; a released snapshot is cleared
+ * and releasing it again (or NULL) is harmless. */
 static void
 test_public_accept_stats_and_reconcile_without_state_dir(void)
 {
@@ -248,8 +255,9 @@ test_public_accept_stats_and_reconcile_without_state_dir(void)
 		CU_ASSERT_EQUAL(st.workers[i].limits, 0);
 	}
 	sipc_stats_release(&st);
-	CU_ASSERT(st.workers == NULL);
+	CU_ASSERT(st.workers == NULL && st.nworkers == 0);
 	sipc_stats_release(&st);                 /* twice is harmless */
+	sipc_stats_release(NULL);
 	CU_ASSERT_EQUAL(sipc_reconcile_list(s, &u, &n), SIPC_E_CONFIG);
 	CU_ASSERT_EQUAL(sipc_reconcile_leftovers(s, &l, &n), SIPC_E_CONFIG);
 	CU_ASSERT(u == (struct sipc_unresolved *)&u);  /* outputs untouched */
