@@ -53,6 +53,25 @@ test_public_accept_create_refuses_directory_as_worker(void)
 	rmdir(dir);
 }
 
+/* CONTRACT.md D4, sipc.h: `path` is executed as given, with no PATH
+ * search: a bare name found only on PATH ("sh", absent from the working
+ * directory) is SIPC_E_EXEC at sipc_create(). */
+static void
+test_public_accept_path_is_not_searched(void)
+{
+	struct sipc_config c;
+	sipc_supervisor *s = NULL;
+	char err[256] = "";
+
+	CU_ASSERT_FATAL(access("sh", F_OK) != 0);     /* not in the cwd */
+	st_cfg_init(&c, "echo", NULL, 1);
+	c.path = "sh";
+	CU_ASSERT_EQUAL(sipc_create(&c, err, sizeof(err), &s), SIPC_E_EXEC);
+	CU_ASSERT(strstr(err, "sh") != NULL);
+	if (s != NULL)
+		sipc_destroy(s);
+}
+
 /* sipc.h, sipc_wait_ready(): more workers than the pool has can never
  * become ready: -EINVAL at once, not a wait for the deadline. */
 static void
@@ -311,6 +330,8 @@ main(void)
 	tl_suite("public_accept", (tl_test[]){
 	    { "test_public_accept_create_refuses_directory_as_worker",
 	      test_public_accept_create_refuses_directory_as_worker },
+	    { "test_public_accept_path_is_not_searched",
+	      test_public_accept_path_is_not_searched },
 	    { "test_public_accept_wait_ready_more_than_pool_is_einval",
 	      test_public_accept_wait_ready_more_than_pool_is_einval },
 	    { "test_public_accept_idempotency_key_limit",
