@@ -165,6 +165,41 @@ test_public_accept_payload_size_edges(void)
 	free(buf);
 }
 
+/* CONTRACT.md 9.1 and 1.3: every max_payload that validation accepts
+ * can carry the 16-byte HELLO, so a pool it accepts can start.  15 was
+ * accepted and no worker ever got ready (its HELLO broke the limit);
+ * 16, the smallest, with the smallest rings and ceiling it allows, starts
+ * and serves a request of 16 bytes. */
+static void
+test_public_accept_smallest_max_payload_still_starts(void)
+{
+	struct sipc_config c;
+	struct sipc_result r;
+	sipc_supervisor *s = NULL;
+	char err[256] = "";
+	struct sipc_request q = { .payload = "sixteen bytes...", .len = 16 };
+
+	st_cfg_init(&c, "echo", NULL, 1);
+	c.max_payload = 15;
+	c.ring_bytes = 15 + 24;
+	c.mem_ceiling = 15 + 24;
+	CU_ASSERT_EQUAL(sipc_create(&c, err, sizeof(err), &s), SIPC_E_CONFIG);
+	CU_ASSERT(strstr(err, "max_payload") != NULL);
+	if (s != NULL) {
+		CU_ASSERT_EQUAL(sipc_wait_ready(s, 1, 3000), 0); /* says why */
+		sipc_destroy(s);
+	}
+	c.max_payload = 16;
+	c.ring_bytes = 16 + 24;
+	c.mem_ceiling = 16 + 24;
+	s = st_start(&c, 1, WAIT_MS);
+	CU_ASSERT_EQUAL_FATAL(sipc_call(s, &q, &r), 0);
+	CU_ASSERT_EQUAL(r.outcome, SIPC_OUTCOME_OK);
+	CU_ASSERT(r.reply_len == 16 && memcmp(r.reply, q.payload, 16) == 0);
+	sipc_result_release(&r);
+	CU_ASSERT_EQUAL(sipc_destroy(s), 0);
+}
+
 /* CONTRACT.md 13: an OK result carries error 0, may_have_run, one
  * attempt and the slot, generation and pid of the worker that ran it. */
 static void
@@ -338,6 +373,8 @@ main(void)
 	      test_public_accept_idempotency_key_limit },
 	    { "test_public_accept_payload_size_edges",
 	      test_public_accept_payload_size_edges },
+	    { "test_public_accept_smallest_max_payload_still_starts",
+	      test_public_accept_smallest_max_payload_still_starts },
 	    { "test_public_accept_ok_result_names_its_worker",
 	      test_public_accept_ok_result_names_its_worker },
 	    { "test_public_accept_call_nowait_full_is_rejected_result",
