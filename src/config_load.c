@@ -42,8 +42,8 @@
  *
  * Numeric ranges (also enforced by sipc__config_validate):
  *   workers 1..1024              max_inflight 1..65536
- *   max_payload 1..2^30          ring_frames 1..1048576
- *   ring_bytes 25..2^40          mem_ceiling 25..2^40
+ *   max_payload 16..2^30         ring_frames 1..1048576
+ *   ring_bytes 40..2^40          mem_ceiling 40..2^40
  *   diag_line_max 16..2^20       diag_tail_bytes 64..2^24
  *   handshake_ms 1..600000       grace_ms 0..600000
  *   drain_ms 0..600000           stall_ms 1..86400000
