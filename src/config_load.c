@@ -670,7 +670,9 @@ parse_stream(struct pctx *c, FILE *f)
 		c->key = NULL;
 		if ((size_t)len != strlen(line))
 			r = perr(c, "NUL byte in line");
-		else if (len > LINE_CAP)
+		else if (len - (len > 0 && line[len - 1] == '\n') > LINE_CAP)
+			/* The newline is not part of the line: a last line
+			 * without one is measured the same. */
 			r = perr(c, "line longer than %d bytes", LINE_CAP);
 		else
 			r = parse_line(c, line, &seen, first);

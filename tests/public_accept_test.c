@@ -321,6 +321,55 @@ test_public_accept_stats_and_reconcile_without_state_dir(void)
 	CU_ASSERT_EQUAL(sipc_destroy(s), 0);
 }
 
+/* Write "path = /aaa..." as one line of `len` bytes (newline not
+ * counted), with or without the newline, and load it. */
+static int
+load_long_line(size_t len, bool newline, char *err, size_t errlen)
+{
+	char name[] = "/tmp/sipc-accept-conf-XXXXXX";
+	struct sipc_config c;
+	sipc_config_store *st = NULL;
+	FILE *f;
+	size_t i;
+	int fd, rc;
+
+	CU_ASSERT_FATAL((fd = mkstemp(name)) >= 0);
+	CU_ASSERT_FATAL((f = fdopen(fd, "w")) != NULL);
+	fputs("path = /", f);
+	for (i = 8; i < len; i++)
+		fputc('a', f);
+	if (newline)
+		fputc('\n', f);
+	CU_ASSERT_FATAL(fclose(f) == 0);
+	sipc_config_init(&c);
+	rc = sipc_config_load_file(name, &c, &st, err, errlen);
+	if (rc == 0)
+		CU_ASSERT(c.path != NULL && strlen(c.path) == len - 7);
+	sipc_config_store_free(st);
+	unlink(name);
+	return rc;
+}
+
+/* CONTRACT.md CF2, sipc.conf(5): "Lines are at most 64 KiB", whether or
+ * not the line ends with a newline; the error says "longer than".  A
+ * line of exactly 65536 bytes was refused when a newline followed it,
+ * and accepted as the file's last line without one. */
+static void
+test_public_accept_config_line_of_64k(void)
+{
+	char err[256] = "";
+
+	CU_ASSERT_EQUAL(load_long_line(65536, false, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(load_long_line(65536, true, err, sizeof(err)), 0);
+	if (err[0] != '\0')
+		fprintf(stderr, "    %s\n", err);
+	CU_ASSERT_EQUAL(load_long_line(65537, true, err, sizeof(err)),
+	    SIPC_E_CONFIG);
+	CU_ASSERT(strstr(err, ":1: ") != NULL && strstr(err, "longer") != NULL);
+	CU_ASSERT_EQUAL(load_long_line(65537, false, err, sizeof(err)),
+	    SIPC_E_CONFIG);
+}
+
 /* sipc_strerror(3): every code of the SIPC_ERRORS table gets its own
  * message, and no value gets NULL; sipc_exit_format() returns the length
  * snprintf() would have produced, whatever the buffer. */
@@ -381,6 +430,8 @@ main(void)
 	      test_public_accept_call_nowait_full_is_rejected_result },
 	    { "test_public_accept_stats_and_reconcile_without_state_dir",
 	      test_public_accept_stats_and_reconcile_without_state_dir },
+	    { "test_public_accept_config_line_of_64k",
+	      test_public_accept_config_line_of_64k },
 	    { "test_public_accept_strerror_and_exit_format_edges",
 	      test_public_accept_strerror_and_exit_format_edges },
 	    { NULL, NULL } });
