@@ -91,6 +91,37 @@ test_public_accept_wait_ready_more_than_pool_is_einval(void)
 	CU_ASSERT_EQUAL(sipc_destroy(s), 0);
 }
 
+/* sipc.h sipc_wait_ready(), CONTRACT.md H5 and 12: when a start fails,
+ * wait_ready says why with one of SIPC_E_EXEC, SIPC_E_VERSION or
+ * SIPC_E_HANDSHAKE, and the slot's last exit has the matching kind.  A
+ * launch that fails for another reason than exec (here: an explicit
+ * namespace mode whose sipc-init does not exist) is HANDSHAKE; the raw
+ * -errno of the launch (-ENOENT) leaked out of wait_ready before. */
+static void
+test_public_accept_wait_ready_launch_failure_is_documented_code(void)
+{
+	struct sipc_config c;
+	struct sipc_worker_stats w;
+	sipc_supervisor *s;
+	int rc;
+
+	st_cfg_init(&c, "echo", NULL, 1);
+	c.containment = SIPC_CONTAIN_PID_NAMESPACE;
+	c.init_path = "/nonexistent/sipc-init";
+	c.restart_base_ms = 50;
+	s = st_start(&c, 0, 0);
+	rc = sipc_wait_ready(s, 1, WAIT_MS);
+	CU_ASSERT(rc == SIPC_E_HANDSHAKE || rc == SIPC_E_EXEC);
+	if (rc != SIPC_E_HANDSHAKE && rc != SIPC_E_EXEC)
+		fprintf(stderr, "    wait_ready: %d (%s)\n", rc,
+		    sipc_strerror(rc));
+	w = st_worker_stats(s, 0);
+	CU_ASSERT_EQUAL(w.last_exit.kind, rc == SIPC_E_EXEC ?
+	    SIPC_EXIT_EXEC_FAILED : SIPC_EXIT_HANDSHAKE);
+	CU_ASSERT(w.state != SIPC_WS_READY);
+	CU_ASSERT_EQUAL(sipc_destroy(s), 0);
+}
+
 /* CONTRACT.md R7, sipc_submit(3), sipc_call(3): an idempotency key over
  * 255 bytes is -EINVAL (the callback never runs, *ret and ret_id are
  * untouched); 255 bytes is accepted. */
@@ -418,6 +449,8 @@ main(void)
 	      test_public_accept_path_is_not_searched },
 	    { "test_public_accept_wait_ready_more_than_pool_is_einval",
 	      test_public_accept_wait_ready_more_than_pool_is_einval },
+	    { "test_public_accept_wait_ready_launch_failure_is_documented_code",
+	      test_public_accept_wait_ready_launch_failure_is_documented_code },
 	    { "test_public_accept_idempotency_key_limit",
 	      test_public_accept_idempotency_key_limit },
 	    { "test_public_accept_payload_size_edges",
