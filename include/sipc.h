@@ -117,14 +117,17 @@ const char *sipc_strerror(int err);
  *   WORKER_ERROR  the worker replied with an error frame (code + bytes).
  *   REJECTED      the request was never written to any worker.  Safe to
  *                 resubmit.  `error` says why (FULL, UNAVAILABLE,
- *                 SHUTDOWN, TOOBIG, EXEC, JOURNAL: its record could
- *                 not be journalled, ...).
+ *                 SHUTDOWN, JOURNAL: its record could not be
+ *                 journalled).  An oversize payload is refused by
+ *                 sipc_submit() itself (SIPC_E_TOOBIG), not a result.
  *   TIMEOUT       the deadline passed.  `may_have_run` says whether the
  *                 request had been written to a worker.
  *   UNKNOWN       the request was written and the worker ended (or broke
  *                 the protocol) before replying: it may have run.  It is
  *                 never retried unless it was submitted SIPC_REQ_IDEMPOTENT.
- *                 `error` says why (WORKER_DIED, POISON, PROTOCOL, STALL).
+ *                 `error` says why (WORKER_DIED, POISON, PROTOCOL, STALL,
+ *                 SHUTDOWN, TIMEOUT after a deadline's termination,
+ *                 UNAVAILABLE, JOURNAL; CONTRACT.md section 13).
  */
 enum sipc_outcome {
 	SIPC_OUTCOME_OK = 0,
