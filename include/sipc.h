@@ -117,14 +117,17 @@ const char *sipc_strerror(int err);
  *   WORKER_ERROR  the worker replied with an error frame (code + bytes).
  *   REJECTED      the request was never written to any worker.  Safe to
  *                 resubmit.  `error` says why (FULL, UNAVAILABLE,
- *                 SHUTDOWN, TOOBIG, EXEC, JOURNAL: its record could
- *                 not be journalled, ...).
+ *                 SHUTDOWN, JOURNAL: its record could not be
+ *                 journalled).  An oversize payload is refused by
+ *                 sipc_submit() itself (SIPC_E_TOOBIG), not a result.
  *   TIMEOUT       the deadline passed.  `may_have_run` says whether the
  *                 request had been written to a worker.
  *   UNKNOWN       the request was written and the worker ended (or broke
  *                 the protocol) before replying: it may have run.  It is
  *                 never retried unless it was submitted SIPC_REQ_IDEMPOTENT.
- *                 `error` says why (WORKER_DIED, POISON, PROTOCOL, STALL).
+ *                 `error` says why (WORKER_DIED, POISON, PROTOCOL, STALL,
+ *                 SHUTDOWN, TIMEOUT after a deadline's termination,
+ *                 UNAVAILABLE, JOURNAL; CONTRACT.md section 13).
  */
 enum sipc_outcome {
 	SIPC_OUTCOME_OK = 0,
@@ -523,10 +526,12 @@ int sipc_create(const struct sipc_config *cfg, char *errbuf, size_t errlen,
  * running and the last start failed, at once (otherwise at the deadline)
  * why it failed: SIPC_E_EXEC (cannot execute), SIPC_E_VERSION (worker
  * speaks another protocol version), SIPC_E_HANDSHAKE (ended or stalled
- * before its HELLO); or -ETIMEDOUT.  SIPC_E_SHUTDOWN when sipc_destroy()
- * begins meanwhile (at once, not at the deadline).  The count is a
- * snapshot: a worker may die right after.  Any host thread; -EDEADLK
- * from a library thread (a callback).
+ * before its HELLO, or its launch failed for a reason other than exec;
+ * the worker's last_exit in the stats has the errno); or -ETIMEDOUT.  SIPC_E_SHUTDOWN when sipc_destroy()
+ * begins meanwhile (at once, not at the deadline).  -EINVAL for a NULL
+ * supervisor or `n` above the pool size (cfg.workers), at once.  The
+ * count is a snapshot: a worker may die right after.  Any host thread;
+ * -EDEADLK from a library thread (a callback).
  */
 int sipc_wait_ready(sipc_supervisor *s, unsigned n, unsigned timeout_ms);
 
@@ -656,6 +661,8 @@ struct sipc_stats {
  * sipc_stats_release().  SIPC_E_SHUTDOWN once sipc_destroy() has begun.
  * Any thread, including callbacks. */
 int sipc_stats_get(sipc_supervisor *s, struct sipc_stats *ret);
+/* Free st->workers and clear it (workers NULL, nworkers 0).  Accepts
+ * NULL and an already released snapshot.  Any thread. */
 void sipc_stats_release(struct sipc_stats *st);
 
 /*

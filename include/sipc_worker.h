@@ -7,7 +7,9 @@
  * (a stream socket) on descriptor 3 and sets SIPC_FD=3 in its
  * environment; stdin is /dev/null; stdout and stderr are diagnostics
  * only and never parsed as protocol.  SIPC_PARENT_PID names the
- * supervisor process; SIPC_WORKER_ID and SIPC_GENERATION name the slot.
+ * worker's parent as the worker sees it (the supervisor process in
+ * process-group mode, 1, its sipc-init, in the namespace modes);
+ * SIPC_WORKER_ID and SIPC_GENERATION name the slot.
  *
  * The runtime is single-threaded: call everything from the thread that
  * called sipc_worker_open().  A handler may reply at once or keep the id

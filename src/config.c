@@ -35,10 +35,12 @@ const struct sipc__cfg_key sipc__cfg_keys[] = {
 	OTHER(env_set, SIPC__CK_ENVSET),
 	NUM(workers, 1, 1024),
 	NUM(max_inflight, 1, 65536),
-	NUM(max_payload, 1, SIPC_FRAME_MAX_PAYLOAD),
+	/* At least a HELLO: the limit applies to every frame a worker
+	 * sends, its handshake included, so a smaller one starts nothing. */
+	NUM(max_payload, SIPC_HELLO_LEN, SIPC_FRAME_MAX_PAYLOAD),
 	NUM(ring_frames, 1, 1048576),
-	NUM(ring_bytes, SIPC_FRAME_HDR_LEN + 1, SIZE_CAP),
-	NUM(mem_ceiling, SIPC_FRAME_HDR_LEN + 1, SIZE_CAP),
+	NUM(ring_bytes, SIPC_FRAME_HDR_LEN + SIPC_HELLO_LEN, SIZE_CAP),
+	NUM(mem_ceiling, SIPC_FRAME_HDR_LEN + SIPC_HELLO_LEN, SIZE_CAP),
 	NUM(diag_line_max, 16, MIB),
 	NUM(diag_tail_bytes, 64, 16 * MIB),
 	NUM(handshake_ms, 1, 600000),

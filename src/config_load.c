@@ -42,8 +42,8 @@
  *
  * Numeric ranges (also enforced by sipc__config_validate):
  *   workers 1..1024              max_inflight 1..65536
- *   max_payload 1..2^30          ring_frames 1..1048576
- *   ring_bytes 25..2^40          mem_ceiling 25..2^40
+ *   max_payload 16..2^30         ring_frames 1..1048576
+ *   ring_bytes 40..2^40          mem_ceiling 40..2^40
  *   diag_line_max 16..2^20       diag_tail_bytes 64..2^24
  *   handshake_ms 1..600000       grace_ms 0..600000
  *   drain_ms 0..600000           stall_ms 1..86400000
@@ -670,7 +670,9 @@ parse_stream(struct pctx *c, FILE *f)
 		c->key = NULL;
 		if ((size_t)len != strlen(line))
 			r = perr(c, "NUL byte in line");
-		else if (len > LINE_CAP)
+		else if (len - (len > 0 && line[len - 1] == '\n') > LINE_CAP)
+			/* The newline is not part of the line: a last line
+			 * without one is measured the same. */
 			r = perr(c, "line longer than %d bytes", LINE_CAP);
 		else
 			r = parse_line(c, line, &seen, first);

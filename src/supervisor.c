@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -423,6 +424,19 @@ provider_open(struct sipc_supervisor *s, const struct sipc_provider_ops *p,
 	return 0;
 }
 
+/* 0, or the errno a launch of `path` would fail with.  access(X_OK)
+ * alone passes a directory (search permission), which execve() refuses
+ * with EACCES: without this, every start would fail instead of create. */
+static int
+worker_executable(const char *path)
+{
+	struct stat sb;
+
+	if (access(path, X_OK) < 0 || stat(path, &sb) < 0)
+		return errno;
+	return S_ISREG(sb.st_mode) ? 0 : EACCES;
+}
+
 int
 sipc_create(const struct sipc_config *cfg, char *errbuf, size_t errlen,
             sipc_supervisor **ret)
@@ -444,8 +458,7 @@ sipc_create(const struct sipc_config *cfg, char *errbuf, size_t errlen,
 	/* Fail closed before anything is allocated or spawned. */
 	if ((rc = sipc__provider_select(cfg, errbuf, errlen, &prov)) < 0)
 		return rc;
-	if (access(cfg->path, X_OK) < 0) {
-		rc = errno;
+	if ((rc = worker_executable(cfg->path)) != 0) {
 		snprintf(errbuf, errlen, "cannot execute worker %s: %s",
 		    cfg->path, strerror(rc));
 		return SIPC_E_EXEC;

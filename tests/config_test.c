@@ -303,7 +303,7 @@ static const struct {
 	{ "restart_intensity = 101\n", 1, "restart_intensity",
 	  "out of range 1..100" },
 	{ "max_payload = 1073741825\n", 1, "max_payload",
-	  "out of range 1..1073741824" },
+	  "out of range 16..1073741824" },
 	{ "workers = \033[31m\n", 1, "workers", "malformed number \"\\033[31m\"" },
 };
 
@@ -571,8 +571,8 @@ static const struct {
 	long long min, max;
 } ranges[] = {
 	{ "workers", 1, 1024 }, { "max_inflight", 1, 65536 },
-	{ "max_payload", 1, 1LL << 30 }, { "ring_frames", 1, 1048576 },
-	{ "ring_bytes", 25, 1LL << 40 }, { "mem_ceiling", 25, 1LL << 40 },
+	{ "max_payload", 16, 1LL << 30 }, { "ring_frames", 1, 1048576 },
+	{ "ring_bytes", 40, 1LL << 40 }, { "mem_ceiling", 40, 1LL << 40 },
 	{ "diag_line_max", 16, 1LL << 20 },
 	{ "diag_tail_bytes", 64, 1LL << 24 },
 	{ "handshake_ms", 1, 600000 }, { "grace_ms", 0, 600000 },
