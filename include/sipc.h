@@ -525,9 +525,12 @@ int sipc_create(const struct sipc_config *cfg, char *errbuf, size_t errlen,
  * deadline (ms from now) passes.  Returns 0; or, when no worker is
  * running and the last start failed, at once (otherwise at the deadline)
  * why it failed: SIPC_E_EXEC (cannot execute), SIPC_E_VERSION (worker
- * speaks another protocol version), SIPC_E_HANDSHAKE (ended or stalled
- * before its HELLO, or its launch failed for a reason other than exec;
- * the worker's last_exit in the stats has the errno); or -ETIMEDOUT.  SIPC_E_SHUTDOWN when sipc_destroy()
+ * speaks another protocol version), SIPC_E_PRODUCTION (outside
+ * development and test, the provider launched a worker without an end
+ * descriptor, CONTRACT PV), SIPC_E_HANDSHAKE (ended or stalled before
+ * its HELLO, or its launch failed for another reason; the worker's
+ * last_exit in the stats has the errno); or -ETIMEDOUT.
+ * SIPC_E_SHUTDOWN when sipc_destroy()
  * begins meanwhile (at once, not at the deadline).  -EINVAL for a NULL
  * supervisor or `n` above the pool size (cfg.workers), at once.  The
  * count is a snapshot: a worker may die right after.  Any host thread;

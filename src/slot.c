@@ -228,10 +228,11 @@ spawn_end(struct sipc__spawn_job *j, int64_t now)
 	return;
 fail:
 	/* before the exit is visible in stats (a host waits on either);
-	 * a launch failure other than exec is a HANDSHAKE end, and
-	 * sipc_wait_ready() says so with that code, not the launch's raw
-	 * errno (the exit's code and the log keep it) */
-	note_start_error(s, rc == SIPC_E_EXEC ? SIPC_E_EXEC : SIPC_E_HANDSHAKE);
+	 * a launch failure other than exec or a refused provider is a
+	 * HANDSHAKE end, and sipc_wait_ready() says so with that code, not
+	 * the launch's raw errno (the exit's code and the log keep it) */
+	note_start_error(s, rc == SIPC_E_EXEC || rc == SIPC_E_PRODUCTION ? rc :
+	    SIPC_E_HANDSHAKE);
 	{
 		struct sipc_exit e = { .kind = SIPC_EXIT_HANDSHAKE, .code = -rc };
 
