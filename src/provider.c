@@ -16,9 +16,11 @@
 #include <string.h>
 
 #include "provider.h"
+#include "unix/sandbox.h"
 
 static const struct sipc__provider *const providers[] = {
 	&sipc__provider_local,
+	&sipc__provider_sandbox,
 };
 
 static const char *

@@ -1,0 +1,687 @@
+/*
+ * sandbox.c - the sandbox provider: each worker runs under bubblewrap
+ * (bwrap) in namespaces of its own, with sipc-init as PID 1.
+ *
+ *   supervisor --clone3--> bwrap (outer, our child: the end descriptor)
+ *                            `--> sipc-init (PID 1 of the sandbox's PID
+ *                                 namespace; its host pid is proven)
+ *                                   `--> worker and its descendants
+ *
+ * What each worker gets (bwrap --unshare-all): PID, mount, network,
+ * IPC, UTS and cgroup namespaces, and a user namespace where the
+ * kernel allows one; a read-only view of /usr (and the host's /lib,
+ * /bin... links or directories), of the worker binary's directory and of
+ * sipc-init's; a fresh /proc of its own PID namespace, a minimal /dev
+ * and an empty /tmp; only loopback networking; a new session; and
+ * exactly the launch environment (the core's allow-list), passed as
+ * bwrap's own environment rather than as --setenv arguments, whose
+ * values any user could read in /proc/<pid>/cmdline.  Descriptors 0-4 are
+ * the worker's (as for the local provider), bwrap passes 3 and 4 through.
+ *
+ * How it ends, and why nothing is lost:
+ *   - sipc-init reports the worker's exact wait status on the report
+ *     socket and exits; the kernel then kills what is left in the PID
+ *     namespace; bwrap, which waits for its PID 1, exits last.  So the
+ *     outer bwrap's pidfd polling readable means "tree gone", and the
+ *     status comes from sipc-init (bwrap itself folds a signal into
+ *     128+n, which cannot be told from an exit code).
+ *   - GRACEFUL (TERM): to sipc-init through its pidfd; it passes TERM to
+ *     every process of the namespace.  FORCED (KILL): cgroup.kill when
+ *     the worker has a cgroup, and SIGKILL to sipc-init, which empties the
+ *     namespace.  The outer bwrap is never signalled first: killed, it
+ *     would take the status with it (its child dies of --die-with-parent).
+ *   - sipc-init's host pid comes from the credentials of its first report
+ *     (SO_PASSCRED: the kernel, not the sender, writes them).  It is
+ *     proven before use: a pidfd is opened on it, then its parent must
+ *     be the outer bwrap, our unreaped child, which cannot have forked
+ *     again (a zombie, or a live bwrap that forked only its PID 1), and
+ *     its PID namespace must not be ours.  Every signal then goes by
+ *     that pidfd: nothing not proven to be this sandbox's is reached.
+ *   - The outer bwrap is cloned into the worker's cgroup (any mode,
+ *     when the supervisor has one), so every process of the sandbox is
+ *     in it: limits hold inside, and cgroup.kill ends it all.
+ *
+ * What it does not give is in PRODUCTION_BOUNDARY.md: one kernel shared
+ * with the host (not a VM boundary), no seccomp filter, and as root the
+ * user namespace maps root to root (not a separate user).
+ *
+ * Threads: the reaper thread calls every op (provider.h); the bwrap
+ * path is resolved once (pthread_once), everything else is per handle.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/pidfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "clone.h"
+#include "ident.h"
+#include "launchio.h"
+#include "provider.h"
+#include "sandbox.h"
+
+#ifndef SIPC_LIBEXECDIR
+#define SIPC_LIBEXECDIR "/usr/local/libexec/sipc"
+#endif
+/* Bound on sipc-init's first report (bwrap set up, worker exec'd). */
+#define INIT_START_MS 10000
+/* Bound on the namespace's end after its init was killed. */
+#define INIT_END_MS 5000
+
+struct sbx_proc {
+	pid_t bwrap_pid;              /* outer bwrap: our child */
+	int bwrap_fd;                 /* its pidfd: the end descriptor */
+	pid_t init_pid;               /* sipc-init, host pid (proven) */
+	int init_fd;                  /* its pidfd; every signal goes here */
+	int report_fd;                /* sipc-init's reports */
+	struct sipc__sbx_id id;
+	bool ended;
+	struct sipc__cgw *cg;         /* own cgroup, or NULL */
+	struct sipc_exit exit;        /* once ended: how */
+};
+
+/* ---------------------------------------------------------------- bwrap */
+
+static pthread_once_t bwrap_once = PTHREAD_ONCE_INIT;
+static char bwrap_path[PATH_MAX];
+static int bwrap_err;
+
+/* The first executable "bwrap" on $PATH (or the default path), once:
+ * the sandbox tool must not change under a running supervisor. */
+static void
+bwrap_find(void)
+{
+	const char *path = getenv("PATH"), *p, *end;
+	size_t n;
+
+	if (path == NULL || *path == '\0')
+		path = "/usr/local/bin:/usr/bin:/bin";
+	bwrap_err = ENOENT;
+	for (p = path; *p != '\0'; p = *end ? end + 1 : end) {
+		end = strchrnul(p, ':');
+		n = (size_t)(end - p);
+		if (n == 0 || p[0] != '/' || n + 7 >= sizeof(bwrap_path))
+			continue;       /* relative entries: never */
+		snprintf(bwrap_path, sizeof(bwrap_path), "%.*s/bwrap", (int)n,
+		    p);
+		if (access(bwrap_path, X_OK) == 0) {
+			bwrap_err = 0;
+			return;
+		}
+	}
+	bwrap_path[0] = '\0';
+}
+
+int
+sipc__sandbox_bwrap(const char **ret)
+{
+	(void)pthread_once(&bwrap_once, bwrap_find);
+	if (bwrap_err != 0)
+		return -bwrap_err;
+	*ret = bwrap_path;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- argv */
+
+/* Room for the fixed arguments, the host's top-level links, two binds
+ * and sipc-init's own arguments (added to the worker's). */
+#define ARGV_FIXED 64
+
+struct sbx_argv {
+	const char **v;
+	size_t n, cap;
+	char wdir[PATH_MAX], idir[PATH_MAX], wpath[PATH_MAX];
+	char link[4][PATH_MAX];
+};
+
+static void
+av_add(struct sbx_argv *a, const char *s)
+{
+	if (a->n < a->cap - 1)
+		a->v[a->n++] = s;
+}
+
+static void
+av_add3(struct sbx_argv *a, const char *opt, const char *x, const char *y)
+{
+	av_add(a, opt);
+	av_add(a, x);
+	av_add(a, y);
+}
+
+/* The host's top-level directories that a program's loader and shells
+ * find through: replicated as links where the host has links (merged
+ * /usr), bound read-only where it has directories. */
+static void
+av_toplevel(struct sbx_argv *a)
+{
+	static const char *const top[] = { "/lib", "/lib64", "/bin", "/sbin" };
+	struct stat st;
+	ssize_t n;
+
+	for (size_t i = 0; i < sizeof(top) / sizeof(top[0]); i++) {
+		if (lstat(top[i], &st) < 0)
+			continue;
+		if (S_ISLNK(st.st_mode)) {
+			n = readlink(top[i], a->link[i], sizeof(a->link[i]) - 1);
+			if (n <= 0)
+				continue;
+			a->link[i][n] = '\0';
+			av_add3(a, "--symlink", a->link[i], top[i]);
+		} else if (S_ISDIR(st.st_mode)) {
+			av_add3(a, "--ro-bind", top[i], top[i]);
+		}
+	}
+}
+
+/* dir = the directory of path, resolved; path resolved too if wanted. */
+static int
+real_dir(const char *path, char *dir, char *ret_path)
+{
+	char *slash;
+
+	if (realpath(path, dir) == NULL)
+		return -errno;
+	if (ret_path != NULL)
+		memcpy(ret_path, dir, PATH_MAX);
+	if ((slash = strrchr(dir, '/')) != NULL && slash != dir)
+		*slash = '\0';
+	return 0;
+}
+
+/*
+ * bwrap's argv for launch l: the namespaces, the view, then
+ * "-- sipc-init WORKER ARGV0 [ARGS...]".  Order matters to bwrap: the
+ * empty /tmp comes before the binds, so a worker under /tmp is still
+ * seen.  a->v is allocated (free it); the strings are l's or a's.
+ */
+static int
+sbx_argv_build(struct sbx_argv *a, const char *bwrap, const char *init,
+               const struct sipc__launch *l)
+{
+	size_t nargs = 0;
+	int rc;
+
+	while (l->argv[nargs] != NULL)
+		nargs++;
+	a->n = 0;
+	a->cap = ARGV_FIXED + nargs + 4;
+	if ((a->v = calloc(a->cap, sizeof(*a->v))) == NULL)
+		return -ENOMEM;
+	if ((rc = real_dir(l->path, a->wdir, a->wpath)) < 0 ||
+	    (rc = real_dir(init, a->idir, NULL)) < 0) {
+		free(a->v);
+		a->v = NULL;
+		return rc;
+	}
+	av_add(a, bwrap);
+	av_add(a, "--unshare-all");
+	av_add(a, "--die-with-parent");
+	av_add(a, "--new-session");
+	av_add(a, "--as-pid-1");
+	av_add3(a, "--ro-bind", "/usr", "/usr");
+	av_toplevel(a);
+	av_add(a, "--proc");
+	av_add(a, "/proc");
+	av_add(a, "--dev");
+	av_add(a, "/dev");
+	av_add(a, "--tmpfs");
+	av_add(a, "/tmp");
+	av_add3(a, "--ro-bind", a->wdir, a->wdir);
+	av_add3(a, "--ro-bind", a->idir, a->idir);
+	av_add(a, "--chdir");
+	av_add(a, "/");
+	/* bwrap would add PWD=/: the environment is the launch's alone. */
+	av_add(a, "--unsetenv");
+	av_add(a, "PWD");
+	av_add(a, "--");
+	av_add(a, init);
+	av_add(a, a->wpath);
+	for (size_t i = 0; i < nargs; i++)
+		av_add(a, l->argv[i]);
+	a->v[a->n] = NULL;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- launch */
+
+/* A launch between its start (bwrap cloned) and its finish (sipc-init
+ * reported the worker started, or not).  Reaper thread, like a handle. */
+struct sbx_pending {
+	const struct sipc__launch *l;
+	struct sbx_proc *p;
+	struct sipc__launch_fds f;
+	struct sipc__spawned sd;
+	int cg_err;
+	int start_err;                /* errno of a launch that could not
+	                               * even start (no bwrap): finish says */
+};
+
+static void
+pending_drop(struct sbx_pending *q)
+{
+	sipc__launch_fds_close(&q->f);
+	if (q->p != NULL)
+		(void)sipc__cgw_remove(q->p->cg); /* its child is reaped */
+	free(q->p);
+	free(q);
+}
+
+static int
+sbx_clone(struct sbx_pending *q, const char *bwrap)
+{
+	const struct sipc__launch *l = q->l;
+	const char *init = l->init_path ? l->init_path :
+	    SIPC_LIBEXECDIR "/sipc-init";
+	struct sipc__launch_fds *f = &q->f;
+	struct sipc__spawn sp = { .path = bwrap,
+	    .flags = SIPC__SPAWN_SETPGRP, .nproc_limit = l->nproc_limit,
+	    .fds = { f->devnull, f->dp[1], f->dp[1], f->sv[1], f->rp[1] } };
+	struct sbx_argv *a;
+	char **env = NULL;
+	int rc;
+
+	if ((a = calloc(1, sizeof(*a))) == NULL)
+		return -ENOMEM;
+	if ((rc = sbx_argv_build(a, bwrap, init, l)) < 0)
+		goto out;
+	if ((env = sipc__ns_env(l->envp)) == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	sp.argv = (char *const *)a->v;
+	sp.envp = env;
+	if (q->p->cg != NULL) {
+		sp.flags |= SIPC__SPAWN_CGROUP;
+		sp.cgroup_fd = sipc__cgw_fd(q->p->cg);
+	}
+	if ((rc = sipc__spawn_start(&sp, &q->sd)) == 0)
+		sipc__launch_fds_close_child(f);
+out:
+	/* the child has its own copies */
+	free(env);
+	free(a->v);
+	free(a);
+	return rc;
+}
+
+static int
+sbx_launch_start(void *prov, const struct sipc__launch *l,
+                 void **ret_pending)
+{
+	struct sbx_pending *q;
+	const char *bwrap;
+	int rc;
+
+	(void)prov;
+	if ((q = calloc(1, sizeof(*q))) == NULL)
+		return -ENOMEM;
+	q->l = l;
+	if ((rc = sipc__launch_fds_open(&q->f, true)) < 0)
+		goto fail;
+	if ((q->p = calloc(1, sizeof(*q->p))) == NULL) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	q->p->bwrap_fd = q->p->init_fd = q->p->report_fd = -1;
+	/* Without bwrap the launch fails as an exec failure would: the
+	 * finish reports it with its errno. */
+	if ((rc = sipc__sandbox_bwrap(&bwrap)) < 0) {
+		q->start_err = -rc;
+		*ret_pending = q;
+		return 0;
+	}
+	/* A configured limit is enforced or the worker does not start. */
+	if (l->cg != NULL && (rc = sipc__cgw_create(l->cg, l->slot,
+	    l->generation, &q->p->cg)) < 0) {
+		if (sipc__cg_limits(l->cg) != 0)
+			goto fail;
+		q->cg_err = rc;
+	}
+	if ((rc = sbx_clone(q, bwrap)) < 0)
+		goto fail;
+	*ret_pending = q;
+	return 0;
+fail:
+	pending_drop(q);
+	return rc;
+}
+
+/* Its PID namespace's inode, from /proc/<pid>/ns/pid.  0 or -errno. */
+static int
+pidns_ino(pid_t pid, uint64_t *ret)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)pid);
+	if (stat(path, &st) < 0)
+		return -errno;
+	*ret = (uint64_t)st.st_ino;
+	return 0;
+}
+
+/*
+ * Prove that `pid` (from the credentials of sipc-init's report) is this
+ * sandbox's init and pin it: a pidfd first, then its parent must be our
+ * outer bwrap (our unreaped child, so its pid names nobody else) and its
+ * PID namespace not ours.  0 with p->init_* and p->id set, or -errno.
+ */
+static int
+init_prove(struct sbx_proc *p, pid_t pid)
+{
+	struct sipc__proc_stat st;
+	uint64_t self_ns;
+	int fd, rc;
+
+	if (pid <= 0)
+		return -EPROTO;
+	if ((fd = pidfd_open(pid, 0)) < 0)
+		return -errno;
+	if ((rc = sipc__proc_stat(pid, &st)) < 0 ||
+	    (rc = pidns_ino(pid, &p->id.pidns)) < 0 ||
+	    (rc = pidns_ino(getpid(), &self_ns)) < 0)
+		goto fail;
+	if (st.ppid != p->bwrap_pid || p->id.pidns == self_ns) {
+		rc = -EPERM;
+		goto fail;
+	}
+	p->init_pid = pid;
+	p->init_fd = fd;
+	p->id.init_pid = pid;
+	p->id.init_start = st.starttime;
+	p->id.bwrap_pid = p->bwrap_pid;
+	if ((rc = sipc__proc_starttime(p->bwrap_pid, &p->id.bwrap_start)) < 0 ||
+	    (rc = sipc__boot_id(p->id.boot_id)) < 0)
+		goto fail_pinned;
+	return 0;
+fail_pinned:
+	p->init_fd = -1;
+fail:
+	close(fd);
+	return rc;
+}
+
+/* Kill the sandbox that did not start and reap its bwrap. */
+static void
+start_abort(struct sbx_proc *p)
+{
+	if (p->init_fd >= 0)
+		(void)pidfd_send_signal(p->init_fd, SIGKILL, NULL, 0);
+	(void)pidfd_send_signal(p->bwrap_fd, SIGKILL, NULL, 0);
+	(void)sipc__pidfd_reap(p->bwrap_fd);
+	close(p->bwrap_fd);
+	p->bwrap_fd = -1;
+	if (p->init_fd >= 0)
+		close(p->init_fd);
+	p->init_fd = -1;
+}
+
+/* bwrap exec'd; wait for sipc-init to say the worker did (or not). */
+static int
+sbx_started(struct sbx_pending *q, int *ret_errno)
+{
+	struct sbx_proc *p = q->p;
+	struct sipc__init_msg m;
+	pid_t from = 0;
+	int rc;
+
+	if ((rc = sipc__spawn_finish(&q->sd, ret_errno)) < 0)
+		return rc;
+	p->bwrap_pid = q->sd.pid;
+	p->bwrap_fd = q->sd.pidfd;
+	rc = sipc__init_report_read(q->f.rp[0], INIT_START_MS, &m, &from);
+	if (rc == 1 && (m.kind == SIPC__INIT_STARTED ||
+	    m.kind == SIPC__INIT_EXEC_FAILED)) {
+		if ((rc = init_prove(p, from)) < 0) {
+			start_abort(p);
+			return rc;
+		}
+		rc = 1;
+	}
+	if (rc == 1 && m.kind == SIPC__INIT_STARTED)
+		return 0;
+	if (rc == 1 && m.kind == SIPC__INIT_EXEC_FAILED) {
+		*ret_errno = m.value;
+		rc = SIPC_E_EXEC;
+	} else {
+		/* bwrap could not set the sandbox up (its reason is on the
+		 * diagnostics pipe), or sipc-init did not run. */
+		rc = rc < 0 ? rc : -EPROTO;
+	}
+	start_abort(p);
+	return rc;
+}
+
+static int
+sbx_launch_finish(void *pending, struct sipc__chan *ret_chan,
+                  void **ret_handle, int *ret_errno)
+{
+	struct sbx_pending *q = pending;
+	struct sbx_proc *p = q->p;
+	int rc;
+
+	if (q->start_err != 0) {
+		*ret_errno = q->start_err;
+		rc = SIPC_E_EXEC;
+		goto fail;
+	}
+	if ((rc = sbx_started(q, ret_errno)) < 0)
+		goto fail;
+	p->report_fd = q->f.rp[0];
+	q->f.rp[0] = -1;
+	ret_chan->proto_fd = q->f.sv[0];
+	ret_chan->diag_fd = q->f.dp[0];
+	q->f.sv[0] = q->f.dp[0] = -1;
+	ret_chan->pid = p->init_pid;
+	ret_chan->pgid = p->init_pid;
+	ret_chan->starttime = p->id.init_start;
+	ret_chan->contain = SIPC_CONTAIN_PID_NAMESPACE;
+	ret_chan->contain_why[0] = '\0';
+	ret_chan->cgroup = p->cg != NULL;
+	ret_chan->limits = p->cg != NULL ? sipc__cg_limits(q->l->cg) : 0;
+	ret_chan->cgroup_err = q->cg_err;
+	*ret_handle = p;
+	q->p = NULL;
+	pending_drop(q);
+	return 0;
+fail:
+	pending_drop(q);
+	return rc;
+}
+
+static int
+sbx_launch(void *prov, const struct sipc__launch *l,
+           struct sipc__chan *ret_chan, void **ret_handle, int *ret_errno)
+{
+	void *q;
+	int rc;
+
+	if ((rc = sbx_launch_start(prov, l, &q)) < 0)
+		return rc;
+	return sbx_launch_finish(q, ret_chan, ret_handle, ret_errno);
+}
+
+/* ---------------------------------------------------------------- end */
+
+/* Wait (bounded) until the process behind pidfd has exited. */
+static void
+pidfd_wait_gone(int pidfd, int ms)
+{
+	struct pollfd pf = { .fd = pidfd, .events = POLLIN };
+
+	while (poll(&pf, 1, ms) < 0 && errno == EINTR)
+		;
+}
+
+/*
+ * Everything of the sandbox is gone once this returns: its init killed
+ * by its pidfd (a no-op when it already exited, which emptied the
+ * namespace) and waited for, its cgroup killed, checked for the OOM
+ * killer's work and removed.
+ */
+static void
+end_tree(struct sbx_proc *p, struct sipc_exit *e)
+{
+	if (p->init_fd >= 0) {
+		(void)pidfd_send_signal(p->init_fd, SIGKILL, NULL, 0);
+		pidfd_wait_gone(p->init_fd, INIT_END_MS);
+		close(p->init_fd);
+		p->init_fd = -1;
+	}
+	if (p->cg == NULL)
+		return;
+	if (e != NULL && e->kind == SIPC_EXIT_SIGNAL && e->signo == SIGKILL &&
+	    sipc__cgw_oom_kills(p->cg) > 0)
+		e->kind = SIPC_EXIT_OOM;
+	(void)sipc__cgw_remove(p->cg);
+	p->cg = NULL;
+}
+
+static void
+set_ended(struct sbx_proc *p, struct sipc_exit *ret)
+{
+	end_tree(p, ret);
+	p->exit = *ret;
+	p->ended = true;
+	if (p->bwrap_fd >= 0)
+		close(p->bwrap_fd);
+	p->bwrap_fd = -1;
+}
+
+/* bwrap's own status: an exit code, or 128+n for a PID 1 killed by
+ * signal n (what bwrap makes of it). */
+static void
+exit_from_bwrap(const siginfo_t *si, struct sipc_exit *e)
+{
+	memset(e, 0, sizeof(*e));
+	if (si->si_code == CLD_EXITED && si->si_status > 128 &&
+	    si->si_status < 128 + NSIG) {
+		e->kind = SIPC_EXIT_SIGNAL;
+		e->signo = si->si_status - 128;
+	} else if (si->si_code == CLD_EXITED) {
+		e->kind = si->si_status == 0 ? SIPC_EXIT_CLEAN : SIPC_EXIT_CODE;
+		e->code = si->si_status;
+	} else {
+		e->kind = SIPC_EXIT_SIGNAL;
+		e->signo = si->si_status;
+	}
+}
+
+static int
+sbx_try_end(void *h, struct sipc_exit *ret)
+{
+	struct sbx_proc *p = h;
+	siginfo_t si;
+	int r;
+
+	if (p->ended) {
+		*ret = p->exit;
+		return 1;
+	}
+	r = sipc__pidfd_observe(p->bwrap_fd, &si);
+	if (r == 0 && sipc__init_report_pending(p->report_fd)) {
+		/* The worker ended and its init is on its way out: wait for
+		 * bwrap, which follows it at once. */
+		(void)sipc__pidfd_wait_exit(p->bwrap_fd);
+		r = sipc__pidfd_observe(p->bwrap_fd, &si);
+	}
+	if (r == -ECHILD) {
+		/* bwrap reaped behind our back (a host wait(-1)): the init
+		 * is still ours by its pidfd; its report says how the worker
+		 * ended, or nothing does. */
+		if (!sipc__init_report_exit(p->report_fd, ret))
+			*ret = (struct sipc_exit){ .kind = SIPC_EXIT_LOST,
+			    .code = -1 };
+		set_ended(p, ret);
+		return 1;
+	}
+	if (r <= 0)
+		return r;
+	(void)sipc__pidfd_reap(p->bwrap_fd);
+	exit_from_bwrap(&si, ret);
+	/* The worker's own status, when sipc-init lived to report it. */
+	(void)sipc__init_report_exit(p->report_fd, ret);
+	set_ended(p, ret);
+	return 1;
+}
+
+static int
+sbx_signal_tree(void *h, enum sipc__tree_sig which)
+{
+	struct sbx_proc *p = h;
+	int sig = which == SIPC__SIG_KILL ? SIGKILL : SIGTERM;
+
+	if (p->ended || p->init_fd < 0)
+		return 0;
+	if (sig == SIGKILL && p->cg != NULL)
+		(void)sipc__cgw_kill(p->cg);
+	/* ESRCH: the init has exited, the namespace with it. */
+	if (pidfd_send_signal(p->init_fd, sig, NULL, 0) < 0 && errno != ESRCH)
+		return -errno;
+	return 0;
+}
+
+static int
+sbx_end_fd(void *h)
+{
+	struct sbx_proc *p = h;
+
+	return p->ended ? -1 : p->bwrap_fd;
+}
+
+static void
+sbx_release(void *h)
+{
+	struct sbx_proc *p = h;
+	struct sipc_exit e;
+
+	if (p == NULL)
+		return;
+	if (!p->ended) {
+		(void)sbx_signal_tree(p, SIPC__SIG_KILL);
+		(void)sipc__pidfd_wait_exit(p->bwrap_fd);
+		(void)sbx_try_end(p, &e);
+	}
+	if (p->report_fd >= 0)
+		close(p->report_fd);
+	end_tree(p, NULL);
+	free(p);
+}
+
+const struct sipc__sbx_id *
+sipc__sandbox_id(const void *handle)
+{
+	const struct sbx_proc *p = handle;
+
+	return &p->id;
+}
+
+/* What the probes confirm on a machine where bwrap makes its namespaces
+ * (tests/conformance/main_sandbox.c).  Not a separate user (as root its
+ * user namespace maps root to root), and limits only where the
+ * supervisor's cgroup holds them, which a static table cannot say. */
+const struct sipc__provider sipc__provider_sandbox = {
+	.name = "sandbox",
+	.guarantees = SIPC_G_PID_NAMESPACE | SIPC_G_MOUNT_NAMESPACE |
+	    SIPC_G_NETWORK_ISOLATION | SIPC_G_NO_INHERITED_SECRETS |
+	    SIPC_G_TREE_CONTAINMENT,
+	.launch = sbx_launch,
+	.launch_start = sbx_launch_start,
+	.launch_finish = sbx_launch_finish,
+	.try_end = sbx_try_end,
+	.signal_tree = sbx_signal_tree,
+	.end_fd = sbx_end_fd,
+	.release = sbx_release,
+};
