@@ -278,12 +278,17 @@ pending_drop(struct sbx_pending *q)
 	free(q);
 }
 
+static const char *
+sbx_init(const struct sipc__launch *l)
+{
+	return l->init_path ? l->init_path : SIPC_LIBEXECDIR "/sipc-init";
+}
+
 static int
 sbx_clone(struct sbx_pending *q, const char *bwrap)
 {
 	const struct sipc__launch *l = q->l;
-	const char *init = l->init_path ? l->init_path :
-	    SIPC_LIBEXECDIR "/sipc-init";
+	const char *init = sbx_init(l);
 	struct sipc__launch_fds *f = &q->f;
 	struct sipc__spawn sp = { .path = bwrap,
 	    .flags = SIPC__SPAWN_SETPGRP, .nproc_limit = l->nproc_limit,
@@ -335,9 +340,11 @@ sbx_launch_start(void *prov, const struct sipc__launch *l,
 		goto fail;
 	}
 	q->p->bwrap_fd = q->p->init_fd = q->p->report_fd = -1;
-	/* Without bwrap the launch fails as an exec failure would: the
-	 * finish reports it with its errno. */
-	if ((rc = sipc__sandbox_bwrap(&bwrap)) < 0) {
+	/* Without bwrap, the worker or sipc-init the launch fails as an
+	 * exec failure would: the finish reports it with its errno. */
+	if ((rc = sipc__sandbox_bwrap(&bwrap)) < 0 ||
+	    (rc = access(l->path, X_OK) < 0 ? -errno : 0) < 0 ||
+	    (rc = access(sbx_init(l), X_OK) < 0 ? -errno : 0) < 0) {
 		q->start_err = -rc;
 		*ret_pending = q;
 		return 0;

@@ -1,0 +1,214 @@
+/*
+ * main_sandbox.c - runs the provider conformance suite against the
+ * sandbox provider (bubblewrap, src/unix/sandbox.c): every functional
+ * rule, every isolation rule it declares, and the table of guarantees
+ * with the local adapter beside it, every probe run for real on both.
+ * Each probe of the table must fail on the local adapter and pass on
+ * the sandbox (resource limits: only where a cgroup holds them).
+ *
+ * Beside the suite, what is the sandbox's own:
+ *   - a missing bwrap is an exec failure naming ENOENT, not a hang or
+ *     a worker started without its sandbox;
+ *   - the identity it keeps is proven: sipc-init's host pid is a child
+ *     of the outer bwrap, in a PID namespace that is not ours;
+ *   - sipc-init finds the namespace's /proc already mounted by bwrap
+ *     and does not try (and warn) again.
+ * Skipped as a whole where bwrap is missing or cannot make its
+ * namespaces here.
+ *
+ * Threads: the CUnit thread only.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "unix/ident.h"
+#include "unix/sandbox.h"
+#include "conformance.h"
+#include "driver.h"
+#include "testlib.h"
+
+static const char *no_sandbox;  /* why the sandbox cannot run here */
+
+static void
+test_conformance_sandbox_unavailable(void)
+{
+	tl_skip(no_sandbox);
+}
+
+/*
+ * Without bwrap on $PATH a launch fails as an exec failure, ENOENT.  In
+ * a fresh process (this binary again, MISSING_BWRAP): the lookup happens
+ * once per process, and this one has already found bwrap.
+ */
+#define MISSING_BWRAP "--missing-bwrap"
+
+static int
+missing_bwrap_child(void)
+{
+	int eno = 0, r;
+	struct cw w;
+
+	r = cw_launch_path(&w, tl_fixture("echo"), NULL, NULL, NULL, &eno);
+	if (r == 0)
+		cw_finish(&w);
+	printf("conformance: sandbox without bwrap: %s (%s)\n",
+	    sipc_strerror(r), strerror(eno));
+	return r == SIPC_E_EXEC && eno == ENOENT ? 0 : 1;
+}
+
+static void
+test_conformance_sandbox_missing_bwrap_is_exec_failure(void)
+{
+	int st;
+	pid_t pid;
+
+	fflush(stdout);
+	if ((pid = fork()) == 0) {
+		setenv("PATH", "/nonexistent-sipc-dir", 1);
+		execl("/proc/self/exe", "conformance_sandbox", MISSING_BWRAP,
+		    (char *)NULL);
+		_exit(127);
+	}
+	CU_ASSERT_FATAL(pid > 0);
+	CU_ASSERT_FATAL(waitpid(pid, &st, 0) == pid);
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+static uint64_t
+ns_ino(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 ? (uint64_t)st.st_ino : 0;
+}
+
+static void
+test_conformance_sandbox_identity_proven(void)
+{
+	const struct sipc__sbx_id *id;
+	struct sipc__proc_stat ps;
+	struct sipc_hello hello;
+	char path[64];
+	struct cw w;
+
+	CU_ASSERT_EQUAL_FATAL(cw_launch(&w, "echo", NULL, NULL), 0);
+	CU_ASSERT_EQUAL(cw_hello(&w, &hello), 0);
+	id = sipc__sandbox_id(w.h);
+	CU_ASSERT(id->init_pid > 0 && id->bwrap_pid > 0);
+	CU_ASSERT_EQUAL(w.ch.pid, id->init_pid);
+	CU_ASSERT_EQUAL(sipc__proc_stat(id->init_pid, &ps), 0);
+	CU_ASSERT_EQUAL(ps.ppid, id->bwrap_pid);
+	CU_ASSERT_EQUAL(ps.starttime, id->init_start);
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)id->init_pid);
+	CU_ASSERT_EQUAL(ns_ino(path), id->pidns);
+	CU_ASSERT_NOT_EQUAL(id->pidns, ns_ino("/proc/self/ns/pid"));
+	CU_ASSERT_EQUAL(strlen(id->boot_id), SIPC__BOOT_ID_LEN);
+	CU_ASSERT_EQUAL(w.ch.contain, SIPC_CONTAIN_PID_NAMESPACE);
+	cw_finish(&w);
+}
+
+/* bwrap mounts the namespace's /proc: sipc-init sees itself as pid 1
+ * there and leaves it, so no refusal reaches the diagnostics. */
+static void
+test_conformance_sandbox_init_keeps_bwrap_proc(void)
+{
+	struct sipc_hello hello;
+	struct cw w;
+
+	CU_ASSERT_EQUAL_FATAL(cw_launch(&w, "echo", NULL, NULL), 0);
+	CU_ASSERT_EQUAL(cw_hello(&w, &hello), 0);
+	CU_ASSERT_EQUAL(conf_prov->signal_tree(w.h, SIPC__SIG_TERM), 0);
+	CU_ASSERT_EQUAL(cw_wait_end(&w, DEADLINE_MS), 1);
+	CU_ASSERT_FALSE(cw_diag_has(&w, "not mounted", 11));
+	CU_ASSERT_FALSE(cw_diag_has(&w, "bwrap:", 6));
+	cw_finish(&w);
+}
+
+/*
+ * The table: local | sandbox.  Every probe but the limits one fails on
+ * the local adapter (its secrets row passes: it hands on only the launch
+ * environment) and passes in the sandbox.  No cgroup is set up here, so
+ * limits are provided by neither.
+ */
+static void
+test_conformance_table_local_sandbox(void)
+{
+	int lc[CONF_P_COUNT], sc[CONF_P_COUNT];
+	enum sipc_containment saved = conf_contain;
+
+	conf_contain = SIPC_CONTAIN_PROCESS_GROUP;
+	conf_table_column("local", &sipc__provider_local, NULL, lc);
+	conf_contain = saved;
+	conf_table_column("sandbox", &sipc__provider_sandbox, NULL, sc);
+	conf_table_print();
+	CU_ASSERT_EQUAL(lc[CONF_P_HOST_PID], 0);
+	CU_ASSERT_EQUAL(lc[CONF_P_HOST_FILES], 0);
+	CU_ASSERT_EQUAL(lc[CONF_P_HOST_SOCKETS], 0);
+	CU_ASSERT_EQUAL(lc[CONF_P_TERMINATION], 0);
+	CU_ASSERT_EQUAL(sc[CONF_P_HOST_PID], 1);
+	CU_ASSERT_EQUAL(sc[CONF_P_HOST_FILES], 1);
+	CU_ASSERT_EQUAL(sc[CONF_P_HOST_SOCKETS], 1);
+	CU_ASSERT_EQUAL(sc[CONF_P_SECRETS], 1);
+	CU_ASSERT_EQUAL(sc[CONF_P_TERMINATION], 1);
+	CU_ASSERT_EQUAL(sc[CONF_P_LIMITS], 0);
+}
+
+/* Can bwrap make every namespace here?  NULL, or why not. */
+static const char *
+sandbox_unavailable(void)
+{
+	const char *bwrap;
+	char cmd[PATH_MAX + 96];
+
+	if (sipc__sandbox_bwrap(&bwrap) < 0)
+		return "bwrap is not installed (no bwrap on PATH)";
+	snprintf(cmd, sizeof(cmd), "%s --unshare-all --ro-bind / / /bin/true "
+	    ">/dev/null 2>&1", bwrap);
+	if (system(cmd) != 0)
+		return "bwrap cannot create its namespaces here (user or PID "
+		    "namespaces refused)";
+	return NULL;
+}
+
+int
+main(int argc, char **argv)
+{
+	int rc;
+
+	setvbuf(stdout, NULL, _IONBF, 0);
+	conf_init_path = tl_init_path();
+	conf_contain = SIPC_CONTAIN_AUTO;
+	conf_prov = &sipc__provider_sandbox;
+	if (argc == 2 && strcmp(argv[1], MISSING_BWRAP) == 0)
+		return missing_bwrap_child();
+	if ((no_sandbox = sandbox_unavailable()) != NULL) {
+		printf("conformance: sandbox: skipped: %s\n", no_sandbox);
+		tl_suite("conformance_sandbox", (tl_test[]){
+		    { "test_conformance_sandbox_unavailable",
+		      test_conformance_sandbox_unavailable },
+		    { NULL, NULL } });
+		return tl_run();
+	}
+	tl_suite("conformance_sandbox", (tl_test[]){
+	    { "test_conformance_sandbox_missing_bwrap_is_exec_failure",
+	      test_conformance_sandbox_missing_bwrap_is_exec_failure },
+	    { "test_conformance_sandbox_identity_proven",
+	      test_conformance_sandbox_identity_proven },
+	    { "test_conformance_sandbox_init_keeps_bwrap_proc",
+	      test_conformance_sandbox_init_keeps_bwrap_proc },
+	    { NULL, NULL } });
+	conf_register(&sipc__provider_sandbox, NULL);
+	tl_suite("conformance_table", (tl_test[]){
+	    { "test_conformance_table_local_sandbox",
+	      test_conformance_table_local_sandbox },
+	    { NULL, NULL } });
+	rc = tl_run();
+	conf_print_summary();
+	return rc;
+}
