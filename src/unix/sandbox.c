@@ -141,7 +141,7 @@ sipc__sandbox_bwrap(const char **ret)
 struct sbx_argv {
 	const char **v;
 	size_t n, cap;
-	char wdir[PATH_MAX], idir[PATH_MAX], wpath[PATH_MAX];
+	char wdir[PATH_MAX], idir[PATH_MAX], wpath[PATH_MAX], ipath[PATH_MAX];
 	char link[4][PATH_MAX];
 };
 
@@ -185,7 +185,8 @@ av_toplevel(struct sbx_argv *a)
 	}
 }
 
-/* dir = the directory of path, resolved; path resolved too if wanted. */
+/* dir = the directory of path and ret_path = path, both resolved (the
+ * sandbox sees them at the same place, whatever the host's cwd). */
 static int
 real_dir(const char *path, char *dir, char *ret_path)
 {
@@ -193,8 +194,7 @@ real_dir(const char *path, char *dir, char *ret_path)
 
 	if (realpath(path, dir) == NULL)
 		return -errno;
-	if (ret_path != NULL)
-		memcpy(ret_path, dir, PATH_MAX);
+	memcpy(ret_path, dir, PATH_MAX);
 	if ((slash = strrchr(dir, '/')) != NULL && slash != dir)
 		*slash = '\0';
 	return 0;
@@ -220,7 +220,7 @@ sbx_argv_build(struct sbx_argv *a, const char *bwrap, const char *init,
 	if ((a->v = calloc(a->cap, sizeof(*a->v))) == NULL)
 		return -ENOMEM;
 	if ((rc = real_dir(l->path, a->wdir, a->wpath)) < 0 ||
-	    (rc = real_dir(init, a->idir, NULL)) < 0) {
+	    (rc = real_dir(init, a->idir, a->ipath)) < 0) {
 		free(a->v);
 		a->v = NULL;
 		return rc;
@@ -246,7 +246,7 @@ sbx_argv_build(struct sbx_argv *a, const char *bwrap, const char *init,
 	av_add(a, "--unsetenv");
 	av_add(a, "PWD");
 	av_add(a, "--");
-	av_add(a, init);
+	av_add(a, a->ipath);
 	av_add(a, a->wpath);
 	for (size_t i = 0; i < nargs; i++)
 		av_add(a, l->argv[i]);
