@@ -449,16 +449,16 @@ sbx_started(struct sbx_pending *q, int *ret_errno)
 	p->bwrap_pid = q->sd.pid;
 	p->bwrap_fd = q->sd.pidfd;
 	rc = sipc__init_report_read(q->f.rp[0], INIT_START_MS, &m, &from);
-	if (rc == 1 && (m.kind == SIPC__INIT_STARTED ||
-	    m.kind == SIPC__INIT_EXEC_FAILED)) {
-		if ((rc = init_prove(p, from)) < 0) {
-			start_abort(p);
-			return rc;
-		}
-		rc = 1;
+	if (rc == 1 && m.kind == SIPC__INIT_STARTED) {
+		/* An init already gone (its worker ended at once) took the
+		 * namespace with it: nothing is left to signal, and bwrap's
+		 * end and the init's report tell the rest. */
+		if ((rc = init_prove(p, from)) == 0 || rc == -ESRCH ||
+		    rc == -ENOENT)
+			return 0;
+		start_abort(p);
+		return rc;
 	}
-	if (rc == 1 && m.kind == SIPC__INIT_STARTED)
-		return 0;
 	if (rc == 1 && m.kind == SIPC__INIT_EXEC_FAILED) {
 		*ret_errno = m.value;
 		rc = SIPC_E_EXEC;

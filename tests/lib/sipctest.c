@@ -92,6 +92,19 @@ st_sandboxed(void)
 	return strcmp(st_provider(), "local") != 0;
 }
 
+bool
+st_skip_sandboxed(const char *why)
+{
+	char msg[256];
+
+	if (!st_sandboxed())
+		return false;
+	snprintf(msg, sizeof(msg), "local-only under provider %s: %s",
+	    st_provider(), why);
+	tl_skip(msg);
+	return true;
+}
+
 void
 st_cfg_init(struct sipc_config *c, const char *fixture, char *const *argv,
             unsigned workers)

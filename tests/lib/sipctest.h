@@ -68,6 +68,8 @@ bool st_log_has_cb(void *arg);
  * files shared with the worker) skips there with its reason. */
 const char *st_provider(void);
 bool st_sandboxed(void);
+/* Under a sandboxed provider: tl_skip("local-only ...: why"), true. */
+bool st_skip_sandboxed(const char *why);
 
 /*
  * sipc_config_init() plus the test environment, the test provider, the
