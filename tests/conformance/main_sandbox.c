@@ -12,7 +12,8 @@
  *   - the identity it keeps is proven: sipc-init's host pid is a child
  *     of the outer bwrap, in a PID namespace that is not ours;
  *   - sipc-init finds the namespace's /proc already mounted by bwrap
- *     and does not try (and warn) again.
+ *     and does not try (and warn) again;
+ *   - production refuses it, naming the two guarantees it lacks.
  * Skipped as a whole where bwrap is missing or cannot make its
  * namespaces here.
  *
@@ -97,7 +98,10 @@ test_conformance_sandbox_identity_proven(void)
 	char path[64];
 	struct cw w;
 
+	/* Asked for a process group, it still gets its namespace (SB6). */
+	conf_contain = SIPC_CONTAIN_PROCESS_GROUP;
 	CU_ASSERT_EQUAL_FATAL(cw_launch(&w, "echo", NULL, NULL), 0);
+	conf_contain = SIPC_CONTAIN_AUTO;
 	CU_ASSERT_EQUAL(cw_hello(&w, &hello), 0);
 	id = sipc__sandbox_id(w.h);
 	CU_ASSERT(id->init_pid > 0 && id->bwrap_pid > 0);
@@ -111,6 +115,41 @@ test_conformance_sandbox_identity_proven(void)
 	CU_ASSERT_EQUAL(strlen(id->boot_id), SIPC__BOOT_ID_LEN);
 	CU_ASSERT_EQUAL(w.ch.contain, SIPC_CONTAIN_PID_NAMESPACE);
 	cw_finish(&w);
+}
+
+/* Production requires every guarantee: the sandbox lacks two, and is
+ * refused naming exactly those, with nothing started; in development
+ * the five it declares may be required. */
+static void
+test_conformance_sandbox_production_refused(void)
+{
+	const unsigned five = SIPC_G_PID_NAMESPACE | SIPC_G_MOUNT_NAMESPACE |
+	    SIPC_G_NETWORK_ISOLATION | SIPC_G_NO_INHERITED_SECRETS |
+	    SIPC_G_TREE_CONTAINMENT;
+	struct cw_base b = cw_base_take();
+	struct sipc_config c;
+	sipc_supervisor *s = NULL;
+	char err[512] = "";
+
+	sipc_config_init(&c);
+	c.environment = SIPC_ENV_PRODUCTION;
+	c.provider = "sandbox";
+	c.path = tl_fixture("echo");
+	c.init_path = conf_init_path;
+	CU_ASSERT_EQUAL(sipc_create(&c, err, sizeof(err), &s),
+	    SIPC_E_PRODUCTION);
+	CU_ASSERT_PTR_NULL(s);
+	printf("conformance: sandbox in production: %s\n", err);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "resource_limits"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "separate_user"));
+	CU_ASSERT_PTR_NULL(strstr(err, "pid_namespace"));
+	CU_ASSERT_PTR_NULL(strstr(err, "tree_containment"));
+	cw_base_check(b);
+	c.environment = SIPC_ENV_DEVELOPMENT;
+	c.required_guarantees = five;
+	CU_ASSERT_EQUAL_FATAL(sipc_create(&c, err, sizeof(err), &s), 0);
+	CU_ASSERT_EQUAL(sipc_wait_ready(s, 1, DEADLINE_MS), 0);
+	sipc_destroy(s);
 }
 
 /* bwrap mounts the namespace's /proc: sipc-init sees itself as pid 1
@@ -202,6 +241,8 @@ main(int argc, char **argv)
 	      test_conformance_sandbox_identity_proven },
 	    { "test_conformance_sandbox_init_keeps_bwrap_proc",
 	      test_conformance_sandbox_init_keeps_bwrap_proc },
+	    { "test_conformance_sandbox_production_refused",
+	      test_conformance_sandbox_production_refused },
 	    { NULL, NULL } });
 	conf_register(&sipc__provider_sandbox, NULL);
 	tl_suite("conformance_table", (tl_test[]){
