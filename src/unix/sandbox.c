@@ -522,14 +522,16 @@ sbx_launch(void *prov, const struct sipc__launch *l,
 
 /* ---------------------------------------------------------------- end */
 
-/* Wait (bounded) until the process behind pidfd has exited. */
-static void
-pidfd_wait_gone(int pidfd, int ms)
+/* Wait up to ms for the process behind pidfd to exit: true if it did. */
+static bool
+pidfd_gone_within(int pidfd, int ms)
 {
 	struct pollfd pf = { .fd = pidfd, .events = POLLIN };
+	int r;
 
-	while (poll(&pf, 1, ms) < 0 && errno == EINTR)
+	while ((r = poll(&pf, 1, ms)) < 0 && errno == EINTR)
 		;
+	return r == 1;
 }
 
 /*
@@ -543,7 +545,7 @@ end_tree(struct sbx_proc *p, struct sipc_exit *e)
 {
 	if (p->init_fd >= 0) {
 		(void)pidfd_send_signal(p->init_fd, SIGKILL, NULL, 0);
-		pidfd_wait_gone(p->init_fd, INIT_END_MS);
+		(void)pidfd_gone_within(p->init_fd, INIT_END_MS);
 		close(p->init_fd);
 		p->init_fd = -1;
 	}
@@ -665,6 +667,46 @@ sbx_release(void *h)
 		close(p->report_fd);
 	end_tree(p, NULL);
 	free(p);
+}
+
+/*
+ * A sandbox of a dead supervisor instance, proven by its init: same
+ * boot, a process now at init_pid pinned by a pidfd before the proof,
+ * with the recorded start time and PID namespace.  Its init gets TERM
+ * (passed on to the whole sandbox), then KILL after grace_ms, which
+ * empties the namespace.  The outer bwrap is not signalled: it is not
+ * ours to wait for, and it ends with its PID 1.
+ */
+int
+sipc__sandbox_leftover(const struct sipc__sbx_id *id, unsigned grace_ms)
+{
+	char boot[SIPC__BOOT_ID_LEN + 1];
+	uint64_t start = 0, ns = 0;
+	int fd, rc = 0;
+
+	if (id->init_pid <= 0 || sipc__boot_id(boot) < 0 ||
+	    strcmp(boot, id->boot_id) != 0)
+		return 0;               /* another boot: long gone */
+	if ((fd = pidfd_open(id->init_pid, 0)) < 0)
+		return errno == ESRCH ? 0 : -errno;
+	if (sipc__proc_starttime(id->init_pid, &start) < 0 ||
+	    start != id->init_start || pidns_ino(id->init_pid, &ns) < 0 ||
+	    ns != id->pidns)
+		goto out;               /* not proven: left alone */
+	/* ESRCH from here on: it ended meanwhile, which is the goal. */
+	rc = 1;
+	if (pidfd_send_signal(fd, SIGTERM, NULL, 0) < 0 && errno != ESRCH)
+		rc = -errno;
+	else if (pidfd_gone_within(fd, (int)grace_ms))
+		goto out;
+	else if (pidfd_send_signal(fd, SIGKILL, NULL, 0) < 0 &&
+	    errno != ESRCH)
+		rc = -errno;
+	else if (!pidfd_gone_within(fd, INIT_END_MS))
+		rc = -ETIMEDOUT;
+out:
+	close(fd);
+	return rc;
 }
 
 const struct sipc__sbx_id *

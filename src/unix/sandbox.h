@@ -31,6 +31,13 @@ struct sipc__sbx_id {
  * looked up once.  0 with *ret set, or -ENOENT. */
 int sipc__sandbox_bwrap(const char **ret);
 
+/* Terminate the sandbox `id` names, left by a dead supervisor, if it is
+ * proven (same boot; its init alive with the recorded start time and
+ * PID namespace): TERM to its init, KILL after grace_ms.  1 proven and
+ * ended, 0 not proven (left alone), or -errno.  Blocks up to grace_ms
+ * plus a bounded wait.  Any thread. */
+int sipc__sandbox_leftover(const struct sipc__sbx_id *id, unsigned grace_ms);
+
 /* The identity of a started sandbox (a handle of sipc__provider_sandbox). */
 const struct sipc__sbx_id *sipc__sandbox_id(const void *handle);
 

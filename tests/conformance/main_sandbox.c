@@ -13,7 +13,8 @@
  *     of the outer bwrap, in a PID namespace that is not ours;
  *   - sipc-init finds the namespace's /proc already mounted by bwrap
  *     and does not try (and warn) again;
- *   - production refuses it, naming the two guarantees it lacks.
+ *   - production refuses it, naming the two guarantees it lacks;
+ *   - a leftover identity ends the sandbox only when proven.
  * Skipped as a whole where bwrap is missing or cannot make its
  * namespaces here.
  *
@@ -21,6 +22,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,6 +154,38 @@ test_conformance_sandbox_production_refused(void)
 	sipc_destroy(s);
 }
 
+/*
+ * A journalled identity, as a restarted supervisor would use it: one not
+ * proven (a start time that is not the init's) leaves the sandbox
+ * alone, the true one ends it (TERM through its init).
+ */
+static void
+test_conformance_sandbox_leftover_proven_only(void)
+{
+	struct sipc__sbx_id id, wrong;
+	struct sipc_hello hello;
+	struct sipc_frame f;
+	struct cw w;
+
+	CU_ASSERT_EQUAL_FATAL(cw_launch(&w, "echo", NULL, NULL), 0);
+	CU_ASSERT_EQUAL(cw_hello(&w, &hello), 0);
+	id = *sipc__sandbox_id(w.h);
+	wrong = id;
+	wrong.init_start++;
+	CU_ASSERT_EQUAL(sipc__sandbox_leftover(&wrong, 200), 0);
+	wrong = id;
+	wrong.pidns++;
+	CU_ASSERT_EQUAL(sipc__sandbox_leftover(&wrong, 200), 0);
+	/* Still alive and answering. */
+	CU_ASSERT_EQUAL(cw_roundtrip(&w, 1, "x", 1, &f), 0);
+	free(f.payload);
+	CU_ASSERT_EQUAL(sipc__sandbox_leftover(&id, DEADLINE_MS), 1);
+	CU_ASSERT_EQUAL(cw_wait_end(&w, DEADLINE_MS), 1);
+	CU_ASSERT_EQUAL(w.exit.kind, SIPC_EXIT_SIGNAL);
+	CU_ASSERT_EQUAL(w.exit.signo, SIGTERM);
+	cw_finish(&w);
+}
+
 /* bwrap mounts the namespace's /proc: sipc-init sees itself as pid 1
  * there and leaves it, so no refusal reaches the diagnostics. */
 static void
@@ -243,6 +277,8 @@ main(int argc, char **argv)
 	      test_conformance_sandbox_init_keeps_bwrap_proc },
 	    { "test_conformance_sandbox_production_refused",
 	      test_conformance_sandbox_production_refused },
+	    { "test_conformance_sandbox_leftover_proven_only",
+	      test_conformance_sandbox_leftover_proven_only },
 	    { NULL, NULL } });
 	conf_register(&sipc__provider_sandbox, NULL);
 	tl_suite("conformance_table", (tl_test[]){
