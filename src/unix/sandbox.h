@@ -7,6 +7,7 @@
 #ifndef SIPC_SANDBOX_H
 #define SIPC_SANDBOX_H
 
+#include <limits.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -28,8 +29,31 @@ struct sipc__sbx_id {
 };
 
 /* The bwrap this process uses: the first executable "bwrap" on $PATH,
- * looked up once.  0 with *ret set, or -ENOENT. */
+ * looked up once.  0 with *ret set, or -ENOENT.  (sbxargv.c) */
 int sipc__sandbox_bwrap(const char **ret);
+
+/* Room for the fixed arguments, the host's top-level links, two binds
+ * and sipc-init's own arguments (added to the worker's). */
+#define SIPC__SBX_ARGV_FIXED 64
+
+/* bwrap's command line for one worker, and the strings it points to. */
+struct sipc__sbx_argv {
+	const char **v;               /* NULL-terminated; allocated */
+	size_t n, cap;
+	char wdir[PATH_MAX], idir[PATH_MAX], wpath[PATH_MAX], ipath[PATH_MAX];
+	char link[4][PATH_MAX];
+};
+
+/*
+ * Build it (sbxargv.c): the namespaces, the read-only view (/usr and the
+ * host's top-level links, the worker's directory and sipc-init's, both
+ * resolved), fresh /proc, /dev and /tmp, then "-- sipc-init WORKER ARGV0
+ * [ARGS...]".  0, or -errno (a path that does not resolve); a->v is then
+ * NULL.  The caller frees a->v; the strings are argv's or a's.
+ */
+int sipc__sbx_argv_build(struct sipc__sbx_argv *a, const char *bwrap,
+                         const char *init, const char *path,
+                         char *const *argv);
 
 /* Terminate the sandbox `id` names, left by a dead supervisor, if it is
  * proven (same boot; its init alive with the recorded start time and
