@@ -136,9 +136,9 @@ static int64_t
 one_local(void)
 {
 	char *const argv[] = { worker, NULL }, *const envp[] = { NULL };
-	struct sipc__launch l = { .path = worker, .argv = argv, .envp = envp,
+	struct sipc_provider_launch l = { .path = worker, .argv = argv, .envp = envp,
 	    .contain = cur_mode, .init_path = init_path };
-	struct sipc__chan ch;
+	struct sipc_provider_chan ch;
 	struct sipc_exit e;
 	struct pollfd pf;
 	int64_t t0 = now_us();
@@ -148,7 +148,7 @@ one_local(void)
 	memset(&ch, 0, sizeof(ch));
 	if (sipc__provider_local.launch(NULL, &l, &ch, &h, &eno) < 0)
 		return -1;
-	pf = (struct pollfd){ .fd = sipc__provider_local.end_fd(h),
+	pf = (struct pollfd){ .fd = ch.end_fd,
 	    .events = POLLIN };
 	while (sipc__provider_local.try_end(h, &e) == 0)
 		(void)poll(&pf, 1, 100);

@@ -328,7 +328,8 @@ struct sipc_config {
 	/* Guarantees required of the provider.  In PRODUCTION (and UNSET)
 	 * at least SIPC_G_ALL is required regardless of this field. */
 	unsigned required_guarantees;
-	/* Provider name: "local" is the only one built in. */
+	/* Provider name: "local" is the only one built in; a host adds its
+	 * own with sipc_provider_register() (sipc_provider.h). */
 	const char *provider;
 
 	/* Worker executable (absolute or relative path; no PATH search) and
@@ -764,32 +765,42 @@ int sipc_reconcile_resolve(sipc_supervisor *s, const struct sipc_unresolved *u);
 /*
  * Workers of previous instances that the journal says may still run (an
  * ownership record without its end), and what sipc_create() did about
- * each before this instance started its own workers:
- *   TERMINATED  identity proven (a process exists now with the recorded
- *               pid, start time, boot id and process group, pinned by a
- *               pidfd before the check) and terminated (TERM, grace_ms,
- *               KILL, its group too): it has exited.
- *   NOT_PROVEN  no process matches the record now (gone, or its pid
- *               names another process): nothing was signalled.
- *   FAILED      the check or the termination failed (`error`): it may
- *               still run.  Its record is kept, so the next instance
- *               tries again.
+ * each before this instance started its own workers.  Each record names
+ * the provider that launched the worker and holds the identity that
+ * provider journalled; that provider's leftover op judges it (for
+ * "local": a process exists now with the recorded pid, start time, boot
+ * id and process group, pinned by a pidfd before the check):
+ *   TERMINATED   identity proven and terminated (local: TERM, grace_ms,
+ *                KILL, its group too): it has exited.
+ *   NOT_PROVEN   nothing matches the record now (gone, or its identity
+ *                names something else): nothing was signalled.
+ *   FAILED       the check or the termination failed (`error`): it may
+ *                still run.  Its record is kept, so the next instance
+ *                tries again.
+ *   NO_PROVIDER  the provider it names is not available in this process
+ *                (not built in, not registered): nothing was done; not
+ *                an error for sipc_create().  Its record is kept for an
+ *                instance that has the provider.
  */
 enum sipc_leftover_verdict {
 	SIPC_LEFTOVER_TERMINATED,
 	SIPC_LEFTOVER_NOT_PROVEN,
 	SIPC_LEFTOVER_FAILED,
+	SIPC_LEFTOVER_NO_PROVIDER,
 };
 
 struct sipc_leftover {
 	uint8_t instance[16];     /* the instance that spawned it */
 	uint32_t worker_id;       /* its slot and generation there */
 	uint32_t generation;
-	pid_t pid;                /* as recorded */
+	/* Local identities only (provider "local"), as recorded; 0 for
+	 * any other provider, whose identity is opaque. */
+	pid_t pid;
 	pid_t pgid;
-	uint64_t starttime;       /* clock ticks after boot, as recorded */
+	uint64_t starttime;       /* clock ticks after boot */
 	enum sipc_leftover_verdict verdict;
 	int error;                /* FAILED only: a negative error code */
+	char provider[32];        /* the provider that launched it */
 };
 
 /* The verdicts above, in the order they were reached (*ret_n may be 0

@@ -1,7 +1,7 @@
 /*
  * durable.c - what the supervisor writes to its state directory, and the
  * reconciliation API built on it (journal.c has the format and the
- * durability modes; unix/ident.c proves process identity).
+ * durability modes; each worker's provider proves its own identities).
  *
  * Threads: the note_* functions run on whichever thread passes the step
  * they record (submitters, writers, readers, the reaper); the journal
@@ -124,22 +124,18 @@ sipc__journal_note_delivered(struct sipc_supervisor *s, struct sipc__req *q)
 
 void
 sipc__journal_note_worker(struct sipc_supervisor *s, struct sipc__slot *sl,
-                          const struct sipc__chan *ch)
+                          const struct sipc_provider_chan *ch)
 {
-	struct sipc__ident id;
+	struct sipc__jowner w;
 
 	if (s->journal == NULL)
 		return;
-	memset(&id, 0, sizeof(id));
-	id.pid = ch->pid;
-	id.pgid = ch->pgid;
-	id.starttime = ch->starttime;
-	if (sipc__boot_id(id.boot_id) < 0)
-		id.boot_id[0] = '\0';
-	sipc__journal_instance(s->journal, id.instance);
-	id.slot = sl->idx;
-	id.generation = sl->generation;
-	jcheck(s, sipc__journal_worker(s->journal, &id), "worker");
+	memset(&w, 0, sizeof(w));
+	snprintf(w.provider, sizeof(w.provider), "%s", s->prov->name);
+	w.id = ch->id;
+	w.slot = sl->idx;
+	w.generation = sl->generation;
+	jcheck(s, sipc__journal_worker(s->journal, &w), "worker");
 }
 
 void
@@ -172,21 +168,107 @@ verdict_of(int r)
 	    SIPC_LEFTOVER_NOT_PROVEN : SIPC_LEFTOVER_FAILED;
 }
 
+/* The state of a provider named by a leftover record: this
+ * supervisor's own, or one made for the reconciliation (kept in *other
+ * for the records that follow; the caller destroys it).  NULL with *rc
+ * set when the provider is not available or its state cannot be made. */
+struct other_prov {
+	const struct sipc_provider_ops *ops;
+	void *state;
+};
+
+static const struct sipc_provider_ops *
+leftover_provider(struct sipc_supervisor *s, const char *name,
+                  struct other_prov *other, void **ret_state, int *rc)
+{
+	const struct sipc_provider_ops *ops;
+	char why[160] = "";
+
+	if (strcmp(name, s->prov->name) == 0) {
+		*ret_state = s->prov_state;
+		return s->prov;
+	}
+	if (other->ops != NULL && strcmp(name, other->ops->name) == 0) {
+		*ret_state = other->state;
+		return other->ops;
+	}
+	if ((ops = sipc__provider_find(name)) == NULL) {
+		*rc = SIPC_E_CONFIG;
+		return NULL;
+	}
+	if (other->ops != NULL)
+		other->ops->destroy(other->state);
+	other->ops = NULL;
+	if ((*rc = ops->create(&s->cfg, &other->state, why, sizeof(why))) < 0) {
+		sipc__log(s, SIPC_LOG_ERROR, NULL, "provider \"%s\" for leftover "
+		    "workers: %s", name, why[0] ? why : sipc_strerror(*rc));
+		return NULL;
+	}
+	other->ops = ops;
+	*ret_state = other->state;
+	return ops;
+}
+
+/* One leftover: its provider's verdict (1, 0, or an error); a provider
+ * not available here is reported and the worker left alone (its record
+ * kept for an instance that has the provider). */
+static int
+leftover_one(struct sipc_supervisor *s, const struct sipc__jowner *w,
+             struct other_prov *other, struct sipc_leftover *v)
+{
+	const struct sipc_provider_ops *ops;
+	struct sipc__ident k;
+	void *state = NULL;
+	int r = 0;
+
+	memset(&k, 0, sizeof(k));
+	if (strcmp(w->provider, "local") == 0)
+		(void)sipc__ident_from_id(&w->id, &k);
+	ops = leftover_provider(s, w->provider, other, &state, &r);
+	if (ops != NULL)
+		r = ops->leftover(state, &w->id, s->cfg.grace_ms);
+	sipc__log(s, r == 1 ? SIPC_LOG_WARN : ops == NULL ? SIPC_LOG_ERROR :
+	    SIPC_LOG_INFO, NULL,
+	    "leftover worker of provider \"%s\" pid %ld (slot %u gen %u): %s",
+	    w->provider, (long)k.pid, w->slot, w->generation,
+	    ops == NULL && r == SIPC_E_CONFIG ? "provider not available here, "
+	    "left alone (its record is kept)" :
+	    r == 1 ? "identity proven, terminated" :
+	    r == 0 ? "not proven (gone or identity reused), left alone" :
+	    sipc_strerror(r));
+	if (r >= 0)
+		jcheck(s, sipc__journal_leftover_gone(s->journal, w), "leftover");
+	if (v == NULL)
+		return r;
+	memcpy(v->instance, w->instance, sizeof(v->instance));
+	snprintf(v->provider, sizeof(v->provider), "%s", w->provider);
+	v->worker_id = w->slot;
+	v->generation = w->generation;
+	v->pid = k.pid;
+	v->pgid = k.pgid;
+	v->starttime = k.starttime;
+	v->verdict = ops == NULL && r == SIPC_E_CONFIG ?
+	    SIPC_LEFTOVER_NO_PROVIDER : verdict_of(r);
+	v->error = r < 0 ? r : 0;
+	return r;
+}
+
 /*
  * Workers of a dead instance may still run (reparented, holding the
- * journal's promises).  Each is terminated only if its identity is
- * proven against its record (pid + start time + boot id + group); a
- * pid now used by an unrelated process is left alone.  The verdicts are
- * kept for sipc_reconcile_leftovers() (creating thread, before any other
- * thread exists: [const] afterwards).
+ * journal's promises).  Each is handed to the provider that launched it,
+ * which terminates it only if it proves the identity it journalled
+ * (local: pid + start time + boot id + group); an identity that now
+ * names something else is left alone.  The verdicts are kept for
+ * sipc_reconcile_leftovers() (creating thread, before any other thread
+ * exists: [const] afterwards).
  */
 static void
 terminate_leftovers(struct sipc_supervisor *s)
 {
-	struct sipc__ident *w = NULL;
+	struct other_prov other = { NULL, NULL };
+	struct sipc__jowner *w = NULL;
 	struct sipc_leftover *v;
 	size_t n = 0, i;
-	int r;
 
 	if (sipc__journal_leftover_workers(s->journal, &w, &n) < 0 || n == 0)
 		return;
@@ -194,28 +276,12 @@ terminate_leftovers(struct sipc_supervisor *s)
 	 * only the report is lost (the log keeps it). */
 	s->leftovers = v = calloc(n, sizeof(*v));
 	for (i = 0; i < n; i++) {
-		r = sipc__ident_terminate(&w[i], s->cfg.grace_ms);
-		sipc__log(s, r == 1 ? SIPC_LOG_WARN : SIPC_LOG_INFO, NULL,
-		    "leftover worker pid %ld (slot %u gen %u): %s",
-		    (long)w[i].pid, w[i].slot, w[i].generation,
-		    r == 1 ? "identity proven, terminated" :
-		    r == 0 ? "not proven (gone or pid reused), left alone" :
-		    sipc_strerror(r));
-		if (r >= 0)
-			jcheck(s, sipc__journal_leftover_gone(s->journal, &w[i]),
-			    "leftover");
-		if (v == NULL)
-			continue;
-		memcpy(v[i].instance, w[i].instance, sizeof(v[i].instance));
-		v[i].worker_id = w[i].slot;
-		v[i].generation = w[i].generation;
-		v[i].pid = w[i].pid;
-		v[i].pgid = w[i].pgid;
-		v[i].starttime = w[i].starttime;
-		v[i].verdict = verdict_of(r);
-		v[i].error = r < 0 ? r : 0;
-		s->nleftovers = i + 1;
+		(void)leftover_one(s, &w[i], &other, v != NULL ? &v[i] : NULL);
+		if (v != NULL)
+			s->nleftovers = i + 1;
 	}
+	if (other.ops != NULL)
+		other.ops->destroy(other.state);
 	free(w);
 }
 

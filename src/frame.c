@@ -17,61 +17,20 @@
 #include <string.h>
 
 #include "crc32c.h"
+#include "le.h"
 #include "sipc.h"
-
-static void
-put_u16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-}
-
-static void
-put_u32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-	p[2] = (uint8_t)(v >> 16);
-	p[3] = (uint8_t)(v >> 24);
-}
-
-static void
-put_u64(uint8_t *p, uint64_t v)
-{
-	put_u32(p, (uint32_t)v);
-	put_u32(p + 4, (uint32_t)(v >> 32));
-}
-
-static uint16_t
-get_u16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] | (p[1] << 8));
-}
-
-static uint32_t
-get_u32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	    (uint32_t)p[3] << 24;
-}
-
-static uint64_t
-get_u64(const uint8_t *p)
-{
-	return (uint64_t)get_u32(p) | (uint64_t)get_u32(p + 4) << 32;
-}
 
 void
 sipc__frame_encode_hdr(uint8_t out[SIPC_FRAME_HDR_LEN],
     const struct sipc_frame_hdr *h)
 {
-	put_u32(out, SIPC_FRAME_MAGIC);
+	sipc__le32_put(out, SIPC_FRAME_MAGIC);
 	out[4] = SIPC_FRAME_VERSION;
 	out[5] = h->type;
-	put_u16(out + 6, h->flags);
-	put_u64(out + 8, h->id);
-	put_u32(out + 16, h->len);
-	put_u32(out + 20, sipc__crc32c(0, out, 20));
+	sipc__le16_put(out + 6, h->flags);
+	sipc__le64_put(out + 8, h->id);
+	sipc__le32_put(out + 16, h->len);
+	sipc__le32_put(out + 20, sipc__crc32c(0, out, 20));
 }
 
 /*
@@ -85,19 +44,19 @@ sipc__frame_decode_hdr(const uint8_t in[SIPC_FRAME_HDR_LEN],
 {
 	struct sipc_frame_hdr h;
 
-	if (get_u32(in) != SIPC_FRAME_MAGIC)
+	if (sipc__le32_get(in) != SIPC_FRAME_MAGIC)
 		return SIPC_E_BADMAGIC;
 	if (in[4] != SIPC_FRAME_VERSION)
 		return SIPC_E_VERSION;
 	if (in[5] < SIPC_FT_HELLO || in[5] > SIPC_FT_MAX)
 		return SIPC_E_BADTYPE;
-	if (get_u32(in + 20) != sipc__crc32c(0, in, 20))
+	if (sipc__le32_get(in + 20) != sipc__crc32c(0, in, 20))
 		return SIPC_E_BADCHECK;
 	h.version = in[4];
 	h.type = in[5];
-	h.flags = get_u16(in + 6);
-	h.id = get_u64(in + 8);
-	h.len = get_u32(in + 16);
+	h.flags = sipc__le16_get(in + 6);
+	h.id = sipc__le64_get(in + 8);
+	h.len = sipc__le32_get(in + 16);
 	if (h.len > max_payload || h.len > SIPC_FRAME_MAX_PAYLOAD)
 		return SIPC_E_TOOBIG;
 	*ret = h;
@@ -107,10 +66,10 @@ sipc__frame_decode_hdr(const uint8_t in[SIPC_FRAME_HDR_LEN],
 void
 sipc__hello_encode(uint8_t out[SIPC_HELLO_LEN], const struct sipc_hello *h)
 {
-	put_u32(out, h->proto_version);
-	put_u32(out + 4, h->pid);
-	put_u32(out + 8, h->flags);
-	put_u32(out + 12, h->max_inflight);
+	sipc__le32_put(out, h->proto_version);
+	sipc__le32_put(out + 4, h->pid);
+	sipc__le32_put(out + 8, h->flags);
+	sipc__le32_put(out + 12, h->max_inflight);
 }
 
 int
@@ -118,10 +77,10 @@ sipc__hello_decode(const uint8_t *in, size_t len, struct sipc_hello *ret)
 {
 	if (in == NULL || len != SIPC_HELLO_LEN)
 		return SIPC_E_PROTOCOL;
-	ret->proto_version = get_u32(in);
-	ret->pid = get_u32(in + 4);
-	ret->flags = get_u32(in + 8);
-	ret->max_inflight = get_u32(in + 12);
+	ret->proto_version = sipc__le32_get(in);
+	ret->pid = sipc__le32_get(in + 4);
+	ret->flags = sipc__le32_get(in + 8);
+	ret->max_inflight = sipc__le32_get(in + 12);
 	return 0;
 }
 

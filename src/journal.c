@@ -8,8 +8,11 @@
  * with j->mu released: one thread syncs (j->syncing) up to a record
  * sequence number while others append or wait on j->cv for their own
  * sequence number to be covered, so concurrent EACH appenders share syncs.
- * The descriptor is replaced only by compaction, which first waits until
- * no sync is running and then holds j->mu throughout.
+ * The descriptor is replaced only by compaction, which runs on the
+ * thread that ticks (the reaper), never on an appender: it writes and
+ * syncs the new file with j->mu released and takes it only to snapshot
+ * memory and, once no sync is running, to copy the last records appended
+ * meanwhile and swap (compact()).
  *
  * In memory: every request and worker the journal must still remember,
  * i.e. exactly what compaction writes back: previous instances'
@@ -49,6 +52,8 @@ struct sipc__journal {
 	uint64_t size;            /* bytes in the journal file */
 	uint64_t wseq, sseq;      /* records written / covered by a sync */
 	bool syncing, compacting;
+	bool compact_due;         /* the file outgrew compact_at: the next
+	                           * tick compacts (compact()) */
 	int broken;               /* sticky: the first failed write or sync
 	                           * (journal.h "broken") */
 	bool broken_told;         /* sipc__journal_broken() reported it */
@@ -146,9 +151,9 @@ append_locked(struct sipc__journal *j, const struct sipc__jrec *rec)
 	return 0;
 }
 
-static void compact_locked(struct sipc__journal *j);
-
-/* After a successful append: durability per mode, then compaction. */
+/* After a successful append: durability per mode; a compaction, when the
+ * file outgrew its threshold, is only flagged here and runs off the
+ * append path (sipc__journal_tick()), so no appender waits for it. */
 static int
 after_append(struct sipc__journal *j)
 {
@@ -156,73 +161,165 @@ after_append(struct sipc__journal *j)
 
 	if (j->mode == SIPC_DURABLE_EACH)
 		r = sync_to(j, j->wseq);
-	if (r == 0 && j->size > j->compact_at)
-		compact_locked(j);
+	if (j->size > j->compact_at)
+		j->compact_due = true;
 	return r;
 }
 
 /* ----------------------------------------------------------- compaction */
 
-/*
- * Rewrite the journal as exactly what memory remembers: journal.tmp,
- * fsync, rename over journal, fsync the directory.  j->mu held.  A
- * failure before the rename leaves the old journal in use (the error is
- * kept in stats).  A failed directory fsync after it breaks the journal:
- * the rename is done in memory but may not be on disk, so after a power
- * loss the old file could come back without the records appended to the
- * new one.
- */
-static void
-compact_locked(struct sipc__journal *j)
-{
-	uint8_t *buf = NULL;
-	size_t len = 0;
-	int fd = -1, r;
+void (*sipc__journal_compact_hook)(struct sipc__journal *j);
 
-	if (j->compacting || j->broken)
-		return;
-	j->compacting = true;
-	while (j->syncing)
-		pthread_cond_wait(&j->cv, &j->mu);
-	if ((r = sipc__js_image(&j->s, &buf, &len)) < 0)
-		goto fail;
-	fd = openat(j->dirfd, "journal.tmp",
-	    O_RDWR | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
-	if (fd < 0 || (r = sipc__jdir_write_all(fd, buf, len)) < 0 ||
-	    fsync(fd) < 0 ||
-	    renameat(j->dirfd, "journal.tmp", j->dirfd, "journal") < 0) {
-		r = r < 0 ? r : -errno;
-		goto fail;
+/* Copy the old journal's bytes [*from, upto) to the end of `fd` and sync
+ * them.  Any lock state: the bytes before j->size are whole records that
+ * nobody rewrites (a failed append cuts back only what follows them). */
+static int
+copy_tail(int oldfd, int fd, uint64_t *from, uint64_t upto)
+{
+	uint8_t buf[16384];
+	ssize_t n;
+	int r;
+
+	while (*from < upto) {
+		size_t want = upto - *from < sizeof(buf) ?
+		    (size_t)(upto - *from) : sizeof(buf);
+
+		if ((n = pread(oldfd, buf, want, (off_t)*from)) <= 0)
+			return n < 0 ? -errno : -EIO;
+		if ((r = sipc__jdir_write_all(fd, buf, (size_t)n)) < 0)
+			return r;
+		*from += (uint64_t)n;
 	}
-	/* The rename is done: the new file is the journal now, whatever
-	 * the directory fsync says. */
-	r = fsync(j->dirfd) < 0 ? -errno : 0;
-	close(j->fd);
-	j->fd = fd;
-	j->size = len;
-	j->st.syncs += 2;
-	if (r < 0) {
-		j->st.last_error = r;
-		j->broken = r;
-	} else
-		j->sseq = j->wseq;
-	j->st.compactions++;
-	j->compact_at = len * 2 > j->compact_min ? len * 2 : j->compact_min;
-	free(buf);
-	j->compacting = false;
-	return;
-fail:
+	return fdatasync(fd) < 0 ? -errno : 0;
+}
+
+static void
+compact_failed(struct sipc__journal *j, int fd, int r)
+{
 	j->st.last_error = r;
 	if (fd >= 0) {
 		close(fd);
 		(void)unlinkat(j->dirfd, "journal.tmp", 0);
 	}
-	free(buf);
-	/* Do not retry on every append: wait for the file to double. */
-	j->compact_at = j->size * 2 > j->compact_min ? j->size * 2 : j->compact_min;
+	/* Do not retry on every tick: wait for the file to double. */
+	j->compact_at = j->size * 2 > j->compact_min ? j->size * 2 :
+	    j->compact_min;
+	j->compact_due = false;
 	j->compacting = false;
 }
 
+/*
+ * Rewrite the journal as what memory remembers, with j->mu released
+ * around every write and fsync: appenders go on appending to the old
+ * file meanwhile.
+ *   1. under j->mu: the image of memory and the file size it stands for;
+ *   2. unlocked: journal.tmp := image, fsync;
+ *   3. unlocked, a few rounds: append to journal.tmp what was appended to
+ *      the old file meanwhile (whole records, applied after the image),
+ *      fdatasync;
+ *   4. under j->mu, no sync running: the rest of that tail (only what
+ *      came during the last round), rename over journal, swap the fd;
+ *   5. unlocked, holding the sync turn (j->syncing) so that no append is
+ *      reported synced before the rename is durable: fsync the directory.
+ * A failure before the rename leaves the old journal in use (the error
+ * is kept in stats).  A failed directory fsync after it breaks the
+ * journal: the rename may not be on disk, so after a power loss the old
+ * file could come back without the records appended to the new one.
+ * Called with no lock held; `force` compacts even when not due (close).
+ */
+static void
+compact(struct sipc__journal *j, bool force)
+{
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	uint64_t start, from, upto, wseq;
+	int fd = -1, oldfd, r;
+
+	pthread_mutex_lock(&j->mu);
+	if (j->compacting || j->broken || !(force || j->compact_due)) {
+		pthread_mutex_unlock(&j->mu);
+		return;
+	}
+	j->compacting = true;
+	j->compact_due = false;
+	r = sipc__js_image(&j->s, &buf, &len);
+	start = from = j->size;
+	oldfd = j->fd;
+	pthread_mutex_unlock(&j->mu);
+	if (r < 0)
+		goto fail;
+	fd = openat(j->dirfd, "journal.tmp",
+	    O_RDWR | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+	if (fd < 0 || (r = sipc__jdir_write_all(fd, buf, len)) < 0 ||
+	    fsync(fd) < 0) {
+		r = r < 0 ? r : -errno;
+		goto fail;
+	}
+	free(buf);
+	buf = NULL;
+	if (sipc__journal_compact_hook != NULL)
+		sipc__journal_compact_hook(j);
+	for (int round = 0; round < 3; round++) {
+		pthread_mutex_lock(&j->mu);
+		upto = j->size;
+		r = j->broken;
+		pthread_mutex_unlock(&j->mu);
+		if (r < 0)
+			goto fail;
+		if (upto == from)
+			break;
+		if ((r = copy_tail(oldfd, fd, &from, upto)) < 0)
+			goto fail;
+	}
+	pthread_mutex_lock(&j->mu);
+	while (j->syncing)
+		pthread_cond_wait(&j->cv, &j->mu);
+	if ((r = j->broken) < 0)
+		goto fail_locked;
+	/* what came during the last round: rare, and small */
+	if (j->size > from &&
+	    (r = copy_tail(oldfd, fd, &from, j->size)) < 0)
+		goto fail_locked;
+	if (renameat(j->dirfd, "journal.tmp", j->dirfd, "journal") < 0) {
+		r = -errno;
+		goto fail_locked;
+	}
+	/* The rename is done: the new file is the journal now, whatever
+	 * the directory fsync says.  Everything written so far is in it,
+	 * synced; only the rename's durability is still to come. */
+	close(j->fd);
+	j->fd = fd;
+	j->size = len + (from - start);
+	len = (size_t)j->size;
+	wseq = j->wseq;
+	j->syncing = true;
+	pthread_mutex_unlock(&j->mu);
+	r = fsync(j->dirfd) < 0 ? -errno : 0;
+	pthread_mutex_lock(&j->mu);
+	j->syncing = false;
+	j->st.syncs += 2;
+	if (r < 0) {
+		j->st.last_error = r;
+		j->broken = r;
+	} else if (wseq > j->sseq) {
+		j->sseq = wseq;
+	}
+	j->st.compactions++;
+	j->compact_at = len * 2 > j->compact_min ? len * 2 : j->compact_min;
+	/* appends during it may have flagged the old file's size: judge
+	 * the new one */
+	j->compact_due = j->size > j->compact_at;
+	j->compacting = false;
+	pthread_cond_broadcast(&j->cv);
+	pthread_mutex_unlock(&j->mu);
+	return;
+fail:
+	pthread_mutex_lock(&j->mu);
+fail_locked:
+	compact_failed(j, fd, r);
+	pthread_mutex_unlock(&j->mu);
+	free(buf);
+}
 
 /* ---------------------------------------------------------- open/close */
 
@@ -319,9 +416,12 @@ sipc__journal_open(const char *dir, enum sipc_durability mode,
 	/* The directory entry of a new journal must be durable too. */
 	if (fsync(j->dirfd) < 0)
 		r = -errno;
-	if (r == 0 && (r = start_instance(j)) == 0 && j->size > j->compact_at)
-		compact_locked(j);
+	if (r == 0)
+		r = start_instance(j);
 	pthread_mutex_unlock(&j->mu);
+	/* only this thread knows the journal yet: compact right away */
+	if (r == 0 && j->size > j->compact_at)
+		compact(j, true);
 	if (r < 0) {
 		snprintf(errbuf, errlen, "cannot start journal in %s: %s",
 		    dir, strerror(-r));
@@ -339,8 +439,8 @@ sipc__journal_close(struct sipc__journal *j)
 {
 	if (j == NULL)
 		return;
+	compact(j, true);
 	pthread_mutex_lock(&j->mu);
-	compact_locked(j);
 	(void)sync_to(j, j->wseq);
 	pthread_mutex_unlock(&j->mu);
 	journal_free(j);
@@ -474,7 +574,7 @@ sipc__journal_delivered(struct sipc__journal *j, uint64_t id)
 		else
 			q->delivered = true;
 		if (j->size > j->compact_at)
-			compact_locked(j);
+			j->compact_due = true;
 	}
 	pthread_mutex_unlock(&j->mu);
 }
@@ -482,7 +582,7 @@ sipc__journal_delivered(struct sipc__journal *j, uint64_t id)
 /* ------------------------------------------------------------- workers */
 
 int
-sipc__journal_worker(struct sipc__journal *j, const struct sipc__ident *w)
+sipc__journal_worker(struct sipc__journal *j, const struct sipc__jowner *w)
 {
 	struct sipc__jrec rec;
 	int r;
@@ -539,7 +639,7 @@ sipc__journal_worker_gone(struct sipc__journal *j, uint32_t slot,
 
 int
 sipc__journal_leftover_gone(struct sipc__journal *j,
-    const struct sipc__ident *w)
+    const struct sipc__jowner *w)
 {
 	int i, r = SIPC_E_NOTFOUND;
 
@@ -553,9 +653,9 @@ sipc__journal_leftover_gone(struct sipc__journal *j,
 
 int
 sipc__journal_leftover_workers(struct sipc__journal *j,
-    struct sipc__ident **ret, size_t *ret_n)
+    struct sipc__jowner **ret, size_t *ret_n)
 {
-	struct sipc__ident *v = NULL;
+	struct sipc__jowner *v = NULL;
 	size_t n = 0;
 
 	pthread_mutex_lock(&j->mu);
@@ -619,6 +719,7 @@ sipc__journal_tick(struct sipc__journal *j, int64_t now_ms)
 {
 	int r = 0;
 
+	compact(j, false);
 	pthread_mutex_lock(&j->mu);
 	if (j->mode == SIPC_DURABLE_GROUP && j->sseq < j->wseq &&
 	    now_ms - j->last_sync_ms >= (int64_t)j->group_ms) {

@@ -62,7 +62,7 @@
 #include <sys/types.h>
 
 #include "sipc.h"
-#include "unix/ident.h"
+#include "jrec.h"
 
 #define SIPC__JOURNAL_KEY_MAX 255u
 #define SIPC__JOURNAL_COMPACT_DEFAULT (4u << 20)
@@ -73,11 +73,15 @@ enum sipc__jrec_type {
 	                           * len u32, deadline (epoch ms) i64 */
 	SIPC__JR_WRITTEN = 3,     /* id u64, slot u32, generation u32, pid u32 */
 	SIPC__JR_COMPLETED = 4,   /* id u64, outcome u8, error i32 */
-	SIPC__JR_WORKER = 5,      /* pid u32, pgid u32, starttime u64,
-	                           * boot_id[36], instance[16], slot, gen u32 */
+	SIPC__JR_WORKER_V1 = 5,   /* read only (0.x journals): pid u32,
+	                           * pgid u32, starttime u64, boot_id[36],
+	                           * instance[16], slot u32, gen u32 */
 	SIPC__JR_WORKER_GONE = 6, /* instance[16], slot u32, generation u32 */
 	SIPC__JR_RESOLVED = 7,    /* instance[16], id u64 */
 	SIPC__JR_DELIVERED = 8,   /* id u64: the callback returned */
+	SIPC__JR_WORKER = 9,      /* namelen u8, provider name, idlen u16,
+	                           * id bytes, instance[16], slot u32,
+	                           * generation u32 */
 };
 
 struct sipc__journal;
@@ -145,8 +149,10 @@ void sipc__journal_close(struct sipc__journal *j);
 /* This instance's id. */
 void sipc__journal_instance(struct sipc__journal *j, uint8_t ret[16]);
 
-/* Compact when the file exceeds max(bytes, 2 x size after the last
- * compaction).  Default SIPC__JOURNAL_COMPACT_DEFAULT. */
+/* A compaction is due when the file exceeds max(bytes, 2 x size after
+ * the last compaction); an append only notes it, and the next
+ * sipc__journal_tick() compacts (open and close compact at once).
+ * Default SIPC__JOURNAL_COMPACT_DEFAULT. */
 void sipc__journal_set_compact_threshold(struct sipc__journal *j,
     uint64_t bytes);
 
@@ -180,12 +186,12 @@ int sipc__journal_completed(struct sipc__journal *j, uint64_t id,
 void sipc__journal_delivered(struct sipc__journal *j, uint64_t id);
 
 /*
- * Ownership records of this instance's workers.  worker: after spawn,
- * once pid, pgid and start time are known (w->instance is ignored: this
- * instance's id is recorded).  worker_gone: after the worker was reaped
+ * Ownership records of this instance's workers.  worker: after launch,
+ * with the provider's name and the identity it returned (w->instance is
+ * ignored: this instance's id is recorded).  worker_gone: after the worker was reaped
  * and its group swept.  SIPC_E_NOTFOUND for an unknown slot/generation.
  */
-int sipc__journal_worker(struct sipc__journal *j, const struct sipc__ident *w);
+int sipc__journal_worker(struct sipc__journal *j, const struct sipc__jowner *w);
 int sipc__journal_worker_gone(struct sipc__journal *j, uint32_t slot,
     uint32_t generation);
 
@@ -202,24 +208,32 @@ int sipc__journal_worker_gone(struct sipc__journal *j, uint32_t slot,
  *   leftover_workers: WORKER records of previous instances without
  *     WORKER_GONE; *ret malloc'd (free()), NULL when n == 0.
  *   leftover_gone: after a leftover was terminated or proven gone (the
- *     identity not proven: sipc__ident_terminate() returned 1 or 0).
+ *     identity not proven: its provider's leftover op returned 1 or 0).
  */
 int sipc__journal_unresolved(struct sipc__journal *j,
     struct sipc_unresolved **ret, size_t *ret_n);
 int sipc__journal_resolve(struct sipc__journal *j, const uint8_t instance[16],
     uint64_t id);
 int sipc__journal_leftover_workers(struct sipc__journal *j,
-    struct sipc__ident **ret, size_t *ret_n);
+    struct sipc__jowner **ret, size_t *ret_n);
 int sipc__journal_leftover_gone(struct sipc__journal *j,
-    const struct sipc__ident *w);
+    const struct sipc__jowner *w);
 
 /*
- * Group commit: call periodically (the reaper's timer) with a monotonic
- * clock in ms.  In GROUP mode fdatasyncs when records are unsynced and
- * group_commit_ms passed since the last sync; otherwise does nothing.
- * Returns 1 when it synced, 0 when not, -errno on a sync failure.
+ * Call periodically (the reaper's timer) with a monotonic clock in ms.
+ * First compacts if a compaction is due: it writes and syncs the new file
+ * without holding the journal's mutex, so appends on other threads go on
+ * meanwhile (what they append is carried over before the swap).  Then, in
+ * GROUP mode, fdatasyncs when records are unsynced and group_commit_ms
+ * passed since the last sync.  Returns 1 when it synced, 0 when not,
+ * -errno on a sync failure (a failed compaction shows in the stats).
  */
 int sipc__journal_tick(struct sipc__journal *j, int64_t now_ms);
+
+/* Tests only: when set, a compaction calls it with no lock held once the
+ * new file holds the image of memory, before the records appended
+ * meanwhile are carried over.  NULL in the library's own use. */
+extern void (*sipc__journal_compact_hook)(struct sipc__journal *j);
 
 /* The error that broke the journal (see "Broken" above), 0 while it is
  * healthy.  When it is broken, *ret_first (may be NULL) is true for

@@ -1,7 +1,7 @@
 /*
  * jrec.c - journal record codec (see jrec.h).  Pure, any thread.
- * Integers are written little-endian byte by byte so the format does not
- * depend on the host.
+ * Integers are written little-endian byte by byte (le.h) so the format
+ * does not depend on the host.
  */
 #include "jrec.h"
 
@@ -11,6 +11,7 @@
 
 #include "crc32c.h"
 #include "journal.h"
+#include "le.h"
 
 struct wbuf {
 	uint8_t *p;
@@ -31,17 +32,24 @@ put_u8(struct wbuf *w, uint8_t v)
 }
 
 static void
+put_u16(struct wbuf *w, uint16_t v)
+{
+	sipc__le16_put(w->p + w->n, v);
+	w->n += 2;
+}
+
+static void
 put_u32(struct wbuf *w, uint32_t v)
 {
-	for (int i = 0; i < 4; i++)
-		w->p[w->n++] = (uint8_t)(v >> (8 * i));
+	sipc__le32_put(w->p + w->n, v);
+	w->n += 4;
 }
 
 static void
 put_u64(struct wbuf *w, uint64_t v)
 {
-	for (int i = 0; i < 8; i++)
-		w->p[w->n++] = (uint8_t)(v >> (8 * i));
+	sipc__le64_put(w->p + w->n, v);
+	w->n += 8;
 }
 
 struct rbuf {
@@ -71,34 +79,56 @@ get_u8(struct rbuf *r)
 	return v;
 }
 
+static uint16_t
+get_u16(struct rbuf *r)
+{
+	uint8_t b[2];
+
+	get(r, b, 2);
+	return sipc__le16_get(b);
+}
+
 static uint32_t
 get_u32(struct rbuf *r)
 {
 	uint8_t b[4];
 
 	get(r, b, 4);
-	return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
-	    (uint32_t)b[3] << 24;
+	return sipc__le32_get(b);
 }
 
 static uint64_t
 get_u64(struct rbuf *r)
 {
 	uint8_t b[8];
-	uint64_t v = 0;
 
 	get(r, b, 8);
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | b[i];
-	return v;
+	return sipc__le64_get(b);
+}
+
+/* An owner record: who launched the worker, and its identity. */
+static int
+encode_owner(const struct sipc__jowner *k, struct wbuf *w)
+{
+	size_t nl = strnlen(k->provider, sizeof(k->provider));
+
+	if (nl == 0 || nl > SIPC_PROVIDER_NAME_MAX ||
+	    k->id.len > SIPC_PROVIDER_ID_MAX)
+		return -EINVAL;
+	put_u8(w, (uint8_t)nl);
+	put(w, k->provider, nl);
+	put_u16(w, k->id.len);
+	put(w, k->id.bytes, k->id.len);
+	put(w, k->instance, 16);
+	put_u32(w, k->slot);
+	put_u32(w, k->generation);
+	return 0;
 }
 
 /* Payload of each type; the header and checksum are added around it. */
 static int
 encode_payload(const struct sipc__jrec *rec, struct wbuf *w)
 {
-	const struct sipc__ident *k = &rec->u.worker;
-
 	switch (rec->type) {
 	case SIPC__JR_INSTANCE:
 		put(w, rec->u.inst.instance, 16);
@@ -126,14 +156,7 @@ encode_payload(const struct sipc__jrec *rec, struct wbuf *w)
 		put_u32(w, (uint32_t)rec->u.done.error);
 		return 0;
 	case SIPC__JR_WORKER:
-		put_u32(w, (uint32_t)k->pid);
-		put_u32(w, (uint32_t)k->pgid);
-		put_u64(w, k->starttime);
-		put(w, k->boot_id, SIPC__BOOT_ID_LEN);
-		put(w, k->instance, 16);
-		put_u32(w, k->slot);
-		put_u32(w, k->generation);
-		return 0;
+		return encode_owner(&rec->u.worker, w);
 	case SIPC__JR_WORKER_GONE:
 		put(w, rec->u.gone.instance, 16);
 		put_u32(w, rec->u.gone.slot);
@@ -178,10 +201,43 @@ sipc__jrec_encode(const struct sipc__jrec *rec, uint8_t *buf, size_t cap,
 }
 
 static void
+decode_owner(struct rbuf *r, struct sipc__jowner *k)
+{
+	uint8_t nl = get_u8(r);
+
+	if (nl == 0 || nl > SIPC_PROVIDER_NAME_MAX) {
+		r->bad = true;
+		return;
+	}
+	get(r, k->provider, nl);
+	if (memchr(k->provider, '\0', nl) != NULL)
+		r->bad = true;
+	k->id.len = get_u16(r);
+	if (k->id.len > SIPC_PROVIDER_ID_MAX) {
+		r->bad = true;
+		return;
+	}
+	get(r, k->id.bytes, k->id.len);
+	get(r, k->instance, 16);
+	k->slot = get_u32(r);
+	k->generation = get_u32(r);
+}
+
+/* A version 1 WORKER record: its leading bytes are a local identity. */
+static void
+decode_owner_v1(struct rbuf *r, struct sipc__jowner *k)
+{
+	memcpy(k->provider, "local", sizeof("local"));
+	k->id.len = SIPC__JREC_V1_ID_LEN;
+	get(r, k->id.bytes, SIPC__JREC_V1_ID_LEN);
+	get(r, k->instance, 16);
+	k->slot = get_u32(r);
+	k->generation = get_u32(r);
+}
+
+static void
 decode_payload(uint8_t type, struct rbuf *r, struct sipc__jrec *rec)
 {
-	struct sipc__ident *k = &rec->u.worker;
-
 	switch (type) {
 	case SIPC__JR_INSTANCE:
 		get(r, rec->u.inst.instance, 16);
@@ -211,13 +267,12 @@ decode_payload(uint8_t type, struct rbuf *r, struct sipc__jrec *rec)
 		rec->u.done.error = (int32_t)get_u32(r);
 		return;
 	case SIPC__JR_WORKER:
-		k->pid = (pid_t)get_u32(r);
-		k->pgid = (pid_t)get_u32(r);
-		k->starttime = get_u64(r);
-		get(r, k->boot_id, SIPC__BOOT_ID_LEN);
-		get(r, k->instance, 16);
-		k->slot = get_u32(r);
-		k->generation = get_u32(r);
+		decode_owner(r, &rec->u.worker);
+		return;
+	case SIPC__JR_WORKER_V1:
+		/* read as the record that replaced it */
+		decode_owner_v1(r, &rec->u.worker);
+		rec->type = SIPC__JR_WORKER;
 		return;
 	case SIPC__JR_WORKER_GONE:
 		get(r, rec->u.gone.instance, 16);

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "sipc_provider.h"
 #include "unix/ident.h"
 
 #define SIPC__JREC_HDR 9   /* magic u32, length u32, type u8 */
@@ -46,6 +47,22 @@ struct sipc__jcompleted {
 	int32_t error;
 };
 
+/* A worker's ownership record: the provider that launched it and the
+ * identity that provider can prove later (opaque here). */
+struct sipc__jowner {
+	char provider[SIPC_PROVIDER_NAME_MAX + 1];
+	struct sipc_provider_id id;
+	uint8_t instance[16];      /* supervisor instance that launched it */
+	uint32_t slot, generation;
+};
+
+/* A version 1 WORKER record (SIPC__JR_WORKER_V1) began with these bytes:
+ * pid u32, pgid u32, starttime u64, boot_id[36].  They are, by design,
+ * the local provider's identity (unix/ident.h), so the decoder turns
+ * such a record into a "local" owner record without knowing the
+ * fields. */
+#define SIPC__JREC_V1_ID_LEN 52
+
 struct sipc__jgone {
 	uint8_t instance[16];
 	uint32_t slot, generation;
@@ -63,7 +80,7 @@ struct sipc__jrec {
 		struct sipc__jaccepted acc;
 		struct sipc__jwritten wr;
 		struct sipc__jcompleted done;
-		struct sipc__ident worker;
+		struct sipc__jowner worker;
 		struct sipc__jgone gone;
 		struct sipc__jresolved resolved;
 		uint64_t delivered_id;
@@ -71,7 +88,9 @@ struct sipc__jrec {
 };
 
 /* Encode `rec` into buf (cap >= SIPC__JREC_MAX always suffices).  Returns
- * 0 and the record length, or -EINVAL for an unknown type. */
+ * 0 and the record length, or -EINVAL for an unknown type (the version 1
+ * WORKER record is read, never written) or an owner record whose name or
+ * identity does not fit. */
 int sipc__jrec_encode(const struct sipc__jrec *rec, uint8_t *buf, size_t cap,
     size_t *ret_len);
 
@@ -80,7 +99,8 @@ int sipc__jrec_encode(const struct sipc__jrec *rec, uint8_t *buf, size_t cap,
  * *ret_used (its length in bytes); -EAGAIN when the bytes end before the
  * record does (a torn tail if this is the end of the file); -EBADMSG for
  * a bad record (magic, length, checksum, type, or payload that does not
- * parse exactly).  On -EBADMSG *ret_extent is the record's length when
+ * parse exactly).  A version 1 WORKER record decodes as a WORKER record
+ * of provider "local".  On -EBADMSG *ret_extent is the record's length when
  * its framing (magic, length) was sound and its bytes are all present,
  * else 0; on success it equals *ret_used.
  */

@@ -132,7 +132,7 @@ sipc__js_worker_find(struct sipc__jstate *s, uint32_t inst, uint32_t slot,
 }
 
 int
-sipc__js_worker_add(struct sipc__jstate *s, uint32_t inst, const struct sipc__ident *w)
+sipc__js_worker_add(struct sipc__jstate *s, uint32_t inst, const struct sipc__jowner *w)
 {
 	struct sipc__jworker *nv;
 	ssize_t i = sipc__js_worker_find(s, inst, w->slot, w->generation);

@@ -43,7 +43,7 @@ struct sipc__jinst {
 
 struct sipc__jworker {
 	uint32_t inst;
-	struct sipc__ident w;
+	struct sipc__jowner w;
 };
 
 struct sipc__jstate {
@@ -72,7 +72,7 @@ int sipc__js_inst_add(struct sipc__jstate *s, const struct sipc__jinst *in);
 ssize_t sipc__js_worker_find(struct sipc__jstate *s, uint32_t inst,
     uint32_t slot, uint32_t gen);
 int sipc__js_worker_add(struct sipc__jstate *s, uint32_t inst,
-    const struct sipc__ident *w);
+    const struct sipc__jowner *w);
 void sipc__js_worker_remove(struct sipc__jstate *s, size_t i);
 
 /* Apply one record read from disk; `*ctx` is the instance named by the

@@ -182,7 +182,7 @@ on_hello(struct reader *r, struct sipc_frame *f)
 	pthread_mutex_lock(&sl->lock);
 	sl->accepts = (h.flags & SIPC_HELLO_F_ACCEPTS) != 0;
 	if (sl->state == SIPC_WS_STARTING)
-		sl->state = SIPC_WS_READY;
+		sipc__slot_set_state(sl, SIPC_WS_READY);
 	pthread_cond_broadcast(&sl->cv_writer);
 	pthread_mutex_unlock(&sl->lock);
 	sipc__reaper_wake(s);   /* readiness is counted by the reaper */

@@ -1,5 +1,5 @@
 /*
- * reaper.c - the one thread that owns worker processes.
+ * reaper.c - the one thread that owns worker processes: its loop.
  *
  * It waits on each live worker's pidfd (readable once that worker has
  * exited), a timerfd for deadlines, grace periods, stalls and respawns,
@@ -10,11 +10,10 @@
  * also read SIGCHLD, from a signalfd, to reap adopted orphans.  On every wake it rescans every owned
  * worker.
  *
- * It spawns every worker itself, so registering a new worker can never
- * race with reaping it: a worker that exits at once is simply found on
- * the next scan.  Spawns do not wait on each other: a pass clones every
- * worker that is due, then collects each launch (its exec, and in the
- * namespace modes sipc-init's start report) while the others exec.  It reaps only through the provider, which for local
+ * It spawns every worker itself (slot.c: spawn, terminate, a worker's
+ * end, its restart), so registering a new worker can never race with
+ * reaping it: a worker that exits at once is simply found on the next
+ * scan.  It reaps only through the provider, which for local
  * workers means waitid(P_PIDFD) on a pidfd taken at spawn: never
  * waitpid(-1), and a process it did not start only in owner mode.  Because this thread
  * lives as long as the supervisor, a worker's parent-death signal (which
@@ -34,10 +33,8 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include "policy.h"
 #include "provider.h"
 #include "sipc_int.h"
 
@@ -52,362 +49,6 @@ min64(int64_t a, int64_t b)
 	return a < b ? a : b;
 }
 
-/* ------------------------------------------------------------ spawn */
-
-static char **
-worker_env(struct sipc_supervisor *s, struct sipc__slot *sl)
-{
-	size_t n = 0, i;
-	char **env;
-
-	while (s->envp[n] != NULL)
-		n++;
-	if ((env = calloc(n + 5, sizeof(*env))) == NULL)
-		return NULL;
-	for (i = 0; i < n; i++)
-		env[i] = s->envp[i];
-	if (asprintf(&env[n], "SIPC_WORKER_ID=%u", sl->idx) < 0)
-		env[n] = NULL;
-	if (asprintf(&env[n + 1], "SIPC_GENERATION=%u", sl->generation) < 0)
-		env[n + 1] = NULL;
-	if (env[n] == NULL || env[n + 1] == NULL) {
-		free(env[n]);
-		free(env[n + 1]);
-		free(env);
-		return NULL;
-	}
-	return env;
-}
-
-static void
-free_env(struct sipc_supervisor *s, char **env)
-{
-	size_t n = 0;
-
-	while (s->envp[n] != NULL)
-		n++;
-	free(env[n]);
-	free(env[n + 1]);
-	free(env);
-}
-
-static void schedule_restart(struct sipc__slot *sl, int64_t now,
-                             int64_t uptime, bool before_ready);
-
-static void count_ready(struct sipc_supervisor *s);
-
-/* Remember why the last worker start failed, so sipc_wait_ready() can
- * say so instead of timing out; a worker becoming ready clears it.  The
- * ready and live counts are refreshed with it: a waiter must not pair
- * this error with a count from before the failure. */
-static void
-note_start_error(struct sipc_supervisor *s, int err)
-{
-	pthread_mutex_lock(&s->rlock);
-	s->start_err = err;
-	pthread_mutex_unlock(&s->rlock);
-	count_ready(s);
-}
-
-/* Say how the worker's tree is contained whenever it changes (the first
- * start included): a fallback is reported, never hidden. */
-static void
-note_containment(struct sipc__slot *sl, const struct sipc__chan *ch)
-{
-	bool contained = ch->contain == SIPC_CONTAIN_PID_NAMESPACE ||
-	    ch->cgroup;
-
-	if (ch->cgroup_err != 0 && ch->cgroup_err != sl->cg_err)
-		sipc__log(sl->sup, SIPC_LOG_WARN, sl, "cgroup: not provided for "
-		    "this worker: %s", sipc_strerror(ch->cgroup_err));
-	if (sl->containment == ch->contain && sl->cgroup == ch->cgroup)
-		return;
-	sipc__log(sl->sup, contained ? SIPC_LOG_INFO : SIPC_LOG_WARN, sl,
-	    "tree containment: %s%s%s%s%s", sipc_containment_name(ch->contain),
-	    ch->contain == SIPC_CONTAIN_PROCESS_GROUP && !ch->cgroup ?
-	    " (a descendant that calls setsid() escapes)" : "",
-	    ch->cgroup ? "; cgroup: provided (cgroup.kill ends the whole "
-	    "tree)" : "",
-	    ch->contain_why[0] ? "; stronger mode refused: " : "",
-	    ch->contain_why);
-}
-
-/*
- * A worker launch begun in this pass of the loop and collected at its
- * end: every child of a pass is cloned first, then each is waited for
- * in turn while the others exec, so N launches cost about one exec wait,
- * not N.  The environment and launch arguments live until collected.
- */
-struct spawn_job {
-	struct sipc__slot *sl;
-	char **env;
-	struct sipc__launch l;
-	void *pending;                /* provider's launch_start, or NULL */
-	int rc;                       /* the start's result */
-};
-
-struct spawn_batch {
-	struct spawn_job *jobs;       /* nslots entries */
-	unsigned n;
-};
-
-/* Start a launch: clone the child, without waiting for its exec. */
-static void
-spawn_begin(struct sipc__slot *sl, struct spawn_job *j)
-{
-	struct sipc_supervisor *s = sl->sup;
-
-	memset(j, 0, sizeof(*j));
-	j->sl = sl;
-	pthread_mutex_lock(&sl->lock);
-	sl->generation++;
-	pthread_mutex_unlock(&sl->lock);
-	if ((j->env = worker_env(s, sl)) == NULL) {
-		j->rc = -ENOMEM;
-		return;
-	}
-	j->l = (struct sipc__launch){ .path = s->cfg.path, .argv = s->argv,
-	    .envp = j->env, .slot = sl->idx, .generation = sl->generation,
-	    .nproc_limit = s->cfg.worker_nproc_limit,
-	    .contain = s->cfg.containment, .init_path = s->cfg.init_path,
-	    .cg = s->cg };
-	if (s->prov->launch_start != NULL)
-		j->rc = s->prov->launch_start(s->prov_state, &j->l,
-		    &j->pending);
-}
-
-/* Collect a launch: wait until the worker started (or not), then set
- * the slot up for it (or plan its restart). */
-static void
-spawn_end(struct spawn_job *j, int64_t now)
-{
-	struct sipc__slot *sl = j->sl;
-	struct sipc_supervisor *s = sl->sup;
-	struct sipc__chan ch;
-	int rc = j->rc, eno = 0;
-
-	memset(&ch, 0, sizeof(ch));
-	if (rc == 0 && j->pending != NULL)
-		rc = s->prov->launch_finish(j->pending, &ch, &sl->handle, &eno);
-	else if (rc == 0)
-		rc = s->prov->launch(s->prov_state, &j->l, &ch, &sl->handle,
-		    &eno);
-	if (j->env != NULL)
-		free_env(s, j->env);
-	if (rc < 0)
-		goto fail;
-	if ((sl->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
-		rc = -errno;
-		s->prov->signal_tree(sl->handle, SIPC__SIG_KILL);
-		while (s->prov->try_end(sl->handle, &sl->last_exit) == 0)
-			usleep(1000);
-		s->prov->release(sl->handle);
-		sl->handle = NULL;
-		close(ch.proto_fd);
-		close(ch.diag_fd);
-		goto fail;
-	}
-	sl->proto_fd = ch.proto_fd;
-	sl->diag_fd = ch.diag_fd;
-	sl->started_ms = now;
-	sl->ready_ms = 0;
-	sl->term_at_ms = 0;
-	sl->lost_at_ms = 0;
-	sl->killed = false;
-	sl->term_reason = SIPC_TERM_NONE;
-	atomic_store(&sl->last_progress_ms, now);
-	note_containment(sl, &ch);
-	pthread_mutex_lock(&sl->lock);
-	sl->pid = ch.pid;
-	sl->containment = ch.contain;
-	sl->cgroup = ch.cgroup;
-	sl->cg_limits = ch.limits;
-	sl->cg_err = ch.cgroup_err;
-	sl->state = SIPC_WS_STARTING;
-	sl->accepts = false;
-	/* Why a start failed belongs to that generation: a version error
-	 * of the previous one must not explain this one's end. */
-	sl->violation_err = 0;
-	sl->diag_tail_len = sl->diag_tail_pos = 0;
-	pthread_mutex_unlock(&sl->lock);
-	if (s->journal != NULL)
-		sipc__journal_note_worker(s, sl, &ch);
-	if ((rc = sipc__worker_threads_start(sl)) < 0) {
-		sipc__log(s, SIPC_LOG_ERROR, sl, "cannot start worker threads: %s",
-		    sipc_strerror(rc));
-		s->prov->signal_tree(sl->handle, SIPC__SIG_KILL);
-		sl->term_at_ms = now;
-		sl->killed = true;
-		sl->term_reason = SIPC_TERM_POLICY;
-	}
-	sipc__log(s, SIPC_LOG_INFO, sl, "worker started");
-	return;
-fail:
-	/* before the exit is visible in stats (a host waits on either) */
-	note_start_error(s, rc == SIPC_E_EXEC ? SIPC_E_EXEC : rc);
-	{
-		struct sipc_exit e = { .kind = SIPC_EXIT_HANDSHAKE, .code = -rc };
-
-		if (rc == SIPC_E_EXEC) {
-			e = (struct sipc_exit){ .kind = SIPC_EXIT_EXEC_FAILED,
-			    .code = eno };
-			sipc__log(s, SIPC_LOG_ERROR, sl, "cannot execute %s: %s",
-			    s->cfg.path, strerror(eno));
-		} else {
-			sipc__log(s, SIPC_LOG_ERROR, sl, "cannot launch worker: %s",
-			    sipc_strerror(rc));
-		}
-		pthread_mutex_lock(&sl->lock);
-		sl->last_exit = e;
-		pthread_mutex_unlock(&sl->lock);
-	}
-	schedule_restart(sl, now, 0, true);
-}
-
-static void
-spawn_slot(struct sipc__slot *sl, int64_t now)
-{
-	struct spawn_job j;
-
-	spawn_begin(sl, &j);
-	spawn_end(&j, now);
-}
-
-/* Spawn now, or (with a batch) begin now and collect at the pass's end. */
-static void
-spawn_or_begin(struct sipc__slot *sl, int64_t now, struct spawn_batch *b)
-{
-	if (b == NULL || b->jobs == NULL)
-		spawn_slot(sl, now);
-	else
-		spawn_begin(sl, &b->jobs[b->n++]);
-}
-
-/* Collect the pass's launches in the order begun.  Each is dated when
- * collected: its handshake time starts then, not while earlier ones
- * were being collected. */
-static void
-spawn_collect(struct spawn_batch *b)
-{
-	for (unsigned i = 0; b->jobs != NULL && i < b->n; i++)
-		spawn_end(&b->jobs[i], sipc__now_ms());
-	b->n = 0;
-}
-
-/* ------------------------------------------------------------ lifecycle */
-
-static void
-schedule_restart(struct sipc__slot *sl, int64_t now, int64_t uptime,
-                 bool before_ready)
-{
-	struct sipc_supervisor *s = sl->sup;
-	bool cool = false;
-	int64_t delay;
-
-	if (atomic_load(&s->closing)) {
-		pthread_mutex_lock(&sl->lock);
-		sl->state = SIPC_WS_FAILED;
-		pthread_mutex_unlock(&sl->lock);
-		sipc__move_queued(sl, false, SIPC_E_SHUTDOWN);
-		return;
-	}
-	delay = sipc__restart_plan(sl->policy, s->pool_budget, now, uptime,
-	    before_ready, &cool);
-	sl->respawn_at_ms = now + delay;
-	/* A cool-down is the refusal to restart (CONTRACT P3): only a
-	 * planned respawn counts, as in the policy's own tally. */
-	if (!cool) {
-		atomic_fetch_add(&sl->restarts, 1);
-		atomic_fetch_add(&s->n_restarts, 1);
-	}
-	pthread_mutex_lock(&sl->lock);
-	sl->state = cool ? SIPC_WS_COOLDOWN : SIPC_WS_IDLE;
-	pthread_mutex_unlock(&sl->lock);
-	if (cool)
-		sipc__log(s, SIPC_LOG_WARN, sl, "restart intensity exceeded: "
-		    "cooling down for %lld ms", (long long)delay);
-	/* Queued work goes where it can run soon; in a cool-down, what no
-	 * other slot takes fails fast instead of waiting. */
-	sipc__move_queued(sl, !cool, SIPC_E_UNAVAILABLE);
-}
-
-/* Begin TERM -> grace -> KILL for this slot's worker tree. */
-void
-sipc__terminate(struct sipc__slot *sl, enum sipc_term_reason why, int64_t now)
-{
-	struct sipc_supervisor *s = sl->sup;
-
-	if (sl->handle == NULL || sl->term_at_ms != 0)
-		return;
-	sl->term_reason = why;
-	sl->term_at_ms = now;
-	pthread_mutex_lock(&sl->lock);
-	sl->state = SIPC_WS_STOPPING;
-	pthread_mutex_unlock(&sl->lock);
-	sipc__log(s, SIPC_LOG_WARN, sl, "terminating worker: %s",
-	    sipc_term_reason_name(why));
-	(void)s->prov->signal_tree(sl->handle, SIPC__SIG_TERM);
-	if (why != SIPC_TERM_SHUTDOWN)
-		sipc__move_queued(sl, true, SIPC_E_UNAVAILABLE);
-}
-
-static void
-on_end(struct sipc__slot *sl, struct sipc_exit *e, int64_t now)
-{
-	struct sipc_supervisor *s = sl->sup;
-	bool before_ready = sl->ready_ms == 0;
-	char buf[160], *tail = NULL;
-
-	/* A worker that never completed the handshake failed to start,
-	 * whoever ended it (handshake timeout, bad version); the reason
-	 * stays attached.  Only shutdown during start-up is not a fault. */
-	if (e->kind == SIPC_EXIT_LOST || e->kind == SIPC_EXIT_OOM) {
-		/* say so whatever we were doing: the status is unknown, or
-		 * the kernel ended it for memory before we could */
-		e->reason = sl->term_reason;
-	} else if (before_ready && sl->term_reason != SIPC_TERM_SHUTDOWN) {
-		e->kind = SIPC_EXIT_HANDSHAKE;
-		e->reason = sl->term_reason;
-	} else if (sl->term_reason != SIPC_TERM_NONE) {
-		e->kind = SIPC_EXIT_TERMINATED;
-		e->reason = sl->term_reason;
-	}
-	sipc__worker_threads_stop(sl);
-	close(sl->proto_fd);
-	close(sl->diag_fd);
-	close(sl->wake_fd);
-	sl->proto_fd = sl->diag_fd = sl->wake_fd = -1;
-	s->prov->release(sl->handle);
-	sl->handle = NULL;
-	pthread_mutex_lock(&sl->lock);
-	sl->last_exit = *e;
-	sl->state = SIPC_WS_DRAINING;
-	/* CANCELs name ids this generation held; the writer is joined, so
-	 * none is sent now, and a replacement never received those ids. */
-	sl->ncancels = 0;
-	pthread_mutex_unlock(&sl->lock);
-	sipc_exit_format(e, buf, sizeof(buf));
-	sipc__log(s, e->kind == SIPC_EXIT_CLEAN ? SIPC_LOG_INFO : SIPC_LOG_WARN,
-	    sl, "worker ended: %s", buf);
-	if (before_ready) {
-		int err;
-
-		pthread_mutex_lock(&sl->lock);
-		err = sl->violation_err == SIPC_E_VERSION ? SIPC_E_VERSION :
-		    SIPC_E_HANDSHAKE;
-		pthread_mutex_unlock(&sl->lock);
-		note_start_error(s, err);
-	}
-	/* Decide the slot's future first: requests that may run again
-	 * (never started, idempotent retries) can then wait for this very
-	 * slot when it restarts, instead of being refused because no other
-	 * slot exists (a pool of one).  In a cool-down they are refused. */
-	schedule_restart(sl, now, now - sl->started_ms, before_ready);
-	sipc__slot_diag_tail(sl, &tail);
-	sipc__settle(sl, e, tail, now);
-	free(tail);
-	sipc__journal_note_worker_gone(s, sl);
-}
 
 /* Is there work this worker owes or holds? */
 static bool
@@ -435,7 +76,7 @@ tick_live(struct sipc__slot *sl, int64_t now, int64_t *next)
 	if (sl->term_reason != SIPC_TERM_NONE) {
 		/* already being stopped (shutdown): the first reason wins */
 	} else if (bad) {
-		sipc__terminate(sl, SIPC_TERM_PROTOCOL, now);
+		sipc__slot_terminate(sl, SIPC_TERM_PROTOCOL, now);
 	} else if (lost && sl->term_at_ms == 0) {
 		/* An exiting worker closes its channel just before its exit
 		 * becomes observable: wait a moment before calling it a lost
@@ -443,20 +84,20 @@ tick_live(struct sipc__slot *sl, int64_t now, int64_t *next)
 		if (sl->lost_at_ms == 0)
 			sl->lost_at_ms = now;
 		if (now - sl->lost_at_ms >= LOST_GRACE_MS)
-			sipc__terminate(sl, SIPC_TERM_CHANNEL_LOST, now);
+			sipc__slot_terminate(sl, SIPC_TERM_CHANNEL_LOST, now);
 		else
 			*next = min64(*next, sl->lost_at_ms + LOST_GRACE_MS);
 	}
 	if (st == SIPC_WS_STARTING && sl->term_at_ms == 0) {
 		if (now - sl->started_ms >= s->cfg.handshake_ms)
-			sipc__terminate(sl, SIPC_TERM_PROTOCOL, now);
+			sipc__slot_terminate(sl, SIPC_TERM_PROTOCOL, now);
 		else
 			*next = min64(*next, sl->started_ms + s->cfg.handshake_ms);
 	}
 	if (st == SIPC_WS_READY && sl->term_at_ms == 0 && has_work(sl)) {
 		idle = now - atomic_load(&sl->last_progress_ms);
 		if (idle >= s->cfg.stall_ms)
-			sipc__terminate(sl, SIPC_TERM_STALL, now);
+			sipc__slot_terminate(sl, SIPC_TERM_STALL, now);
 		else
 			*next = min64(*next, now + s->cfg.stall_ms - idle);
 	}
@@ -464,7 +105,7 @@ tick_live(struct sipc__slot *sl, int64_t now, int64_t *next)
 		if (now >= sl->term_at_ms + s->cfg.grace_ms) {
 			sipc__log(s, SIPC_LOG_WARN, sl, "grace period over: "
 			    "killing worker tree");
-			(void)s->prov->signal_tree(sl->handle, SIPC__SIG_KILL);
+			(void)s->prov->stop(sl->handle, SIPC_STOP_FORCED);
 			sl->killed = true;
 		} else {
 			*next = min64(*next, sl->term_at_ms + s->cfg.grace_ms);
@@ -476,7 +117,7 @@ tick_live(struct sipc__slot *sl, int64_t now, int64_t *next)
  * given: the caller collects the batch). */
 static void
 tick_slot(struct sipc__slot *sl, int64_t now, int64_t *next,
-          struct spawn_batch *b)
+          struct sipc__spawn_batch *b)
 {
 	struct sipc_supervisor *s = sl->sup;
 	struct sipc_exit e;
@@ -493,7 +134,12 @@ tick_slot(struct sipc__slot *sl, int64_t now, int64_t *next,
 		memset(&e, 0, sizeof(e));
 		r = s->prov->try_end(sl->handle, &e);
 		if (r == 1) {
-			on_end(sl, &e, now);
+			/* what the worker left goes before its end is settled */
+			if (s->prov->sweep != NULL &&
+			    (r = s->prov->sweep(sl->handle)) < 0)
+				sipc__log(s, SIPC_LOG_ERROR, sl, "sweeping worker: "
+				    "%s", sipc_strerror(r));
+			sipc__slot_on_end(sl, &e, now);
 		} else {
 			if (r < 0)
 				sipc__log(s, SIPC_LOG_ERROR, sl, "observing "
@@ -506,7 +152,7 @@ tick_slot(struct sipc__slot *sl, int64_t now, int64_t *next,
 		return;
 	if (sl->state == SIPC_WS_IDLE || sl->state == SIPC_WS_COOLDOWN) {
 		if (now >= sl->respawn_at_ms)
-			spawn_or_begin(sl, now, b);
+			sipc__slot_spawn(sl, now, b);
 		else
 			*next = min64(*next, sl->respawn_at_ms);
 	}
@@ -562,35 +208,12 @@ wait_events(struct sipc_supervisor *s, struct pollfd *pfd, int timeout_ms)
 		pfd[n++] = (struct pollfd){ .fd = s->sig_fd, .events = POLLIN };
 	for (unsigned i = 0; pfd != two && i < s->nslots; i++)
 		if (s->slots[i].handle != NULL &&
-		    (fd = s->prov->end_fd(s->slots[i].handle)) >= 0)
+		    (fd = s->slots[i].end_fd) >= 0)
 			pfd[n++] = (struct pollfd){ .fd = fd, .events = POLLIN };
 	while (poll(pfd, n, timeout_ms) < 0 && errno == EINTR)
 		;
 }
 
-static void
-count_ready(struct sipc_supervisor *s)
-{
-	unsigned i, ready = 0, live = 0;
-
-	for (i = 0; i < s->nslots; i++) {
-		struct sipc__slot *sl = &s->slots[i];
-
-		pthread_mutex_lock(&sl->lock);
-		if (sl->state == SIPC_WS_READY)
-			ready++;
-		if (sl->state == SIPC_WS_READY || sl->state == SIPC_WS_STARTING)
-			live++;
-		pthread_mutex_unlock(&sl->lock);
-	}
-	pthread_mutex_lock(&s->rlock);
-	s->ready_count = ready;
-	s->live_count = live;
-	if (ready > 0)
-		s->start_err = 0;
-	pthread_cond_broadcast(&s->rcv);
-	pthread_mutex_unlock(&s->rlock);
-}
 
 static bool
 has_pending(struct sipc_supervisor *s)
@@ -634,7 +257,7 @@ shutdown_all(struct sipc_supervisor *s, struct pollfd *pfd)
 			continue;
 		(void)shutdown(sl->proto_fd, SHUT_WR);
 		pthread_mutex_lock(&sl->lock);
-		sl->state = SIPC_WS_STOPPING;
+		sipc__slot_set_state(sl, SIPC_WS_STOPPING);
 		pthread_mutex_unlock(&sl->lock);
 	}
 	while (any_live(s)) {
@@ -645,7 +268,7 @@ shutdown_all(struct sipc_supervisor *s, struct pollfd *pfd)
 
 			if (sl->handle != NULL && sl->term_at_ms == 0) {
 				if (now >= term_at)
-					sipc__terminate(sl, SIPC_TERM_SHUTDOWN, now);
+					sipc__slot_terminate(sl, SIPC_TERM_SHUTDOWN, now);
 				else
 					sl->term_reason = SIPC_TERM_SHUTDOWN;
 			}
@@ -663,7 +286,7 @@ shutdown_all(struct sipc_supervisor *s, struct pollfd *pfd)
 	}
 	for (i = 0; i < s->nslots; i++) {
 		pthread_mutex_lock(&s->slots[i].lock);
-		s->slots[i].state = SIPC_WS_FAILED;
+		sipc__slot_set_state(&s->slots[i], SIPC_WS_FAILED);
 		pthread_mutex_unlock(&s->slots[i].lock);
 		sipc__move_queued(&s->slots[i], false, SIPC_E_SHUTDOWN);
 	}
@@ -695,16 +318,17 @@ reaper_main(void *arg)
 	struct sipc_supervisor *s = arg;
 	struct pollfd *pfd = calloc(s->nslots + 3, sizeof(*pfd));
 	/* without it, each worker is spawned in turn */
-	struct spawn_batch b = { calloc(s->nslots, sizeof(*b.jobs)), 0 };
+	struct sipc__spawn_batch b;
 	unsigned i;
 	int64_t now, next;
 	bool stop;
 
 	sipc__lib_thread = true;
+	(void)sipc__spawn_batch_init(&b, s->nslots);
 	now = sipc__now_ms();
 	for (i = 0; i < s->nslots; i++)
-		spawn_or_begin(&s->slots[i], now, &b);
-	spawn_collect(&b);
+		sipc__slot_spawn(&s->slots[i], now, &b);
+	sipc__slot_spawn_collect(&b);
 	pthread_mutex_lock(&s->rlock);
 	s->initial_round = true;
 	pthread_cond_broadcast(&s->rcv);
@@ -723,12 +347,12 @@ reaper_main(void *arg)
 		next = now + RESCAN_MS;
 		for (i = 0; i < s->nslots; i++)
 			tick_slot(&s->slots[i], now, &next, &b);
-		spawn_collect(&b);
+		sipc__slot_spawn_collect(&b);
 		sipc__scan_deadlines(s, now, &next);
 		for (i = 0; i < s->nslots; i++)
 			if (s->slots[i].deadline_stop) {
 				s->slots[i].deadline_stop = false;
-				sipc__terminate(&s->slots[i],
+				sipc__slot_terminate(&s->slots[i],
 				    SIPC_TERM_DEADLINE, now);
 			}
 		/* after the slots: a worker that ended is reaped by pidfd
@@ -741,13 +365,13 @@ reaper_main(void *arg)
 		if (s->journal != NULL &&
 		    s->cfg.durability == SIPC_DURABLE_GROUP && has_pending(s))
 			next = min64(next, now + s->cfg.group_commit_ms);
-		count_ready(s);
+		sipc__slot_count_ready(s);
 		arm_timer(s, next);
 		wait_events(s, pfd, -1);
 	}
 	shutdown_all(s, pfd);
-	count_ready(s);
-	free(b.jobs);
+	sipc__slot_count_ready(s);
+	sipc__spawn_batch_fini(&b);
 	free(pfd);
 	return NULL;
 }

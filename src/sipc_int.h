@@ -5,8 +5,9 @@
  *   - callers: sipc_submit/sipc_call/sipc_stats_get/sipc_destroy
  *   - per worker slot: one reader (reader.c), one writer (writer.c);
  *     a submitting thread may write for an idle worker (writer.c)
- *   - one reaper (reaper.c): pidfds + timerfd + eventfd; spawns, reaps,
- *     classifies, settles, enforces deadlines, stalls and grace periods.
+ *   - one reaper (reaper.c, its loop): pidfds + timerfd + eventfd;
+ *     spawns, reaps, classifies (slot.c), settles (settle.c), enforces
+ *     deadlines, stalls and grace periods.
  *
  * Locks, in the only order they may be nested:
  *   slot->lock  ->  sup->table.lock  ->  (journal lock, leaf)
@@ -31,7 +32,8 @@
 #include "frame.h"
 #include "ring.h"
 
-struct sipc__provider;
+struct sipc_provider_ops;
+struct sipc_provider_chan;
 struct sipc__journal;
 
 /* Where a request is.  One explicit state; `delivered` is separate
@@ -76,16 +78,28 @@ enum sipc__sender {
 	SIPC__SEND_CALLER,
 };
 
-/* Worker slot.  One per pool position; generations replace each other. */
+/*
+ * Worker slot.  One per pool position; generations replace each other.
+ * Three parts, kept apart by who may touch them (a split into member
+ * structs would rename every field use in every module; the groups
+ * below are the same split, marked):
+ *   - its I/O part, under the slot lock: what the reader, the writer, a
+ *     direct sender and the reaper share about the live channel;
+ *   - its counters, atomics read without a lock (dispatch, stats);
+ *   - its process part, the reaper thread's alone (slot.c, reaper.c).
+ * The state is apart: written only by sipc__slot_set_state().
+ */
 struct sipc__slot {
 	struct sipc_supervisor *sup;        /* [const] */
 	uint32_t idx;                 /* [const] */
 	pthread_mutex_t lock;
 	pthread_cond_t cv_writer;     /* ring non-empty / room in flight / stop */
 	pthread_cond_t cv_space;      /* ring has room */
-	/* [slot] */
-	/* [slot] for writes; atomic so dispatch can read it unlocked */
+	/* [slot] for writes, through sipc__slot_set_state() only; atomic
+	 * so dispatch can read it unlocked */
 	_Atomic enum sipc_worker_state state;
+	/* ---- I/O part: [slot] (generation and pid: written by the reaper,
+	 * under the lock, read by the I/O threads and stats) */
 	uint32_t generation;
 	pid_t pid;
 	struct sipc__ring ring;
@@ -115,17 +129,19 @@ struct sipc__slot {
 	int cg_err;                   /* ... or why not (0: none wanted) */
 	char *diag_tail;              /* ring of the last diag bytes */
 	size_t diag_tail_len, diag_tail_pos;
+	/* ---- counters */
 	/* [table] (counts written-unanswered on the current generation) */
 	_Atomic unsigned inflight;
 	/* [atomic] progress, for stall detection and stats */
 	_Atomic int64_t last_progress_ms;
 	_Atomic uint64_t bytes_in, bytes_out, frames_in, frames_out;
 	_Atomic uint64_t completed, violations, restarts;
-	/* [reaper] */
+	/* ---- process part: [reaper] */
 	bool deadline_stop;           /* a cancelled request outstayed its
 	                               * grace: stop the worker (settle.c) */
-	void *handle;                 /* provider handle of the live process */
+	void *handle;                 /* provider handle of the live worker */
 	int proto_fd, diag_fd, wake_fd;
+	int end_fd;                   /* the provider's (chan.end_fd), -1 */
 	pthread_t reader, writer;
 	bool threads;
 	int64_t started_ms, ready_ms;
@@ -160,8 +176,8 @@ struct sipc_supervisor {
 	struct sipc_config cfg;       /* [const] deep copy */
 	char **argv, **envp;          /* [const] owned */
 	void *cfg_strings;            /* [const] owned copies */
-	const struct sipc__provider *prov;
-	void *prov_state;
+	const struct sipc_provider_ops *prov; /* [const] */
+	void *prov_state;             /* [const] its create()'s state */
 	struct sipc__table table;
 	struct sipc__slot *slots;     /* [const] array */
 	unsigned nslots;
@@ -174,9 +190,6 @@ struct sipc_supervisor {
 	struct sipc_leftover *leftovers; /* [const] verdicts at open */
 	size_t nleftovers;               /* [const] (durable.c) */
 	bool owner_held;              /* [const] holds owner mode */
-	struct sipc__cg *cg;          /* [const] own cgroup v2 (cgroup.h) or
-	                               * NULL; closed after the reaper ends */
-	char cg_why[160];             /* [const] its path, or why none */
 	/* reaper */
 	pthread_t reaper;
 	bool reaper_started;
@@ -330,9 +343,8 @@ int sipc__journal_note_written(struct sipc_supervisor *s, struct sipc__slot *sl,
                                struct sipc__req *q);
 void sipc__journal_note_done(struct sipc_supervisor *s, struct sipc__req *q,
                              const struct sipc_result *res);
-struct sipc__chan;
 void sipc__journal_note_worker(struct sipc_supervisor *s, struct sipc__slot *sl,
-                               const struct sipc__chan *ch);
+                               const struct sipc_provider_chan *ch);
 void sipc__journal_note_worker_gone(struct sipc_supervisor *s,
                                     struct sipc__slot *sl);
 void sipc__journal_note_tick(struct sipc_supervisor *s, int64_t now);
@@ -356,9 +368,42 @@ void sipc__move_queued(struct sipc__slot *sl, bool slot_will_run,
  * for it gets deadline_stop set, for the reaper to act on. */
 void sipc__scan_deadlines(struct sipc_supervisor *s, int64_t now,
                           int64_t *next);
-/* reaper.c: begin TERM -> grace -> KILL of a slot's worker tree */
-void sipc__terminate(struct sipc__slot *sl, enum sipc_term_reason why,
-                     int64_t now);
+
+/*
+ * A slot's state (slot_state.c).  sipc__slot_set_state() is the only
+ * writer of sl->state: any thread, slot lock held.  It allows only the
+ * changes sipc__slot_state_allowed() names (its table is in
+ * slot_state.c); any other is a library bug and aborts the process.
+ */
+bool sipc__slot_state_allowed(enum sipc_worker_state from,
+                              enum sipc_worker_state to);
+void sipc__slot_set_state(struct sipc__slot *sl, enum sipc_worker_state to);
+
+/*
+ * A slot's life (slot.c), reaper thread.  Spawns of one pass of the
+ * loop go into a batch: begun (cloned) by sipc__slot_spawn(), collected
+ * (exec and handshake start awaited) by sipc__slot_spawn_collect().
+ * Without a batch (NULL, or its init failed) a spawn completes at once.
+ */
+struct sipc__spawn_job;
+struct sipc__spawn_batch {
+	struct sipc__spawn_job *jobs; /* nslots entries, or NULL */
+	unsigned n;                   /* begun, not yet collected */
+};
+int sipc__spawn_batch_init(struct sipc__spawn_batch *b, unsigned nslots);
+void sipc__spawn_batch_fini(struct sipc__spawn_batch *b);
+void sipc__slot_spawn(struct sipc__slot *sl, int64_t now,
+                      struct sipc__spawn_batch *b);
+void sipc__slot_spawn_collect(struct sipc__spawn_batch *b);
+/* Begin TERM -> grace -> KILL of the slot's worker tree (the reaper's
+ * tick sends KILL when the grace period is over). */
+void sipc__slot_terminate(struct sipc__slot *sl, enum sipc_term_reason why,
+                          int64_t now);
+/* The provider reported the worker ended with `e` (classified here). */
+void sipc__slot_on_end(struct sipc__slot *sl, struct sipc_exit *e,
+                       int64_t now);
+/* Refresh the READY / live counts sipc_wait_ready() waits on. */
+void sipc__slot_count_ready(struct sipc_supervisor *s);
 
 /* reaper (reaper.c) */
 int sipc__reaper_start(struct sipc_supervisor *s);

@@ -297,11 +297,11 @@ slots_init(struct sipc_supervisor *s)
 
 		sl->sup = s;
 		sl->idx = i;
-		sl->proto_fd = sl->diag_fd = sl->wake_fd = -1;
+		sl->proto_fd = sl->diag_fd = sl->wake_fd = sl->end_fd = -1;
 		pthread_mutex_init(&sl->lock, NULL);
 		sipc__cond_init(&sl->cv_writer);
 		sipc__cond_init(&sl->cv_space);
-		sl->state = SIPC_WS_IDLE;
+		sipc__slot_set_state(sl, SIPC_WS_IDLE);   /* calloc: from IDLE */
 		if ((rc = sipc__ring_init(&sl->ring, s->cfg.ring_frames,
 		    s->cfg.ring_bytes)) < 0)
 			return rc;
@@ -322,7 +322,6 @@ static void
 sup_free(struct sipc_supervisor *s)
 {
 	unsigned i;
-	int rc;
 
 	if (s == NULL)
 		return;
@@ -352,9 +351,9 @@ sup_free(struct sipc_supervisor *s)
 	sipc__table_fini(&s->table);
 	if (s->owner_held)
 		sipc__owner_release();
-	if ((rc = sipc__cg_close(s->cg)) < 0)
-		sipc__log(s, SIPC_LOG_ERROR, NULL, "cgroup: cannot remove %s: %s",
-		    s->cg_why, sipc_strerror(rc));
+	/* after the reaper: every handle of this state is released */
+	if (s->prov != NULL)
+		s->prov->destroy(s->prov_state);
 	if (s->sig_fd >= 0)
 		close(s->sig_fd);
 	if (s->timer_fd >= 0)
@@ -403,23 +402,24 @@ sup_alloc(const struct sipc_config *cfg, struct sipc_supervisor **ret)
 	return slots_init(s);
 }
 
-/* The supervisor's cgroup v2 (cgroup.h): made, or why not, said once. */
+/* The provider's state for this supervisor (local: its cgroup v2),
+ * and what it says of its cgroup, said once. */
 static int
-cgroup_open(struct sipc_supervisor *s, char *errbuf, size_t errlen)
+provider_open(struct sipc_supervisor *s, const struct sipc_provider_ops *p,
+              char *errbuf, size_t errlen)
 {
-	const struct sipc__cg_limits lim = { s->cfg.pids_max,
-	    s->cfg.memory_max, s->cfg.cpu_max_percent };
+	struct sipc_provider_info in;
 	int rc;
 
-	rc = sipc__cg_open(s->cfg.cgroup, &lim, &s->cg, s->cg_why,
-	    sizeof(s->cg_why));
-	if (rc < 0) {
-		snprintf(errbuf, errlen, "cgroup: %s", s->cg_why);
+	if ((rc = p->create(&s->cfg, &s->prov_state, errbuf, errlen)) < 0)
 		return rc;
-	}
-	sipc__log(s, s->cg != NULL || s->cfg.cgroup == SIPC_CGROUP_OFF ?
+	s->prov = p;
+	if (p->info == NULL)
+		return 0;
+	p->info(s->prov_state, &in);
+	sipc__log(s, in.cgroup || s->cfg.cgroup == SIPC_CGROUP_OFF ?
 	    SIPC_LOG_INFO : SIPC_LOG_WARN, NULL, "cgroup: %s (%s)",
-	    s->cg != NULL ? "provided" : "not provided", s->cg_why);
+	    in.cgroup ? "provided" : "not provided", in.text);
 	return 0;
 }
 
@@ -427,7 +427,7 @@ int
 sipc_create(const struct sipc_config *cfg, char *errbuf, size_t errlen,
             sipc_supervisor **ret)
 {
-	const struct sipc__provider *prov = NULL;
+	const struct sipc_provider_ops *prov = NULL;
 	struct sipc_supervisor *s = NULL;
 	char dummy[1];
 	int rc;
@@ -452,14 +452,13 @@ sipc_create(const struct sipc_config *cfg, char *errbuf, size_t errlen,
 	}
 	if ((rc = sup_alloc(cfg, &s)) < 0)
 		goto fail;
-	s->prov = prov;
 	if (cfg->owner && (rc = sipc__owner_hold(s)) < 0) {
 		if (rc == -EBUSY)
 			snprintf(errbuf, errlen, "owner mode: another owner-mode "
 			    "supervisor exists in this process");
 		goto fail;
 	}
-	if ((rc = cgroup_open(s, errbuf, errlen)) < 0)
+	if ((rc = provider_open(s, prov, errbuf, errlen)) < 0)
 		goto fail;
 	if (cfg->state_dir != NULL &&
 	    (rc = sipc__durable_open(s, errbuf, errlen)) < 0)
@@ -581,12 +580,17 @@ sipc_stats_get(sipc_supervisor *s, struct sipc_stats *ret)
 	pthread_mutex_unlock(&s->table.lock);
 	sipc__journal_note_stats(s, ret);
 	ret->mem_ceiling = s->cfg.mem_ceiling;
-	if (s->cg != NULL)
-		snprintf(ret->cgroup_path, sizeof(ret->cgroup_path), "%s",
-		    s->cg_why);
-	else
-		snprintf(ret->cgroup_why, sizeof(ret->cgroup_why), "%s",
-		    s->cg_why);
+	if (s->prov->info != NULL) {
+		struct sipc_provider_info in;
+
+		s->prov->info(s->prov_state, &in);
+		if (in.cgroup)
+			snprintf(ret->cgroup_path, sizeof(ret->cgroup_path),
+			    "%s", in.text);
+		else
+			snprintf(ret->cgroup_why, sizeof(ret->cgroup_why),
+			    "%s", in.text);
+	}
 	sipc__api_leave(s);
 	return 0;
 }

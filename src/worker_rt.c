@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "frame.h"
+#include "le.h"
 #include "sipc.h"
 #include "worker_rt.h"
 
@@ -203,9 +204,9 @@ int
 sipc_worker_error(sipc_worker *w, uint64_t id, uint32_t code,
     const void *msg, size_t len)
 {
-	uint8_t c[4] = { (uint8_t)code, (uint8_t)(code >> 8),
-		(uint8_t)(code >> 16), (uint8_t)(code >> 24) };
+	uint8_t c[4];
 
+	sipc__le32_put(c, code);
 	return rt_send(w, SIPC_FT_ERROR, id, c, sizeof(c), msg, len);
 }
 

@@ -525,13 +525,14 @@ read_kid(int fd)
 static void
 test_cgroup_lost_worker_cgroup_still_killed(void)
 {
-	const struct sipc__cg_limits none = { 0, 0, 0 };
 	char *const argv[] = { "pgkid", NULL }, *const env[] = { NULL };
-	struct sipc__launch l = { .path = tl_fixture("pgkid"), .argv = argv,
-	    .envp = env, .slot = 0, .generation = 1,
+	struct sipc_provider_launch l = { .path = tl_fixture("pgkid"),
+	    .argv = argv, .envp = env, .worker_id = 0, .generation = 1,
 	    .contain = SIPC_CONTAIN_PROCESS_GROUP };
-	struct sipc__cg *cg = NULL;
-	struct sipc__chan ch;
+	struct sipc_provider_info in;
+	struct sipc_provider_chan ch;
+	struct sipc_config cfg;
+	void *st = NULL;
 	struct sipc_exit e;
 	char why[256], dir[400];
 	siginfo_t si;
@@ -539,32 +540,38 @@ test_cgroup_lost_worker_cgroup_still_killed(void)
 	pid_t kid;
 	int eno = 0;
 
-	CU_ASSERT_FATAL(sipc__cg_open(SIPC_CGROUP_AUTO, &none, &cg, why,
+	sipc_config_init(&cfg);
+	cfg.environment = SIPC_ENV_TEST;
+	cfg.cgroup = SIPC_CGROUP_AUTO;
+	CU_ASSERT_FATAL(sipc__provider_local.create(&cfg, &st, why,
 	    sizeof(why)) == 0);
-	if (cg == NULL) {
-		tl_skip(why);
+	sipc__provider_local.info(st, &in);
+	if (!in.cgroup) {
+		tl_skip(in.text);
+		sipc__provider_local.destroy(st);
 		return;
 	}
-	l.cg = cg;
 	memset(&ch, 0, sizeof(ch));
-	CU_ASSERT_FATAL(sipc__provider_local.launch(NULL, &l, &ch, &h,
+	CU_ASSERT_FATAL(sipc__provider_local.launch(st, &l, &ch, &h,
 	    &eno) == 0);
-	CU_ASSERT(ch.cgroup);
+	CU_ASSERT(ch.info.cgroup);
 	kid = read_kid(ch.diag_fd);
 	CU_ASSERT_FATAL(kid > 0);
-	snprintf(dir, sizeof(dir), "%s/w0.g1", sipc__cg_path(cg));
+	snprintf(dir, sizeof(dir), "%s/w0.g1", in.text);
 	/* the host kills and reaps the library's child */
-	CU_ASSERT(kill(ch.pid, SIGKILL) == 0);
-	CU_ASSERT(waitid(P_PID, (id_t)ch.pid, &si, WEXITED | __WALL) == 0);
+	CU_ASSERT(kill(ch.display_pid, SIGKILL) == 0);
+	CU_ASSERT(waitid(P_PID, (id_t)ch.display_pid, &si, WEXITED | __WALL) == 0);
 	CU_ASSERT(tl_pid_alive(kid));
 	CU_ASSERT_EQUAL(sipc__provider_local.try_end(h, &e), 1);
 	CU_ASSERT_EQUAL(e.kind, SIPC_EXIT_LOST);
+	/* the sweep after the end kills what is in the cgroup */
+	CU_ASSERT_EQUAL(sipc__provider_local.sweep(h), 0);
 	CU_ASSERT(tl_wait_until(st_pid_dead, &kid, WAIT_MS));
 	CU_ASSERT(path_gone(dir));
 	sipc__provider_local.release(h);
 	close(ch.proto_fd);
 	close(ch.diag_fd);
-	CU_ASSERT_EQUAL(sipc__cg_close(cg), 0);
+	sipc__provider_local.destroy(st);
 	if (tl_pid_alive(kid))
 		(void)kill(kid, SIGKILL);
 }

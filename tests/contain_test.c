@@ -28,7 +28,7 @@
 #define QUIET_MS 500            /* how long a spared process must live on */
 
 struct proc {
-	struct sipc__chan ch;
+	struct sipc_provider_chan ch;
 	void *h;
 };
 
@@ -38,7 +38,7 @@ static int
 launch(struct proc *p, const char *fixture, char *const *argv,
        enum sipc_containment mode)
 {
-	struct sipc__launch l = { .path = tl_fixture(fixture), .argv = argv,
+	struct sipc_provider_launch l = { .path = tl_fixture(fixture), .argv = argv,
 	    .envp = no_env, .contain = mode, .init_path = tl_init_path() };
 	int eno = 0;
 
@@ -120,12 +120,12 @@ test_contain_reaped_elsewhere_is_lost_and_group_spared(void)
 	    SIPC_CONTAIN_PROCESS_GROUP) == 0);
 	kid = read_kid(&p);
 	CU_ASSERT_FATAL(kid > 0);
-	CU_ASSERT_EQUAL(getpgid(kid), p.ch.pgid);
+	CU_ASSERT_EQUAL(getpgid(kid), p.ch.display_pid);
 	/* the host kills and reaps the library's child behind its back */
-	CU_ASSERT(kill(p.ch.pid, SIGKILL) == 0);
-	CU_ASSERT(waitid(P_PID, (id_t)p.ch.pid, &si, WEXITED | __WALL) == 0);
-	CU_ASSERT_EQUAL(sipc__provider_local.signal_tree(p.h, SIPC__SIG_TERM), 0);
-	CU_ASSERT_EQUAL(sipc__provider_local.signal_tree(p.h, SIPC__SIG_KILL), 0);
+	CU_ASSERT(kill(p.ch.display_pid, SIGKILL) == 0);
+	CU_ASSERT(waitid(P_PID, (id_t)p.ch.display_pid, &si, WEXITED | __WALL) == 0);
+	CU_ASSERT_EQUAL(sipc__provider_local.stop(p.h, SIPC_STOP_GRACEFUL), 0);
+	CU_ASSERT_EQUAL(sipc__provider_local.stop(p.h, SIPC_STOP_FORCED), 0);
 	CU_ASSERT_FALSE(tl_wait_until(dead, &kid, QUIET_MS));
 	CU_ASSERT_EQUAL(sipc__provider_local.try_end(p.h, &e), 1);
 	CU_ASSERT_EQUAL(e.kind, SIPC_EXIT_LOST);
@@ -150,8 +150,8 @@ test_contain_zombie_leader_group_still_signalled(void)
 	    SIPC_CONTAIN_PROCESS_GROUP) == 0);
 	kid = read_kid(&p);
 	CU_ASSERT_FATAL(kid > 0);
-	CU_ASSERT(kill(p.ch.pid, SIGKILL) == 0);
-	CU_ASSERT(sipc__provider_local.signal_tree(p.h, SIPC__SIG_TERM) == 0);
+	CU_ASSERT(kill(p.ch.display_pid, SIGKILL) == 0);
+	CU_ASSERT(sipc__provider_local.stop(p.h, SIPC_STOP_GRACEFUL) == 0);
 	CU_ASSERT(tl_wait_until(dead, &kid, WAIT_MS));
 	CU_ASSERT(tl_wait_until(ended, &p, WAIT_MS));
 	CU_ASSERT_EQUAL(sipc__provider_local.try_end(p.h, &e), 1);
@@ -184,7 +184,7 @@ release_live(enum sipc_containment mode)
 	CU_ASSERT_EQUAL(p.ch.contain, mode);
 	kid = read_kid(&p);
 	CU_ASSERT_FATAL(kid > 0);
-	pid = p.ch.pid;
+	pid = p.ch.display_pid;
 	sipc__provider_local.release(p.h);
 	CU_ASSERT(gone(&pid));
 	proc_close(&p);

@@ -20,7 +20,9 @@
 #include <unistd.h>
 
 #include "jrec.h"
+#include "jtest.h"
 #include "journal.h"
+#include "unix/ident.h"
 #include "sipc.h"
 #include "sipctest.h"
 #include "statedir.h"
@@ -439,6 +441,80 @@ test_durable_blocking_call_in_host_log_callback_refused(void)
 	sd_remove(dir);
 }
 
+/*
+ * A state directory from 0.x: its journal holds a version 1 WORKER
+ * record (pid, group, start time, boot id) of a worker that outlived its
+ * supervisor.  The reader takes it as a local identity, and the next
+ * instance proves and terminates that process; a second record of the
+ * same shape whose start time does not match (a reused pid) is left
+ * alone.  The bytes are crafted here, as 0.x wrote them.
+ */
+static void
+test_durable_v1_worker_record_still_terminated(void)
+{
+	char *dir = sd_make(), path[600];
+	struct sipc__jrec inst;
+	struct sipc__ident k, stale;
+	struct sipc_leftover *l = NULL;
+	struct sipc_config c = cfg_for(dir, SIPC_DURABLE_EACH);
+	uint8_t buf[3 * SIPC__JREC_MAX];
+	size_t n, len = 0, i;
+	sipc_supervisor *s;
+	pid_t pid;
+	int fd, st;
+
+	CU_ASSERT_FATAL((pid = fork()) >= 0);
+	if (pid == 0) {
+		setpgid(0, 0);
+		alarm(600);
+		for (;;)
+			pause();
+	}
+	setpgid(pid, pid);
+	CU_ASSERT_EQUAL_FATAL(sipc__ident_of(pid, &k), 0);
+	memset(&inst, 0, sizeof(inst));
+	inst.type = SIPC__JR_INSTANCE;
+	memset(inst.u.inst.instance, 0x5a, 16);
+	memcpy(inst.u.inst.boot_id, k.boot_id, SIPC__BOOT_ID_LEN);
+	inst.u.inst.pid = 1;
+	CU_ASSERT_EQUAL_FATAL(sipc__jrec_encode(&inst, buf, sizeof(buf), &n), 0);
+	len = n;
+	memcpy(k.instance, inst.u.inst.instance, 16);
+	k.slot = 0;
+	k.generation = 4;
+	len += jt_v1_worker_record(buf + len, &k);
+	stale = k;
+	stale.starttime = k.starttime + 1;     /* the pid, reused */
+	stale.generation = 5;
+	len += jt_v1_worker_record(buf + len, &stale);
+	CU_ASSERT_EQUAL_FATAL(mkdir(dir, 0700), 0);
+	snprintf(path, sizeof(path), "%s/journal", dir);
+	CU_ASSERT_FATAL((fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600)) >= 0);
+	CU_ASSERT_EQUAL_FATAL(write(fd, buf, len), (ssize_t)len);
+	close(fd);
+
+	s = st_start(&c, 0, 0);
+	/* terminated by then: already waitable (no wait in a failure) */
+	if (waitpid(pid, &st, WNOHANG) != pid) {
+		CU_FAIL("the v1 leftover was not terminated");
+		kill(pid, SIGKILL);
+		waitpid(pid, &st, 0);
+	}
+	CU_ASSERT(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM);
+	CU_ASSERT_FATAL(sipc_reconcile_leftovers(s, &l, &n) == 0);
+	CU_ASSERT_EQUAL_FATAL(n, 2);
+	for (i = 0; i < n; i++) {
+		CU_ASSERT_STRING_EQUAL(l[i].provider, "local");
+		CU_ASSERT_EQUAL(l[i].pid, pid);
+		CU_ASSERT_EQUAL(l[i].pgid, pid);
+		CU_ASSERT_EQUAL(l[i].verdict, l[i].generation == 4 ?
+		    SIPC_LEFTOVER_TERMINATED : SIPC_LEFTOVER_NOT_PROVEN);
+	}
+	sipc_reconcile_leftovers_free(l);
+	CU_ASSERT_EQUAL(sipc_destroy(s), 0);
+	sd_remove(dir);
+}
+
 int
 main(void)
 {
@@ -448,6 +524,7 @@ main(void)
 	    { "test_durable_completed_record_failed_may_have_run", test_durable_completed_record_failed_may_have_run },
 	    { "test_durable_retry_not_journalled_is_unknown", test_durable_retry_not_journalled_is_unknown },
 	    { "test_durable_blocking_call_in_host_log_callback_refused", test_durable_blocking_call_in_host_log_callback_refused },
+	    { "test_durable_v1_worker_record_still_terminated", test_durable_v1_worker_record_still_terminated },
 	    { NULL, NULL } });
 	return tl_run();
 }

@@ -73,6 +73,67 @@ test_journal_codec_roundtrip_and_rejects(void)
 	CU_ASSERT_EQUAL(sipc__jrec_encode(&a, buf, sizeof(buf), &n), -EINVAL);
 }
 
+/*
+ * The WORKER record holds the provider's name and its opaque identity;
+ * a version 1 record still decodes, as a "local" identity whose bytes
+ * are the old record's leading 52 (so the local provider proves it).
+ */
+static void
+test_journal_codec_worker_record_v2_and_v1(void)
+{
+	struct sipc__jrec a, b;
+	struct sipc__ident k;
+	uint8_t buf[SIPC__JREC_MAX];
+	size_t n, used, ext;
+
+	memset(&a, 0, sizeof(a));
+	a.type = SIPC__JR_WORKER;
+	strcpy(a.u.worker.provider, "some-provider_2");
+	a.u.worker.id.len = SIPC_PROVIDER_ID_MAX;
+	for (int i = 0; i < SIPC_PROVIDER_ID_MAX; i++)
+		a.u.worker.id.bytes[i] = (uint8_t)(i * 7);
+	memset(a.u.worker.instance, 0xab, 16);
+	a.u.worker.slot = 3;
+	a.u.worker.generation = 0x01020304;
+	CU_ASSERT_EQUAL_FATAL(sipc__jrec_encode(&a, buf, sizeof(buf), &n), 0);
+	CU_ASSERT_EQUAL_FATAL(sipc__jrec_decode(buf, n, &b, &used, &ext), 0);
+	CU_ASSERT_EQUAL(b.type, SIPC__JR_WORKER);
+	CU_ASSERT(memcmp(&a.u.worker, &b.u.worker, sizeof(a.u.worker)) == 0);
+	/* Names and identities that do not fit are never written. */
+	a.u.worker.id.len = SIPC_PROVIDER_ID_MAX + 1;
+	CU_ASSERT_EQUAL(sipc__jrec_encode(&a, buf, sizeof(buf), &n), -EINVAL);
+	a.u.worker.id.len = 1;
+	a.u.worker.provider[0] = '\0';
+	CU_ASSERT_EQUAL(sipc__jrec_encode(&a, buf, sizeof(buf), &n), -EINVAL);
+
+	memset(&k, 0, sizeof(k));
+	k.pid = k.pgid = 12345;
+	k.starttime = 0x1122334455667788ull;
+	memcpy(k.boot_id, "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee", 36);
+	for (int i = 0; i < 16; i++)
+		k.instance[i] = (uint8_t)(i + 1);
+	k.slot = 7;
+	k.generation = 9;
+	n = jt_v1_worker_record(buf, &k);
+	memset(&k, 0, sizeof(k));
+	CU_ASSERT_EQUAL_FATAL(sipc__jrec_decode(buf, n, &b, &used, &ext), 0);
+	CU_ASSERT_EQUAL(used, n);
+	CU_ASSERT_EQUAL(b.type, SIPC__JR_WORKER);
+	CU_ASSERT_STRING_EQUAL(b.u.worker.provider, "local");
+	CU_ASSERT_EQUAL(b.u.worker.slot, 7);
+	CU_ASSERT_EQUAL(b.u.worker.generation, 9);
+	CU_ASSERT_EQUAL(b.u.worker.instance[15], 16);
+	CU_ASSERT_EQUAL_FATAL(sipc__ident_from_id(&b.u.worker.id, &k), 0);
+	CU_ASSERT_EQUAL(k.pid, 12345);
+	CU_ASSERT_EQUAL(k.pgid, 12345);
+	CU_ASSERT_EQUAL(k.starttime, 0x1122334455667788ull);
+	CU_ASSERT_STRING_EQUAL(k.boot_id,
+	    "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee");
+	/* ... and is never written again: a v1 type is not encodable. */
+	a.type = SIPC__JR_WORKER_V1;
+	CU_ASSERT_EQUAL(sipc__jrec_encode(&a, buf, sizeof(buf), &n), -EINVAL);
+}
+
 /* ------------------------------------------------ crash and reconcile */
 
 static void
@@ -269,17 +330,22 @@ test_journal_compaction_bounds_size(void)
 	j = jt_open(SIPC_DURABLE_OFF);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(j);
 	sipc__journal_set_compact_threshold(j, limit);
+	/* appends only note that a compaction is due; the tick compacts */
 	for (uint64_t id = 1; id <= 20000; id++) {
 		CU_ASSERT_EQUAL(sipc__journal_accepted(j, id, "some-key", &id,
 		    sizeof(id), 0), 0);
+		(void)sipc__journal_tick(j, 0);
 		CU_ASSERT_EQUAL(sipc__journal_written(j, id, 0, 1, 1), 0);
+		(void)sipc__journal_tick(j, 0);
 		if (id % 2000 == 0) {   /* left unsettled on purpose */
 			pending++;
 			continue;
 		}
 		CU_ASSERT_EQUAL(sipc__journal_completed(j, id, SIPC_OUTCOME_OK,
 		    0), 0);
+		(void)sipc__journal_tick(j, 0);
 		sipc__journal_delivered(j, id);
+		(void)sipc__journal_tick(j, 0);
 		if (jt_fsize("journal") > max)
 			max = jt_fsize("journal");
 	}
@@ -497,6 +563,7 @@ dir_fsync_fails(void)
 	do {
 		if (sipc__journal_accepted(j, id, "k", "p", 1, 0) != 0)
 			return 3;
+		(void)sipc__journal_tick(j, 0);   /* compacts when due */
 		sipc__journal_get_stats(j, &st);
 	} while (st.compactions == 0 && ++id < 1000);
 	if (st.compactions != 1 || st.last_error != -EIO ||
@@ -586,7 +653,8 @@ static pid_t leftover_pid;
 static void
 record_workers(struct sipc__journal *j)
 {
-	struct sipc__ident w;
+	struct sipc__jowner w;
+	struct sipc__ident k;
 	char c;
 	int p[2];
 	pid_t pid;
@@ -606,8 +674,11 @@ record_workers(struct sipc__journal *j)
 	close(p[1]);
 	if (read(p[0], &c, 1) != 0)
 		_exit(6);
-	if (sipc__ident_of(pid, &w) != 0)
+	if (sipc__ident_of(pid, &k) != 0)
 		_exit(4);
+	memset(&w, 0, sizeof(w));
+	strcpy(w.provider, "local");
+	sipc__ident_to_id(&k, &w.id);
 	w.slot = 0;
 	w.generation = 3;
 	(void)sipc__journal_worker(j, &w);
@@ -625,8 +696,9 @@ leftover_gone(void *arg)
 static void
 test_journal_leftover_worker_killed_after_crash(void)
 {
-	struct sipc__ident *w = NULL;
+	struct sipc__jowner *w = NULL;
 	struct sipc__journal *j;
+	struct sipc__ident k;
 	size_t n = 0;
 
 	jt_mkstate();
@@ -635,11 +707,13 @@ test_journal_leftover_worker_killed_after_crash(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(j);
 	CU_ASSERT_EQUAL(sipc__journal_leftover_workers(j, &w, &n), 0);
 	CU_ASSERT_EQUAL_FATAL(n, 1);
-	leftover_pid = w[0].pid;
+	CU_ASSERT_STRING_EQUAL(w[0].provider, "local");
+	CU_ASSERT_EQUAL_FATAL(sipc__ident_from_id(&w[0].id, &k), 0);
+	leftover_pid = k.pid;
 	CU_ASSERT_EQUAL(w[0].slot, 0);
 	CU_ASSERT_EQUAL(w[0].generation, 3);
-	CU_ASSERT(tl_pid_alive(w[0].pid));
-	CU_ASSERT_EQUAL(sipc__ident_terminate(&w[0], 2000), 1);
+	CU_ASSERT(tl_pid_alive(k.pid));
+	CU_ASSERT_EQUAL(sipc__ident_terminate(&k, 2000), 1);
 	CU_ASSERT(tl_wait_until(leftover_gone, NULL, 10000));
 	CU_ASSERT_EQUAL(sipc__journal_leftover_gone(j, &w[0]), 0);
 	CU_ASSERT_EQUAL(sipc__journal_leftover_gone(j, &w[0]), SIPC_E_NOTFOUND);
@@ -659,6 +733,7 @@ main(void)
 {
 	tl_suite("journal", (tl_test[]){
 	    { "test_journal_codec_roundtrip_and_rejects", test_journal_codec_roundtrip_and_rejects },
+	    { "test_journal_codec_worker_record_v2_and_v1", test_journal_codec_worker_record_v2_and_v1 },
 	    { "test_journal_reconcile_states_after_crash", test_journal_reconcile_states_after_crash },
 	    { "test_journal_resolutions_survive_second_crash", test_journal_resolutions_survive_second_crash },
 	    { "test_journal_failed_append_breaks_it", test_journal_failed_append_breaks_it },

@@ -18,6 +18,8 @@
 #include "ident.h"
 
 #include "clock.h"
+#include "jrec.h"
+#include "le.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -40,6 +42,33 @@
 #define MAX_MEMBERS 1024
 /* Wait after SIGKILL before giving up on seeing the leader exit. */
 #define KILL_WAIT_MS 5000
+
+_Static_assert(SIPC__LOCAL_ID_LEN == SIPC__JREC_V1_ID_LEN,
+    "a version 1 WORKER record starts with a local identity");
+
+void
+sipc__ident_to_id(const struct sipc__ident *k, struct sipc_provider_id *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	sipc__le32_put(ret->bytes, (uint32_t)k->pid);
+	sipc__le32_put(ret->bytes + 4, (uint32_t)k->pgid);
+	sipc__le64_put(ret->bytes + 8, k->starttime);
+	memcpy(ret->bytes + 16, k->boot_id, SIPC__BOOT_ID_LEN);
+	ret->len = SIPC__LOCAL_ID_LEN;
+}
+
+int
+sipc__ident_from_id(const struct sipc_provider_id *id, struct sipc__ident *ret)
+{
+	if (id->len != SIPC__LOCAL_ID_LEN)
+		return -EINVAL;
+	memset(ret, 0, sizeof(*ret));
+	ret->pid = (pid_t)sipc__le32_get(id->bytes);
+	ret->pgid = (pid_t)sipc__le32_get(id->bytes + 4);
+	ret->starttime = sipc__le64_get(id->bytes + 8);
+	memcpy(ret->boot_id, id->bytes + 16, SIPC__BOOT_ID_LEN);
+	return 0;
+}
 
 /* Read a small /proc file into buf (NUL-terminated).  -errno on error. */
 static int

@@ -21,6 +21,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "sipc_provider.h"
+
 #define SIPC__BOOT_ID_LEN 36 /* "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" */
 
 /* What the journal records about a worker (an ownership record). */
@@ -33,6 +35,21 @@ struct sipc__ident {
 	uint32_t slot;
 	uint32_t generation;
 };
+
+/*
+ * The local provider's opaque identity (struct sipc_provider_id): pid
+ * u32, pgid u32, starttime u64 (little-endian), boot_id[36], exactly the
+ * leading bytes of a version 1 WORKER journal record
+ * (SIPC__JREC_V1_ID_LEN), so an old journal's leftovers are still
+ * proven.  from_id: 0, or -EINVAL when `id` is not that length (the
+ * boot id comes out NUL-terminated; instance, slot and generation are
+ * zeroed).
+ */
+#define SIPC__LOCAL_ID_LEN (4 + 4 + 8 + SIPC__BOOT_ID_LEN)
+void sipc__ident_to_id(const struct sipc__ident *k,
+                       struct sipc_provider_id *ret);
+int sipc__ident_from_id(const struct sipc_provider_id *id,
+                        struct sipc__ident *ret);
 
 /* Facts parsed from one read of /proc/<pid>/stat. */
 struct sipc__proc_stat {

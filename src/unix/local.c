@@ -43,8 +43,14 @@
  *     so nothing more is signalled and the end is classified LOST;
  *   - a handle released before its end kills and reaps first.
  *
- * Threads: the reaper thread calls every op (provider.h); no state is
- * shared between handles.
+ * Identity (journalled, sipc_provider.h): pid, group, start time and
+ * boot id (ident.h); a leftover is proven against all four while pinned
+ * by a pidfd, and terminated with its group (sipc__ident_terminate).
+ *
+ * Threads: create/destroy/info as sipc_provider.h says; the reaper
+ * thread calls every per-worker op; no state is shared between handles,
+ * and the per-supervisor state (its cgroup) is read-only between create
+ * and destroy.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -73,14 +79,22 @@
 /* Bound on sipc-init's first report (worker exec'd or not). */
 #define INIT_START_MS 10000
 
+/* One supervisor's state: its cgroup (cgroup.h), or why it has none. */
+struct local_state {
+	struct sipc__cg *cg;
+	char cg_why[160];
+};
+
 struct local_proc {
 	pid_t pid;                    /* leader (or init), host pid */
 	pid_t pgid;
-	int pidfd;
+	int pidfd;                    /* until release: the end descriptor */
 	int report_fd;                /* namespace modes: init's reports */
 	enum sipc_containment mode;
 	bool ended;
+	bool reaped;                  /* by us (sweep) or behind our back */
 	bool lost;                    /* reaped behind our back */
+	bool swept;
 	struct sipc__cgw *cg;         /* own cgroup, or NULL */
 	struct sipc_exit exit;        /* once ended: how */
 };
@@ -161,7 +175,7 @@ ns_env(char *const *envp)
 
 /* argv for sipc-init: init, worker path, the worker's argv. */
 static char **
-ns_argv(const char *init, const struct sipc__launch *l)
+ns_argv(const char *init, const struct sipc_provider_launch *l)
 {
 	size_t n = 0, i;
 	char **a;
@@ -196,7 +210,8 @@ read_report(int fd, int ms, struct sipc__init_msg *ret)
 /* A launch between its start (child cloned) and its finish (the worker
  * known started, or not).  Reaper thread, like a handle. */
 struct local_pending {
-	const struct sipc__launch *l;
+	const struct sipc_provider_launch *l;
+	const struct local_state *st;
 	const char *init;
 	struct local_proc *p;
 	struct launch_fds f;
@@ -215,7 +230,7 @@ static const enum sipc_containment mode_order[] = {
 static int
 mode_start(struct local_pending *q, enum sipc_containment mode)
 {
-	const struct sipc__launch *l = q->l;
+	const struct sipc_provider_launch *l = q->l;
 	struct launch_fds *f = &q->f;
 	struct sipc__spawn sp = { .path = l->path, .argv = l->argv,
 	    .envp = l->envp, .flags = SIPC__SPAWN_SETPGRP,
@@ -309,7 +324,7 @@ mode_failed(struct local_pending *q, int rc)
 static int
 start_from(struct local_pending *q)
 {
-	const struct sipc__launch *l = q->l;
+	const struct sipc_provider_launch *l = q->l;
 	enum sipc_containment m;
 	int rc = -EINVAL;
 
@@ -332,6 +347,24 @@ start_from(struct local_pending *q)
 	return rc;
 }
 
+/* The identity journalled for a started worker (ident.h layout).  A
+ * start time or boot id that cannot be read stays 0 / empty: the
+ * identity then never proves, and a leftover is left alone. */
+static void
+local_id(const struct local_proc *p, struct sipc_provider_id *ret)
+{
+	struct sipc__ident k;
+
+	memset(&k, 0, sizeof(k));
+	k.pid = p->pid;
+	k.pgid = p->pgid;
+	if (sipc__proc_starttime(p->pid, &k.starttime) < 0)
+		k.starttime = 0;
+	if (sipc__boot_id(k.boot_id) < 0)
+		k.boot_id[0] = '\0';
+	sipc__ident_to_id(&k, ret);
+}
+
 static void
 pending_drop(struct local_pending *q)
 {
@@ -343,9 +376,10 @@ pending_drop(struct local_pending *q)
 }
 
 static int
-local_launch_start(void *prov, const struct sipc__launch *l,
+local_launch_start(void *state, const struct sipc_provider_launch *l,
                    void **ret_pending)
 {
+	const struct local_state *st = state;
 	struct local_pending *q;
 	int rc;
 
@@ -354,6 +388,7 @@ local_launch_start(void *prov, const struct sipc__launch *l,
 	if ((q = calloc(1, sizeof(*q))) == NULL)
 		return -ENOMEM;
 	q->l = l;
+	q->st = st;
 	q->init = l->init_path ? l->init_path : SIPC_LIBEXECDIR "/sipc-init";
 	if ((rc = fds_open(&q->f)) < 0)
 		goto fail;
@@ -364,9 +399,11 @@ local_launch_start(void *prov, const struct sipc__launch *l,
 	q->p->pidfd = q->p->report_fd = -1;
 	/* A configured limit is enforced or the worker does not start;
 	 * without one, a worker that gets no cgroup runs, reported. */
-	if (l->cg != NULL && (rc = sipc__cgw_create(l->cg, l->slot,
+	/* no state (a test driving the ops by hand): no cgroup */
+	if (st != NULL && st->cg != NULL &&
+	    (rc = sipc__cgw_create(st->cg, l->worker_id,
 	    l->generation, &q->p->cg)) < 0) {
-		if (sipc__cg_limits(l->cg) != 0)
+		if (sipc__cg_limits(st->cg) != 0)
 			goto fail;
 		q->cg_err = rc;
 	}
@@ -380,7 +417,7 @@ fail:
 }
 
 static int
-local_launch_finish(void *pending, struct sipc__chan *ret_chan,
+local_launch_finish(void *pending, struct sipc_provider_chan *ret_chan,
                     void **ret_handle, int *ret_errno)
 {
 	struct local_pending *q = pending;
@@ -402,19 +439,19 @@ local_launch_finish(void *pending, struct sipc__chan *ret_chan,
 		p->report_fd = q->f.rp[0];
 		q->f.rp[0] = -1;
 	}
+	memset(ret_chan, 0, sizeof(*ret_chan));
 	ret_chan->proto_fd = q->f.sv[0];
 	ret_chan->diag_fd = q->f.dp[0];
 	q->f.sv[0] = q->f.dp[0] = -1;
-	ret_chan->pid = p->pid;
-	ret_chan->pgid = p->pgid;
+	ret_chan->end_fd = p->pidfd;
+	ret_chan->display_pid = p->pid;
 	ret_chan->contain = p->mode;
-	ret_chan->cgroup = p->cg != NULL;
-	ret_chan->limits = p->cg != NULL ? sipc__cg_limits(q->l->cg) : 0;
-	ret_chan->cgroup_err = q->cg_err;
-	snprintf(ret_chan->contain_why, sizeof(ret_chan->contain_why), "%s",
+	ret_chan->info.cgroup = p->cg != NULL;
+	ret_chan->info.limits = p->cg != NULL ? sipc__cg_limits(q->st->cg) : 0;
+	ret_chan->info.cgroup_err = q->cg_err;
+	snprintf(ret_chan->note, sizeof(ret_chan->note), "%s",
 	    p->mode == SIPC_CONTAIN_PID_NAMESPACE ? "" : q->why);
-	if (sipc__proc_starttime(p->pid, &ret_chan->starttime) < 0)
-		ret_chan->starttime = 0;
+	local_id(p, &ret_chan->id);
 	*ret_handle = p;
 	q->p = NULL;
 	pending_drop(q);
@@ -425,13 +462,14 @@ fail:
 }
 
 static int
-local_launch(void *prov, const struct sipc__launch *l,
-             struct sipc__chan *ret_chan, void **ret_handle, int *ret_errno)
+local_launch(void *state, const struct sipc_provider_launch *l,
+             struct sipc_provider_chan *ret_chan, void **ret_handle,
+             int *ret_errno)
 {
 	void *q;
 	int rc;
 
-	if ((rc = local_launch_start(prov, l, &q)) < 0)
+	if ((rc = local_launch_start(state, l, &q)) < 0)
 		return rc;
 	return local_launch_finish(q, ret_chan, ret_handle, ret_errno);
 }
@@ -494,39 +532,32 @@ init_report(struct local_proc *p, struct sipc_exit *ret)
 	return got;
 }
 
-/* The end of a worker's cgroup: was the OOM killer at work in it (its
- * SIGKILL is then the kernel's, not ours or a stranger's)?  Then kill
- * what is left, wait for it to empty (bounded) and remove it. */
+/* Was the OOM killer at work in the worker's cgroup?  Its SIGKILL is
+ * then the kernel's, not ours or a stranger's.  Read before sweep
+ * removes the cgroup. */
 static void
-end_cgroup(struct local_proc *p, struct sipc_exit *e)
+note_oom(const struct local_proc *p, struct sipc_exit *e)
 {
-	if (p->cg == NULL)
-		return;
-	if (e != NULL && e->kind == SIPC_EXIT_SIGNAL && e->signo == SIGKILL &&
-	    sipc__cgw_oom_kills(p->cg) > 0)
+	if (p->cg != NULL && e->kind == SIPC_EXIT_SIGNAL &&
+	    e->signo == SIGKILL && sipc__cgw_oom_kills(p->cg) > 0)
 		e->kind = SIPC_EXIT_OOM;
-	(void)sipc__cgw_remove(p->cg);
-	p->cg = NULL;
 }
 
-static void
-mark_lost(struct local_proc *p)
+static int
+ended(struct local_proc *p, struct sipc_exit *ret)
 {
-	p->lost = true;
+	note_oom(p, ret);
+	p->exit = *ret;
 	p->ended = true;
-	p->exit = (struct sipc_exit){ .kind = SIPC_EXIT_LOST, .code = -1 };
-	end_cgroup(p, NULL);
-	if (p->pidfd >= 0)
-		close(p->pidfd);
-	p->pidfd = -1;
+	return 1;
 }
 
 /*
  * Terminal observation before the final reap: WNOWAIT leaves the zombie
  * in place, and the zombie keeps its pid and process group id from being
- * reused, so the group sweep can only reach this worker's tree.  In the
- * namespace modes there is nothing left to sweep: the init's exit
- * emptied the namespace first.  Only then is the process reaped.
+ * reused, so sweep's group kill can only reach this worker's tree.  In
+ * the namespace modes there is nothing left to sweep: the init's exit
+ * emptied the namespace first.  The reap is sweep's.
  */
 static int
 local_try_end(void *h, struct sipc_exit *ret)
@@ -543,16 +574,12 @@ local_try_end(void *h, struct sipc_exit *ret)
 		/* Reaped by someone else.  A namespace's init reported the
 		 * worker's status before it exited, and its exit emptied the
 		 * namespace: nothing is lost.  Otherwise it is. */
-		if (init_report(p, ret)) {
-			end_cgroup(p, ret);
-			p->exit = *ret;
-			p->ended = true;
-			close(p->pidfd);
-			p->pidfd = -1;
-			return 1;
-		}
-		mark_lost(p);
-		return local_try_end(h, ret);
+		p->reaped = true;
+		if (init_report(p, ret))
+			return ended(p, ret);
+		p->lost = true;
+		*ret = (struct sipc_exit){ .kind = SIPC_EXIT_LOST, .code = -1 };
+		return ended(p, ret);
 	}
 	if (r == 0 && report_pending(p)) {
 		/* The worker has ended and its init is on its way out (it
@@ -565,26 +592,43 @@ local_try_end(void *h, struct sipc_exit *ret)
 	}
 	if (r <= 0)
 		return r;
-	if (p->mode == SIPC_CONTAIN_PROCESS_GROUP)
-		(void)kill(-p->pgid, SIGKILL);
-	(void)sipc__pidfd_reap(p->pidfd);
 	classify(&si, ret);
 	/* The init reports the worker's own status just before exiting;
 	 * no report means the init itself was killed (our KILL). */
 	(void)init_report(p, ret);
-	end_cgroup(p, ret);
-	p->exit = *ret;
-	p->ended = true;
-	close(p->pidfd);
-	p->pidfd = -1;
-	return 1;
+	return ended(p, ret);
+}
+
+/* After the end: the group (while our zombie still pins its id; never
+ * once someone else reaped the leader), the reap, then the cgroup:
+ * kill what is left in it (setsid() escapees), wait for it to empty
+ * (bounded), remove it. */
+static int
+local_sweep(void *h)
+{
+	struct local_proc *p = h;
+	int rc = 0;
+
+	if (!p->ended || p->swept)
+		return 0;
+	p->swept = true;
+	if (!p->reaped) {
+		if (p->mode == SIPC_CONTAIN_PROCESS_GROUP)
+			(void)kill(-p->pgid, SIGKILL);
+		(void)sipc__pidfd_reap(p->pidfd);
+		p->reaped = true;
+	}
+	if (p->cg != NULL)
+		rc = sipc__cgw_remove(p->cg);
+	p->cg = NULL;
+	return rc;
 }
 
 static int
-local_signal_tree(void *h, enum sipc__tree_sig which)
+local_stop(void *h, enum sipc_provider_stop how)
 {
 	struct local_proc *p = h;
-	int sig = which == SIPC__SIG_KILL ? SIGKILL : SIGTERM;
+	int sig = how == SIPC_STOP_FORCED ? SIGKILL : SIGTERM;
 	siginfo_t si;
 	int r;
 
@@ -613,14 +657,6 @@ local_signal_tree(void *h, enum sipc__tree_sig which)
 	return 0;
 }
 
-static int
-local_end_fd(void *h)
-{
-	struct local_proc *p = h;
-
-	return p->ended ? -1 : p->pidfd;
-}
-
 static void
 local_release(void *h)
 {
@@ -631,28 +667,97 @@ local_release(void *h)
 		return;
 	if (!p->ended) {
 		/* Never leave an unowned process behind: kill the tree,
-		 * then observe (sweep) and reap like a normal end. */
-		(void)local_signal_tree(p, SIPC__SIG_KILL);
-		if (!p->ended)
-			(void)sipc__pidfd_wait_exit(p->pidfd);
+		 * then observe, sweep and reap like a normal end. */
+		(void)local_stop(p, SIPC_STOP_FORCED);
+		(void)sipc__pidfd_wait_exit(p->pidfd);
 		(void)local_try_end(p, &e);
 	}
+	(void)local_sweep(p);
 	if (p->pidfd >= 0)
 		close(p->pidfd);
 	if (p->report_fd >= 0)
 		close(p->report_fd);
-	end_cgroup(p, NULL);
+	if (p->cg != NULL)
+		(void)sipc__cgw_remove(p->cg);
 	free(p);
 }
 
-const struct sipc__provider sipc__provider_local = {
+/* A journalled local identity of a previous instance: proven (pinned by
+ * a pidfd, then pid + start time + boot id + group checked) and then
+ * terminated with its group, or left alone (ident.h). */
+static int
+local_leftover(void *state, const struct sipc_provider_id *id,
+               unsigned grace_ms)
+{
+	struct sipc__ident k;
+	int rc;
+
+	(void)state;
+	if ((rc = sipc__ident_from_id(id, &k)) < 0)
+		return rc;
+	return sipc__ident_terminate(&k, grace_ms);
+}
+
+/* The supervisor's cgroup v2 (cgroup.h): made, or why not. */
+static int
+local_create(const struct sipc_config *cfg, void **ret_state, char *errbuf,
+             size_t errlen)
+{
+	const struct sipc__cg_limits lim = { cfg->pids_max, cfg->memory_max,
+	    cfg->cpu_max_percent };
+	struct local_state *st;
+	int rc;
+
+	if ((st = calloc(1, sizeof(*st))) == NULL)
+		return -ENOMEM;
+	rc = sipc__cg_open(cfg->cgroup, &lim, &st->cg, st->cg_why,
+	    sizeof(st->cg_why));
+	if (rc < 0) {
+		snprintf(errbuf, errlen, "cgroup: %s", st->cg_why);
+		free(st);
+		return rc;
+	}
+	*ret_state = st;
+	return 0;
+}
+
+static void
+local_destroy(void *state)
+{
+	struct local_state *st = state;
+
+	if (st == NULL)
+		return;
+	/* A cgroup that cannot be removed stays, empty (every worker
+	 * ended): nothing runs in it, and the host sees it by name. */
+	(void)sipc__cg_close(st->cg);
+	free(st);
+}
+
+static void
+local_info(void *state, struct sipc_provider_info *ret)
+{
+	const struct local_state *st = state;
+
+	memset(ret, 0, sizeof(*ret));
+	ret->cgroup = st->cg != NULL;
+	ret->limits = st->cg != NULL ? sipc__cg_limits(st->cg) : 0;
+	snprintf(ret->text, sizeof(ret->text), "%s", st->cg_why);
+}
+
+/* It declares no guarantee (no `declared` op): see the top of the file. */
+const struct sipc_provider_ops sipc__provider_local = {
+	.abi = SIPC_PROVIDER_ABI,
 	.name = "local",
-	.guarantees = 0,
+	.create = local_create,
+	.destroy = local_destroy,
+	.info = local_info,
 	.launch = local_launch,
 	.launch_start = local_launch_start,
 	.launch_finish = local_launch_finish,
 	.try_end = local_try_end,
-	.signal_tree = local_signal_tree,
-	.end_fd = local_end_fd,
+	.stop = local_stop,
+	.sweep = local_sweep,
 	.release = local_release,
+	.leftover = local_leftover,
 };

@@ -66,6 +66,7 @@
 #include "clone.h"
 #include "ident.h"
 #include "launchio.h"
+#include "le.h"
 #include "provider.h"
 #include "sandbox.h"
 
@@ -77,14 +78,23 @@
 /* Bound on the namespace's end after its init was killed. */
 #define INIT_END_MS 5000
 
+/* One supervisor's state: its cgroup (cgroup.h), or why it has none. */
+struct sbx_state {
+	struct sipc__cg *cg;
+	char cg_why[160];
+};
+
 struct sbx_proc {
 	pid_t bwrap_pid;              /* outer bwrap: our child */
-	int bwrap_fd;                 /* its pidfd: the end descriptor */
+	int bwrap_fd;                 /* its pidfd: the end descriptor,
+	                               * until release */
 	pid_t init_pid;               /* sipc-init, host pid (proven) */
 	int init_fd;                  /* its pidfd; every signal goes here */
 	int report_fd;                /* sipc-init's reports */
 	struct sipc__sbx_id id;
 	bool ended;
+	bool reaped;                  /* bwrap: by sweep, or behind our back */
+	bool swept;
 	struct sipc__cgw *cg;         /* own cgroup, or NULL */
 	struct sipc_exit exit;        /* once ended: how */
 };
@@ -94,7 +104,8 @@ struct sbx_proc {
 /* A launch between its start (bwrap cloned) and its finish (sipc-init
  * reported the worker started, or not).  Reaper thread, like a handle. */
 struct sbx_pending {
-	const struct sipc__launch *l;
+	const struct sipc_provider_launch *l;
+	const struct sbx_state *st;   /* NULL: no cgroup (tests) */
 	struct sbx_proc *p;
 	struct sipc__launch_fds f;
 	struct sipc__spawned sd;
@@ -114,7 +125,7 @@ pending_drop(struct sbx_pending *q)
 }
 
 static const char *
-sbx_init(const struct sipc__launch *l)
+sbx_init(const struct sipc_provider_launch *l)
 {
 	return l->init_path ? l->init_path : SIPC_LIBEXECDIR "/sipc-init";
 }
@@ -122,7 +133,7 @@ sbx_init(const struct sipc__launch *l)
 static int
 sbx_clone(struct sbx_pending *q, const char *bwrap)
 {
-	const struct sipc__launch *l = q->l;
+	const struct sipc_provider_launch *l = q->l;
 	const char *init = sbx_init(l);
 	struct sipc__launch_fds *f = &q->f;
 	struct sipc__spawn sp = { .path = bwrap,
@@ -158,17 +169,18 @@ out:
 }
 
 static int
-sbx_launch_start(void *prov, const struct sipc__launch *l,
+sbx_launch_start(void *state, const struct sipc_provider_launch *l,
                  void **ret_pending)
 {
+	const struct sbx_state *st = state;
 	struct sbx_pending *q;
 	const char *bwrap;
 	int rc;
 
-	(void)prov;
 	if ((q = calloc(1, sizeof(*q))) == NULL)
 		return -ENOMEM;
 	q->l = l;
+	q->st = st;
 	if ((rc = sipc__launch_fds_open(&q->f, true)) < 0)
 		goto fail;
 	if ((q->p = calloc(1, sizeof(*q->p))) == NULL) {
@@ -186,9 +198,9 @@ sbx_launch_start(void *prov, const struct sipc__launch *l,
 		return 0;
 	}
 	/* A configured limit is enforced or the worker does not start. */
-	if (l->cg != NULL && (rc = sipc__cgw_create(l->cg, l->slot,
-	    l->generation, &q->p->cg)) < 0) {
-		if (sipc__cg_limits(l->cg) != 0)
+	if (st != NULL && st->cg != NULL && (rc = sipc__cgw_create(st->cg,
+	    l->worker_id, l->generation, &q->p->cg)) < 0) {
+		if (sipc__cg_limits(st->cg) != 0)
 			goto fail;
 		q->cg_err = rc;
 	}
@@ -308,7 +320,7 @@ sbx_started(struct sbx_pending *q, int *ret_errno)
 }
 
 static int
-sbx_launch_finish(void *pending, struct sipc__chan *ret_chan,
+sbx_launch_finish(void *pending, struct sipc_provider_chan *ret_chan,
                   void **ret_handle, int *ret_errno)
 {
 	struct sbx_pending *q = pending;
@@ -324,17 +336,17 @@ sbx_launch_finish(void *pending, struct sipc__chan *ret_chan,
 		goto fail;
 	p->report_fd = q->f.rp[0];
 	q->f.rp[0] = -1;
+	memset(ret_chan, 0, sizeof(*ret_chan));
 	ret_chan->proto_fd = q->f.sv[0];
 	ret_chan->diag_fd = q->f.dp[0];
 	q->f.sv[0] = q->f.dp[0] = -1;
-	ret_chan->pid = p->init_pid;
-	ret_chan->pgid = p->init_pid;
-	ret_chan->starttime = p->id.init_start;
+	ret_chan->end_fd = p->bwrap_fd;
+	ret_chan->display_pid = p->init_pid;
 	ret_chan->contain = SIPC_CONTAIN_PID_NAMESPACE;
-	ret_chan->contain_why[0] = '\0';
-	ret_chan->cgroup = p->cg != NULL;
-	ret_chan->limits = p->cg != NULL ? sipc__cg_limits(q->l->cg) : 0;
-	ret_chan->cgroup_err = q->cg_err;
+	ret_chan->info.cgroup = p->cg != NULL;
+	ret_chan->info.limits = p->cg != NULL ? sipc__cg_limits(q->st->cg) : 0;
+	ret_chan->info.cgroup_err = q->cg_err;
+	sipc__sbx_id_encode(&p->id, &ret_chan->id);
 	*ret_handle = p;
 	q->p = NULL;
 	pending_drop(q);
@@ -345,13 +357,14 @@ fail:
 }
 
 static int
-sbx_launch(void *prov, const struct sipc__launch *l,
-           struct sipc__chan *ret_chan, void **ret_handle, int *ret_errno)
+sbx_launch(void *state, const struct sipc_provider_launch *l,
+           struct sipc_provider_chan *ret_chan, void **ret_handle,
+           int *ret_errno)
 {
 	void *q;
 	int rc;
 
-	if ((rc = sbx_launch_start(prov, l, &q)) < 0)
+	if ((rc = sbx_launch_start(state, l, &q)) < 0)
 		return rc;
 	return sbx_launch_finish(q, ret_chan, ret_handle, ret_errno);
 }
@@ -370,39 +383,23 @@ pidfd_gone_within(int pidfd, int ms)
 	return r == 1;
 }
 
-/*
- * Everything of the sandbox is gone once this returns: its init killed
- * by its pidfd (a no-op when it already exited, which emptied the
- * namespace) and waited for, its cgroup killed, checked for the OOM
- * killer's work and removed.
- */
+/* The OOM killer at work in its cgroup: a SIGKILL that is the kernel's.
+ * Read before sweep removes the cgroup. */
 static void
-end_tree(struct sbx_proc *p, struct sipc_exit *e)
+note_oom(const struct sbx_proc *p, struct sipc_exit *e)
 {
-	if (p->init_fd >= 0) {
-		(void)pidfd_send_signal(p->init_fd, SIGKILL, NULL, 0);
-		(void)pidfd_gone_within(p->init_fd, INIT_END_MS);
-		close(p->init_fd);
-		p->init_fd = -1;
-	}
-	if (p->cg == NULL)
-		return;
-	if (e != NULL && e->kind == SIPC_EXIT_SIGNAL && e->signo == SIGKILL &&
-	    sipc__cgw_oom_kills(p->cg) > 0)
+	if (p->cg != NULL && e->kind == SIPC_EXIT_SIGNAL &&
+	    e->signo == SIGKILL && sipc__cgw_oom_kills(p->cg) > 0)
 		e->kind = SIPC_EXIT_OOM;
-	(void)sipc__cgw_remove(p->cg);
-	p->cg = NULL;
 }
 
-static void
-set_ended(struct sbx_proc *p, struct sipc_exit *ret)
+static int
+ended(struct sbx_proc *p, struct sipc_exit *ret)
 {
-	end_tree(p, ret);
+	note_oom(p, ret);
 	p->exit = *ret;
 	p->ended = true;
-	if (p->bwrap_fd >= 0)
-		close(p->bwrap_fd);
-	p->bwrap_fd = -1;
+	return 1;
 }
 
 /* bwrap's own status: an exit code, or 128+n for a PID 1 killed by
@@ -424,6 +421,8 @@ exit_from_bwrap(const siginfo_t *si, struct sipc_exit *e)
 	}
 }
 
+/* Observed (WNOWAIT: bwrap stays our zombie until sweep), classified by
+ * sipc-init's report of the worker's status, else by bwrap's. */
 static int
 sbx_try_end(void *h, struct sipc_exit *ret)
 {
@@ -444,29 +443,58 @@ sbx_try_end(void *h, struct sipc_exit *ret)
 	}
 	if (r == -ECHILD) {
 		/* bwrap reaped behind our back (a host wait(-1)): the init
-		 * is still ours by its pidfd; its report says how the worker
-		 * ended, or nothing does. */
+		 * is still ours by its pidfd (sweep ends it); its report
+		 * says how the worker ended, or nothing does. */
+		p->reaped = true;
 		if (!sipc__init_report_exit(p->report_fd, ret))
 			*ret = (struct sipc_exit){ .kind = SIPC_EXIT_LOST,
 			    .code = -1 };
-		set_ended(p, ret);
-		return 1;
+		return ended(p, ret);
 	}
 	if (r <= 0)
 		return r;
-	(void)sipc__pidfd_reap(p->bwrap_fd);
 	exit_from_bwrap(&si, ret);
 	/* The worker's own status, when sipc-init lived to report it. */
 	(void)sipc__init_report_exit(p->report_fd, ret);
-	set_ended(p, ret);
-	return 1;
+	return ended(p, ret);
+}
+
+/*
+ * After the end, everything of the sandbox goes: its init killed by its
+ * pidfd (a no-op when it already exited, which emptied the namespace)
+ * and waited for, bwrap reaped, its cgroup killed, emptied (bounded) and
+ * removed.
+ */
+static int
+sbx_sweep(void *h)
+{
+	struct sbx_proc *p = h;
+	int rc = 0;
+
+	if (!p->ended || p->swept)
+		return 0;
+	p->swept = true;
+	if (p->init_fd >= 0) {
+		(void)pidfd_send_signal(p->init_fd, SIGKILL, NULL, 0);
+		(void)pidfd_gone_within(p->init_fd, INIT_END_MS);
+		close(p->init_fd);
+		p->init_fd = -1;
+	}
+	if (!p->reaped) {
+		(void)sipc__pidfd_reap(p->bwrap_fd);
+		p->reaped = true;
+	}
+	if (p->cg != NULL)
+		rc = sipc__cgw_remove(p->cg);
+	p->cg = NULL;
+	return rc;
 }
 
 static int
-sbx_signal_tree(void *h, enum sipc__tree_sig which)
+sbx_stop(void *h, enum sipc_provider_stop how)
 {
 	struct sbx_proc *p = h;
-	int sig = which == SIPC__SIG_KILL ? SIGKILL : SIGTERM;
+	int sig = how == SIPC_STOP_FORCED ? SIGKILL : SIGTERM;
 
 	if (p->ended || p->init_fd < 0)
 		return 0;
@@ -478,14 +506,6 @@ sbx_signal_tree(void *h, enum sipc__tree_sig which)
 	return 0;
 }
 
-static int
-sbx_end_fd(void *h)
-{
-	struct sbx_proc *p = h;
-
-	return p->ended ? -1 : p->bwrap_fd;
-}
-
 static void
 sbx_release(void *h)
 {
@@ -495,13 +515,16 @@ sbx_release(void *h)
 	if (p == NULL)
 		return;
 	if (!p->ended) {
-		(void)sbx_signal_tree(p, SIPC__SIG_KILL);
+		/* Never leave an unowned process behind. */
+		(void)sbx_stop(p, SIPC_STOP_FORCED);
 		(void)sipc__pidfd_wait_exit(p->bwrap_fd);
 		(void)sbx_try_end(p, &e);
 	}
+	(void)sbx_sweep(p);
+	if (p->bwrap_fd >= 0)
+		close(p->bwrap_fd);
 	if (p->report_fd >= 0)
 		close(p->report_fd);
-	end_tree(p, NULL);
 	free(p);
 }
 
@@ -553,20 +576,141 @@ sipc__sandbox_id(const void *handle)
 	return &p->id;
 }
 
+/* ------------------------------------------------------------ identity */
+
+/* Layout (little-endian): version 1, bwrap pid, bwrap start time, init
+ * pid, init start time, PID namespace inode, boot id (36 bytes). */
+#define SBX_ID_V1 1
+#define SBX_ID_LEN (1 + 4 + 8 + 4 + 8 + 8 + SIPC__BOOT_ID_LEN)
+_Static_assert(SBX_ID_LEN <= SIPC_PROVIDER_ID_MAX, "identity fits");
+
+void
+sipc__sbx_id_encode(const struct sipc__sbx_id *k, struct sipc_provider_id *ret)
+{
+	uint8_t *b = ret->bytes;
+
+	memset(ret, 0, sizeof(*ret));
+	b[0] = SBX_ID_V1;
+	sipc__le32_put(b + 1, (uint32_t)k->bwrap_pid);
+	sipc__le64_put(b + 5, k->bwrap_start);
+	sipc__le32_put(b + 13, (uint32_t)k->init_pid);
+	sipc__le64_put(b + 17, k->init_start);
+	sipc__le64_put(b + 25, k->pidns);
+	memcpy(b + 33, k->boot_id, SIPC__BOOT_ID_LEN);
+	ret->len = SBX_ID_LEN;
+}
+
+int
+sipc__sbx_id_decode(const struct sipc_provider_id *id, struct sipc__sbx_id *ret)
+{
+	const uint8_t *b = id->bytes;
+
+	if (id->len != SBX_ID_LEN || b[0] != SBX_ID_V1)
+		return -EINVAL;
+	memset(ret, 0, sizeof(*ret));
+	ret->bwrap_pid = (pid_t)sipc__le32_get(b + 1);
+	ret->bwrap_start = sipc__le64_get(b + 5);
+	ret->init_pid = (pid_t)sipc__le32_get(b + 13);
+	ret->init_start = sipc__le64_get(b + 17);
+	ret->pidns = sipc__le64_get(b + 25);
+	memcpy(ret->boot_id, b + 33, SIPC__BOOT_ID_LEN);
+	return 0;
+}
+
+static int
+sbx_leftover(void *state, const struct sipc_provider_id *id,
+             unsigned grace_ms)
+{
+	struct sipc__sbx_id k;
+	int rc;
+
+	(void)state;
+	if ((rc = sipc__sbx_id_decode(id, &k)) < 0)
+		return rc;
+	return sipc__sandbox_leftover(&k, grace_ms);
+}
+
+/* ------------------------------------------------------------ state */
+
+/* bwrap found (once), then the supervisor's cgroup v2 as for the local
+ * adapter (cgroup.h): made, or why not. */
+static int
+sbx_create(const struct sipc_config *cfg, void **ret_state, char *errbuf,
+           size_t errlen)
+{
+	const struct sipc__cg_limits lim = { cfg->pids_max, cfg->memory_max,
+	    cfg->cpu_max_percent };
+	struct sbx_state *st;
+	const char *bwrap;
+	int rc;
+
+	if ((rc = sipc__sandbox_bwrap(&bwrap)) < 0) {
+		snprintf(errbuf, errlen, "provider sandbox: no bwrap on PATH "
+		    "(install bubblewrap): %s", strerror(-rc));
+		return SIPC_E_EXEC;
+	}
+	if ((st = calloc(1, sizeof(*st))) == NULL)
+		return -ENOMEM;
+	rc = sipc__cg_open(cfg->cgroup, &lim, &st->cg, st->cg_why,
+	    sizeof(st->cg_why));
+	if (rc < 0) {
+		snprintf(errbuf, errlen, "cgroup: %s", st->cg_why);
+		free(st);
+		return rc;
+	}
+	*ret_state = st;
+	return 0;
+}
+
+static void
+sbx_destroy(void *state)
+{
+	struct sbx_state *st = state;
+
+	if (st == NULL)
+		return;
+	(void)sipc__cg_close(st->cg);
+	free(st);
+}
+
+static void
+sbx_info(void *state, struct sipc_provider_info *ret)
+{
+	const struct sbx_state *st = state;
+
+	memset(ret, 0, sizeof(*ret));
+	ret->cgroup = st->cg != NULL;
+	ret->limits = st->cg != NULL ? sipc__cg_limits(st->cg) : 0;
+	snprintf(ret->text, sizeof(ret->text), "%s", st->cg_why);
+}
+
 /* What the probes confirm on a machine where bwrap makes its namespaces
  * (tests/conformance/main_sandbox.c).  Not a separate user (as root its
- * user namespace maps root to root), and limits only where the
- * supervisor's cgroup holds them, which a static table cannot say. */
-const struct sipc__provider sipc__provider_sandbox = {
-	.name = "sandbox",
-	.guarantees = SIPC_G_PID_NAMESPACE | SIPC_G_MOUNT_NAMESPACE |
+ * user namespace maps root to root); limits hold where the supervisor's
+ * cgroup has the controllers, which is the host's arrangement, so they
+ * are not declared. */
+static unsigned
+sbx_declared(const struct sipc_config *cfg)
+{
+	(void)cfg;
+	return SIPC_G_PID_NAMESPACE | SIPC_G_MOUNT_NAMESPACE |
 	    SIPC_G_NETWORK_ISOLATION | SIPC_G_NO_INHERITED_SECRETS |
-	    SIPC_G_TREE_CONTAINMENT,
+	    SIPC_G_TREE_CONTAINMENT;
+}
+
+const struct sipc_provider_ops sipc__provider_sandbox = {
+	.abi = SIPC_PROVIDER_ABI,
+	.name = "sandbox",
+	.declared = sbx_declared,
+	.create = sbx_create,
+	.destroy = sbx_destroy,
+	.info = sbx_info,
 	.launch = sbx_launch,
 	.launch_start = sbx_launch_start,
 	.launch_finish = sbx_launch_finish,
 	.try_end = sbx_try_end,
-	.signal_tree = sbx_signal_tree,
-	.end_fd = sbx_end_fd,
+	.stop = sbx_stop,
+	.sweep = sbx_sweep,
 	.release = sbx_release,
+	.leftover = sbx_leftover,
 };

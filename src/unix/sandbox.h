@@ -14,7 +14,7 @@
 #include "ident.h"
 #include "provider.h"
 
-extern const struct sipc__provider sipc__provider_sandbox;
+extern const struct sipc_provider_ops sipc__provider_sandbox;
 
 /* What proves a sandbox is still the one a handle (or a journal) names:
  * the outer bwrap and the namespace's init, each by pid and start time,
@@ -61,6 +61,13 @@ int sipc__sbx_argv_build(struct sipc__sbx_argv *a, const char *bwrap,
  * ended, 0 not proven (left alone), or -errno.  Blocks up to grace_ms
  * plus a bounded wait.  Any thread. */
 int sipc__sandbox_leftover(const struct sipc__sbx_id *id, unsigned grace_ms);
+
+/* The identity as journalled (sipc_provider_id bytes, versioned) and
+ * back: decode is -EINVAL for bytes that are not a sandbox identity. */
+void sipc__sbx_id_encode(const struct sipc__sbx_id *k,
+                         struct sipc_provider_id *ret);
+int sipc__sbx_id_decode(const struct sipc_provider_id *id,
+                        struct sipc__sbx_id *ret);
 
 /* The identity of a started sandbox (a handle of sipc__provider_sandbox). */
 const struct sipc__sbx_id *sipc__sandbox_id(const void *handle);

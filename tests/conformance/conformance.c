@@ -267,7 +267,7 @@ test_conformance_termination(void)
 	/* TERM ends a worker that does not ignore it. */
 	CU_ASSERT_EQUAL_FATAL(cw_launch(&w, "echo", NULL, NULL), 0);
 	CU_ASSERT_EQUAL(cw_hello(&w, &hello), 0);
-	CU_ASSERT_EQUAL(conf_prov->signal_tree(w.h, SIPC__SIG_TERM), 0);
+	CU_ASSERT_EQUAL(conf_prov->stop(w.h, SIPC_STOP_GRACEFUL), 0);
 	CU_ASSERT_EQUAL(cw_wait_end(&w, DEADLINE_MS), 1);
 	CU_ASSERT_EQUAL(w.exit.kind, SIPC_EXIT_SIGNAL);
 	CU_ASSERT_EQUAL(w.exit.signo, SIGTERM);
@@ -278,11 +278,11 @@ test_conformance_termination(void)
 	 * signal was sent) and needs KILL. */
 	CU_ASSERT_EQUAL_FATAL(cw_launch(&w, "ignoreterm", NULL, NULL), 0);
 	CU_ASSERT_EQUAL(cw_hello(&w, &hello), 0);
-	CU_ASSERT_EQUAL(conf_prov->signal_tree(w.h, SIPC__SIG_TERM), 0);
+	CU_ASSERT_EQUAL(conf_prov->stop(w.h, SIPC_STOP_GRACEFUL), 0);
 	CU_ASSERT_EQUAL(cw_roundtrip(&w, 2, "still here", 10, &f), 0);
 	free(f.payload);
 	CU_ASSERT_EQUAL(conf_prov->try_end(w.h, &w.exit), 0);
-	CU_ASSERT_EQUAL(conf_prov->signal_tree(w.h, SIPC__SIG_KILL), 0);
+	CU_ASSERT_EQUAL(conf_prov->stop(w.h, SIPC_STOP_FORCED), 0);
 	CU_ASSERT_EQUAL(cw_wait_end(&w, DEADLINE_MS), 1);
 	CU_ASSERT_EQUAL(w.exit.kind, SIPC_EXIT_SIGNAL);
 	CU_ASSERT_EQUAL(w.exit.signo, SIGKILL);
@@ -303,7 +303,7 @@ test_conformance_termination(void)
 		    "daemon=%lld escapee=%lld", &leader, &grp, &dmn, &esc), 4);
 	}
 	free(f.payload);
-	CU_ASSERT_EQUAL(conf_prov->signal_tree(w.h, SIPC__SIG_TERM), 0);
+	CU_ASSERT_EQUAL(conf_prov->stop(w.h, SIPC_STOP_GRACEFUL), 0);
 	CU_ASSERT_EQUAL(cw_wait_end(&w, DEADLINE_MS), 1);
 	if (cw_same_pid_view() && grp > 0 && dmn > 0) {
 		int64_t end = tl_now_ms() + DEADLINE_MS;
@@ -411,8 +411,8 @@ reuse_probe(void)
 
 	if (cw_launch(&w, "echo", NULL, NULL) < 0 || cw_hello(&w, &hello) < 0)
 		return 10;
-	old = w.ch.pid;
-	if (conf_prov->signal_tree(w.h, SIPC__SIG_KILL) < 0 ||
+	old = w.ch.display_pid;
+	if (conf_prov->stop(w.h, SIPC_STOP_FORCED) < 0 ||
 	    cw_wait_end(&w, DEADLINE_MS) != 1)
 		return 11;
 	if ((fd = open("/proc/sys/kernel/ns_last_pid", O_WRONLY)) < 0 ||
@@ -431,8 +431,8 @@ reuse_probe(void)
 	if (decoy != old)
 		return 14;
 	if (conf_prov->try_end(w.h, &w.exit) != 1 ||
-	    conf_prov->signal_tree(w.h, SIPC__SIG_TERM) != 0 ||
-	    conf_prov->signal_tree(w.h, SIPC__SIG_KILL) != 0)
+	    conf_prov->stop(w.h, SIPC_STOP_GRACEFUL) != 0 ||
+	    conf_prov->stop(w.h, SIPC_STOP_FORCED) != 0)
 		return 15;
 	/* A round trip after the signals: a decoy hit by TERM or KILL
 	 * could not answer. */
@@ -474,11 +474,11 @@ test_conformance_identity(void)
 
 	CU_ASSERT_EQUAL_FATAL(cw_launch(&w, "echo", NULL, NULL), 0);
 	CU_ASSERT_EQUAL(cw_hello(&w, &hello), 0);
-	CU_ASSERT(w.ch.pid > 0);
+	CU_ASSERT(w.ch.display_pid > 0);
 	if (cw_same_pid_view()) {
 		/* chan.pid is the process that sent HELLO. */
-		CU_ASSERT_EQUAL((pid_t)hello.pid, w.ch.pid);
-		CU_ASSERT_EQUAL(getpgid(w.ch.pid), w.ch.pgid);
+		CU_ASSERT_EQUAL((pid_t)hello.pid, w.ch.display_pid);
+		CU_ASSERT_EQUAL(getpgid(w.ch.display_pid), w.ch.display_pid);
 	}
 	CU_ASSERT_EQUAL(cw_roundtrip(&w, 1, "\0CMDpid", 7, &f), 0);
 	if (cw_same_pid_view()) {
@@ -486,15 +486,15 @@ test_conformance_identity(void)
 
 		snprintf(text, sizeof(text), "%.*s", (int)f.hdr.len,
 		    (char *)f.payload);
-		CU_ASSERT_EQUAL(atoi(text), w.ch.pid);
+		CU_ASSERT_EQUAL(atoi(text), w.ch.display_pid);
 	}
 	free(f.payload);
-	CU_ASSERT_EQUAL(conf_prov->signal_tree(w.h, SIPC__SIG_KILL), 0);
+	CU_ASSERT_EQUAL(conf_prov->stop(w.h, SIPC_STOP_FORCED), 0);
 	CU_ASSERT_EQUAL(cw_wait_end(&w, DEADLINE_MS), 1);
 	/* After the end: try_end stays 1, signal_tree is a no-op. */
 	CU_ASSERT_EQUAL(conf_prov->try_end(w.h, &w.exit), 1);
-	CU_ASSERT_EQUAL(conf_prov->signal_tree(w.h, SIPC__SIG_TERM), 0);
-	CU_ASSERT_EQUAL(conf_prov->signal_tree(w.h, SIPC__SIG_KILL), 0);
+	CU_ASSERT_EQUAL(conf_prov->stop(w.h, SIPC_STOP_GRACEFUL), 0);
+	CU_ASSERT_EQUAL(conf_prov->stop(w.h, SIPC_STOP_FORCED), 0);
 	cw_finish(&w);
 
 	/* The same after a real reuse of the pid and group id, which needs
@@ -543,7 +543,7 @@ test_conformance_identity(void)
 /* --------------------------------------------------------- register */
 
 void
-conf_register(const struct sipc__provider *p, void *prov_state)
+conf_register(const struct sipc_provider_ops *p, void *prov_state)
 {
 	static const tl_test functional[] = {
 		{ "test_conformance_framing", test_conformance_framing },

@@ -23,10 +23,10 @@
  * as a passing test.  `prov_state` is passed to launch.  Call once,
  * before tl_run().
  */
-void conf_register(const struct sipc__provider *p, void *prov_state);
+void conf_register(const struct sipc_provider_ops *p, void *prov_state);
 
 /* Register the isolation rules alone (conf_register calls it). */
-void conf_isolation_register(const struct sipc__provider *p);
+void conf_isolation_register(const struct sipc_provider_ops *p);
 
 /* Print "isolation rules: N provided, M not provided".  After tl_run(). */
 void conf_print_summary(void);
@@ -37,21 +37,21 @@ void conf_print_summary(void);
  * Returns 1 when the guarantee holds, 0 when it is violated (why says
  * how), or a negative error when the check could not run.
  */
-int conf_verify_pid_namespace(const struct sipc__provider *p, void *st,
+int conf_verify_pid_namespace(const struct sipc_provider_ops *p, void *st,
                               char *why, size_t len);
-int conf_verify_no_inherited_secrets(const struct sipc__provider *p,
+int conf_verify_no_inherited_secrets(const struct sipc_provider_ops *p,
                                      void *st, char *why, size_t len);
-int conf_verify_tree_containment(const struct sipc__provider *p, void *st,
+int conf_verify_tree_containment(const struct sipc_provider_ops *p, void *st,
                                  char *why, size_t len);
 /* probes.c: the probe fixture's checks.  no_inherited_secrets runs
  * no_inherited_fds as its descriptor half. */
-int conf_verify_host_files(const struct sipc__provider *p, void *st,
+int conf_verify_host_files(const struct sipc_provider_ops *p, void *st,
                            char *why, size_t len);
-int conf_verify_host_sockets(const struct sipc__provider *p, void *st,
+int conf_verify_host_sockets(const struct sipc_provider_ops *p, void *st,
                              char *why, size_t len);
-int conf_verify_no_inherited_fds(const struct sipc__provider *p, void *st,
+int conf_verify_no_inherited_fds(const struct sipc_provider_ops *p, void *st,
                                  char *why, size_t len);
-int conf_verify_resource_limits(const struct sipc__provider *p, void *st,
+int conf_verify_resource_limits(const struct sipc_provider_ops *p, void *st,
                                 char *why, size_t len);
 
 /*
@@ -59,7 +59,7 @@ int conf_verify_resource_limits(const struct sipc__provider *p, void *st,
  * `req` and copy the reply's payload, as text, to `text`.  Returns 0 or
  * a negative error; the worker is always ended and released.
  */
-int conf_ask(const struct sipc__provider *p, void *st, const char *fixture,
+int conf_ask(const struct sipc_provider_ops *p, void *st, const char *fixture,
              const char *req, char *text, size_t len);
 
 /*
@@ -74,7 +74,7 @@ enum conf_probe {
 	CONF_P_HOST_PID, CONF_P_HOST_FILES, CONF_P_HOST_SOCKETS,
 	CONF_P_SECRETS, CONF_P_TERMINATION, CONF_P_LIMITS, CONF_P_COUNT
 };
-void conf_table_column(const char *name, const struct sipc__provider *p,
+void conf_table_column(const char *name, const struct sipc_provider_ops *p,
                        void *st, int ret_cells[CONF_P_COUNT]);
 void conf_table_print(void);
 

@@ -13,11 +13,10 @@
 #include "driver.h"
 #include "testlib.h"
 
-const struct sipc__provider *conf_prov;
+const struct sipc_provider_ops *conf_prov;
 void *conf_prov_state;
 enum sipc_containment conf_contain = SIPC_CONTAIN_PROCESS_GROUP;
 const char *conf_init_path;
-struct sipc__cg *conf_cg;
 
 static char *
 xasprintf_env(const char *fmt, long v)
@@ -66,7 +65,7 @@ cw_launch_path(struct cw *w, const char *path, const char *a1,
                const char *a2, char *const *extra_env, int *ret_errno)
 {
 	char *argv[4] = { (char *)path, (char *)a1, (char *)a2, NULL };
-	struct sipc__launch l;
+	struct sipc_provider_launch l;
 	char **env = env_build(extra_env);
 	int rc, eno = 0;
 
@@ -75,9 +74,9 @@ cw_launch_path(struct cw *w, const char *path, const char *a1,
 	memset(w, 0, sizeof(*w));
 	w->ch.proto_fd = w->ch.diag_fd = -1;
 	sipc__decoder_init(&w->dec, CW_MAX_PAYLOAD);
-	l = (struct sipc__launch){ .path = path, .argv = argv, .envp = env,
-	    .slot = 0, .generation = 1, .contain = conf_contain,
-	    .init_path = conf_init_path, .cg = conf_cg };
+	l = (struct sipc_provider_launch){ .path = path, .argv = argv, .envp = env,
+	    .worker_id = 0, .generation = 1, .contain = conf_contain,
+	    .init_path = conf_init_path };
 	rc = conf_prov->launch(conf_prov_state, &l, &w->ch, &w->h, &eno);
 	env_free(env);
 	if (rc < 0) {
@@ -272,7 +271,8 @@ cw_roundtrip(struct cw *w, uint64_t id, const void *p, uint32_t len,
 }
 
 /* Poll try_end until it reports the end (1), draining both channels
- * meanwhile so a worker blocked on a full pipe can still exit. */
+ * meanwhile so a worker blocked on a full pipe can still exit; then
+ * sweep, as the reaper does. */
 int
 cw_wait_end(struct cw *w, int timeout_ms)
 {
@@ -283,8 +283,11 @@ cw_wait_end(struct cw *w, int timeout_ms)
 		return 1;
 	for (;;) {
 		if ((r = conf_prov->try_end(w->h, &w->exit)) != 0) {
-			if (r == 1)
+			if (r == 1) {
 				w->ended = true;
+				if (conf_prov->sweep != NULL)
+					(void)conf_prov->sweep(w->h);
+			}
 			return r;
 		}
 		if (tl_now_ms() >= end)
@@ -302,7 +305,7 @@ cw_finish(struct cw *w)
 {
 	if (w->h != NULL) {
 		if (!w->ended) {
-			(void)conf_prov->signal_tree(w->h, SIPC__SIG_KILL);
+			(void)conf_prov->stop(w->h, SIPC_STOP_FORCED);
 			CU_ASSERT_EQUAL(cw_wait_end(w, DEADLINE_MS), 1);
 		}
 		conf_prov->release(w->h);
@@ -356,6 +359,16 @@ cw_base_check(struct cw_base b)
 bool
 cw_same_pid_view(void)
 {
-	return !(conf_prov->guarantees & SIPC_G_PID_NAMESPACE) &&
+	return !(conf_declared(conf_prov) & SIPC_G_PID_NAMESPACE) &&
 	    conf_contain == SIPC_CONTAIN_PROCESS_GROUP;
+}
+
+unsigned
+conf_declared(const struct sipc_provider_ops *p)
+{
+	struct sipc_config cfg;
+
+	sipc_config_init(&cfg);
+	cfg.environment = SIPC_ENV_TEST;
+	return p->declared != NULL ? p->declared(&cfg) : 0;
 }

@@ -22,19 +22,18 @@
 #define DEADLINE_MS 10000        /* generous: sanitizers, loaded machines */
 
 /* The provider under test and its state (passed to launch). */
-extern const struct sipc__provider *conf_prov;
+extern const struct sipc_provider_ops *conf_prov;
 extern void *conf_prov_state;
 /* Containment asked of every launch (process group unless a rule sets
  * another) and the sipc-init the namespace modes run. */
 extern enum sipc_containment conf_contain;
 extern const char *conf_init_path;
-/* The supervisor cgroup launches go below (cgroup.h); NULL: none. */
-struct sipc__cg;
-extern struct sipc__cg *conf_cg;
+/* What `p` declares for a default test configuration. */
+unsigned conf_declared(const struct sipc_provider_ops *p);
 
 /* One launched worker and what the suite has read from it. */
 struct cw {
-	struct sipc__chan ch;
+	struct sipc_provider_chan ch;
 	void *h;
 	bool ended;
 	struct sipc_exit exit;

@@ -44,10 +44,10 @@ dump_env(struct cw *w, char **ret)
 }
 
 int
-conf_verify_pid_namespace(const struct sipc__provider *p, void *st,
+conf_verify_pid_namespace(const struct sipc_provider_ops *p, void *st,
                           char *why, size_t len)
 {
-	const struct sipc__provider *saved = conf_prov;
+	const struct sipc_provider_ops *saved = conf_prov;
 	struct sipc_hello hello;
 	struct sipc_frame f;
 	char cmd[48], text[96];
@@ -82,11 +82,11 @@ conf_verify_pid_namespace(const struct sipc__provider *p, void *st,
  * host's (a canary set just before launch included) reaches the worker
  * unless the launch environment gave it. */
 static int
-verify_no_inherited_env(const struct sipc__provider *p, void *st,
+verify_no_inherited_env(const struct sipc_provider_ops *p, void *st,
                         char *why, size_t len)
 {
 	static const char canary[] = "SIPC_CONFORMANCE_CANARY";
-	const struct sipc__provider *saved = conf_prov;
+	const struct sipc_provider_ops *saved = conf_prov;
 	char *env = NULL, *line, *next, *eq, *hv;
 	void *saved_st = conf_prov_state;
 	struct cw w;
@@ -124,7 +124,7 @@ verify_no_inherited_env(const struct sipc__provider *p, void *st,
 
 /* Both halves run, so the report says what each found. */
 int
-conf_verify_no_inherited_secrets(const struct sipc__provider *p, void *st,
+conf_verify_no_inherited_secrets(const struct sipc_provider_ops *p, void *st,
                                  char *why, size_t len)
 {
 	char ewhy[256] = "", fwhy[256] = "";
@@ -170,10 +170,10 @@ diag_closed(struct cw *w, int ms)
  * when that pid means the same here.
  */
 int
-conf_verify_tree_containment(const struct sipc__provider *p, void *st,
+conf_verify_tree_containment(const struct sipc_provider_ops *p, void *st,
                              char *why, size_t len)
 {
-	const struct sipc__provider *saved = conf_prov;
+	const struct sipc_provider_ops *saved = conf_prov;
 	void *saved_st = conf_prov_state;
 	long long le = 0, gr = 0, da = 0, es = 0;
 	struct sipc_hello hello;
@@ -195,7 +195,7 @@ conf_verify_tree_containment(const struct sipc__provider *p, void *st,
 		    "escapee=%lld", &le, &gr, &da, &es) != 4 || es <= 0)
 			r = SIPC_E_PROTOCOL;
 	}
-	if (r == 0 && (r = p->signal_tree(w.h, SIPC__SIG_TERM)) == 0 &&
+	if (r == 0 && (r = p->stop(w.h, SIPC_STOP_GRACEFUL)) == 0 &&
 	    (r = cw_wait_end(&w, DEADLINE_MS)) == 1) {
 		r = 0;
 		closed = diag_closed(&w, 2000);
@@ -215,7 +215,7 @@ conf_verify_tree_containment(const struct sipc__provider *p, void *st,
 	return closed ? 1 : 0;
 }
 
-typedef int (*verify_fn)(const struct sipc__provider *, void *, char *,
+typedef int (*verify_fn)(const struct sipc_provider_ops *, void *, char *,
                          size_t);
 
 static const struct iso_rule {
@@ -266,7 +266,7 @@ static void (*const iso_tests[NISO])(void) = {
 };
 
 void
-conf_isolation_register(const struct sipc__provider *p)
+conf_isolation_register(const struct sipc_provider_ops *p)
 {
 	static char names[NISO][64];
 	tl_test iso[NISO + 1];
@@ -275,7 +275,7 @@ conf_isolation_register(const struct sipc__provider *p)
 	for (i = 0; i < NISO; i++) {
 		const char *g = sipc_guarantee_name(iso_rules[i].bit);
 
-		if (!(p->guarantees & iso_rules[i].bit)) {
+		if (!(conf_declared(p) & iso_rules[i].bit)) {
 			printf("conformance: %s: not provided\n", g);
 			iso_not_provided++;
 			continue;
@@ -323,7 +323,7 @@ static struct table_col {
 static size_t table_ncols;
 
 void
-conf_table_column(const char *name, const struct sipc__provider *p,
+conf_table_column(const char *name, const struct sipc_provider_ops *p,
                   void *st, int ret_cells[CONF_P_COUNT])
 {
 	struct table_col *c;

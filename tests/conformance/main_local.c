@@ -44,10 +44,10 @@ extern char **environ;
 
 /* Launch with the launch environment followed by the host's. */
 static int
-leaky_launch(void *prov, const struct sipc__launch *l,
-             struct sipc__chan *ret_chan, void **ret_handle, int *ret_errno)
+leaky_launch(void *prov, const struct sipc_provider_launch *l,
+             struct sipc_provider_chan *ret_chan, void **ret_handle, int *ret_errno)
 {
-	struct sipc__launch l2 = *l;
+	struct sipc_provider_launch l2 = *l;
 	size_t n = 0, m = 0, i;
 	char **env;
 	int rc;
@@ -69,7 +69,7 @@ leaky_launch(void *prov, const struct sipc__launch *l,
 	return rc;
 }
 
-static struct sipc__provider leaky;
+static struct sipc_provider_ops leaky;
 
 /*
  * A launcher in front of the local adapter: the worker is started as
@@ -84,12 +84,12 @@ struct wrap {
 };
 
 static int
-wrap_launch(void *prov, const struct sipc__launch *l,
-            struct sipc__chan *ret_chan, void **ret_handle, int *ret_errno)
+wrap_launch(void *prov, const struct sipc_provider_launch *l,
+            struct sipc_provider_chan *ret_chan, void **ret_handle, int *ret_errno)
 {
 	static char name[WRAP_MAX][64];
 	const struct wrap *wr = prov;
-	struct sipc__launch l2 = *l;
+	struct sipc_provider_launch l2 = *l;
 	const char *argv[WRAP_MAX * 4];
 	size_t n = 0, i, cap = WRAP_MAX * 4 - 1;
 	const char *eq;
@@ -123,14 +123,23 @@ wrap_launch(void *prov, const struct sipc__launch *l,
 	    ret_errno);
 }
 
-static struct sipc__provider
-wrap_provider(const char *name, unsigned guarantees)
+/* Declares resource limits, whatever it enforces. */
+static unsigned
+declare_limits(const struct sipc_config *cfg)
 {
-	struct sipc__provider p = sipc__provider_local;
+	return SIPC_G_RESOURCE_LIMITS;
+}
+
+static struct sipc_provider_ops
+wrap_provider(const char *name, unsigned (*declared)(const struct sipc_config *))
+{
+	struct sipc_provider_ops p = sipc__provider_local;
 
 	p.name = name;
 	p.launch = wrap_launch;
-	p.guarantees = guarantees;
+	p.launch_start = NULL;
+	p.launch_finish = NULL;
+	p.declared = declared;
 	return p;
 }
 
@@ -142,8 +151,8 @@ wrap_provider(const char *name, unsigned guarantees)
  * launcher that passed every inheritable descriptor on would.
  */
 static int
-fdleak_launch(void *prov, const struct sipc__launch *l,
-              struct sipc__chan *ret_chan, void **ret_handle, int *ret_errno)
+fdleak_launch(void *prov, const struct sipc_provider_launch *l,
+              struct sipc_provider_chan *ret_chan, void **ret_handle, int *ret_errno)
 {
 	static char script[256], path[FDLEAK_MAX][64];
 	struct wrap wr = { .prefix = { "/bin/sh", "-c", script, "sh" } };
@@ -174,7 +183,7 @@ fdleak_launch(void *prov, const struct sipc__launch *l,
 static void
 test_conformance_selfcheck_fd_probe_fails_on_inheriting_launcher(void)
 {
-	struct sipc__provider p = wrap_provider("fdleak", 0);
+	struct sipc_provider_ops p = wrap_provider("fdleak", NULL);
 	char why[256] = "";
 
 	p.launch = fdleak_launch;
@@ -226,12 +235,12 @@ static void
 test_conformance_selfcheck_limits_probe_both_ways(void)
 {
 	char dir[256], why[256] = "", procs[300];
-	struct sipc__provider p = sipc__provider_local;
+	struct sipc_provider_ops p = sipc__provider_local;
 	struct wrap cg = { .prefix = { "/bin/sh", "-c",
 	    "echo $$ > \"$1\" && shift && exec \"$@\"", "sh", procs } };
 
 	p.name = "nolimits";
-	p.guarantees = SIPC_G_RESOURCE_LIMITS;
+	p.declared = declare_limits;
 	CU_ASSERT_EQUAL(conf_verify_resource_limits(&p, NULL, why,
 	    sizeof(why)), 0);
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, "no pids limit"));
@@ -241,7 +250,7 @@ test_conformance_selfcheck_limits_probe_both_ways(void)
 		return;
 	}
 	snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
-	p = wrap_provider("pidscgroup", SIPC_G_RESOURCE_LIMITS);
+	p = wrap_provider("pidscgroup", declare_limits);
 	CU_ASSERT_EQUAL(conf_verify_resource_limits(&p, &cg, why,
 	    sizeof(why)), 1);
 	printf("conformance: selfcheck: pidscgroup: %s\n", why);
@@ -354,7 +363,7 @@ probe_mode(enum sipc_containment mode, bool want)
 {
 	static const struct {
 		const char *name;
-		int (*fn)(const struct sipc__provider *, void *, char *, size_t);
+		int (*fn)(const struct sipc_provider_ops *, void *, char *, size_t);
 	} probes[] = {
 		{ "pid_namespace", conf_verify_pid_namespace },
 		{ "tree_containment", conf_verify_tree_containment },
@@ -430,7 +439,7 @@ test_conformance_selfcheck_probes_pass_under_bwrap(void)
 	    "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/bin", "/bin",
 	    "--ro-bind", fixdir, fixdir, "--proc", "/proc", "--dev", "/dev",
 	    "--tmpfs", "/tmp", "--chdir", "/" }, .env_to_args = true };
-	struct sipc__provider p = wrap_provider("bwrap", 0);
+	struct sipc_provider_ops p = wrap_provider("bwrap", NULL);
 	int cell[CONF_P_COUNT], st;
 	char *slash;
 
@@ -535,26 +544,33 @@ test_conformance_modes_report_containment(void)
 static void
 test_conformance_cgroup_reports(void)
 {
-	const struct sipc__cg_limits none = { 0, 0, 0 };
+	struct sipc_provider_info in;
+	struct sipc_config cfg;
 	char why[256] = "";
+	void *st = NULL;
 	int r;
 
-	CU_ASSERT_EQUAL_FATAL(sipc__cg_open(SIPC_CGROUP_AUTO, &none, &conf_cg,
-	    why, sizeof(why)), 0);
-	printf("conformance: cgroup: %s (%s)\n", conf_cg != NULL ?
-	    "provided" : "not provided", why);
-	if (conf_cg == NULL)
+	sipc_config_init(&cfg);
+	cfg.environment = SIPC_ENV_TEST;
+	cfg.cgroup = SIPC_CGROUP_AUTO;
+	CU_ASSERT_EQUAL_FATAL(sipc__provider_local.create(&cfg, &st, why,
+	    sizeof(why)), 0);
+	sipc__provider_local.info(st, &in);
+	printf("conformance: cgroup: %s (%s)\n", in.cgroup ?
+	    "provided" : "not provided", in.text);
+	if (!in.cgroup) {
+		sipc__provider_local.destroy(st);
 		return;
+	}
 	conf_contain = SIPC_CONTAIN_PROCESS_GROUP;
 	why[0] = '\0';
-	r = conf_verify_tree_containment(&sipc__provider_local, NULL, why,
+	r = conf_verify_tree_containment(&sipc__provider_local, st, why,
 	    sizeof(why));
 	printf("conformance: mode process_group+cgroup: tree_containment: "
 	    "%s (%s)\n", r == 1 ? "provided" : r == 0 ? "not provided" :
 	    "could not run", r < 0 ? sipc_strerror(r) : why);
 	CU_ASSERT_EQUAL(r, 1);
-	CU_ASSERT_EQUAL(sipc__cg_close(conf_cg), 0);
-	conf_cg = NULL;
+	sipc__provider_local.destroy(st);
 }
 
 int

@@ -95,6 +95,7 @@ static void
 test_conformance_sandbox_identity_proven(void)
 {
 	const struct sipc__sbx_id *id;
+	struct sipc__sbx_id back;
 	struct sipc__proc_stat ps;
 	struct sipc_hello hello;
 	char path[64];
@@ -107,7 +108,8 @@ test_conformance_sandbox_identity_proven(void)
 	CU_ASSERT_EQUAL(cw_hello(&w, &hello), 0);
 	id = sipc__sandbox_id(w.h);
 	CU_ASSERT(id->init_pid > 0 && id->bwrap_pid > 0);
-	CU_ASSERT_EQUAL(w.ch.pid, id->init_pid);
+	CU_ASSERT_EQUAL(w.ch.display_pid, id->init_pid);
+	CU_ASSERT_EQUAL(w.ch.end_fd >= 0, true);
 	CU_ASSERT_EQUAL(sipc__proc_stat(id->init_pid, &ps), 0);
 	CU_ASSERT_EQUAL(ps.ppid, id->bwrap_pid);
 	CU_ASSERT_EQUAL(ps.starttime, id->init_start);
@@ -115,6 +117,15 @@ test_conformance_sandbox_identity_proven(void)
 	CU_ASSERT_EQUAL(ns_ino(path), id->pidns);
 	CU_ASSERT_NOT_EQUAL(id->pidns, ns_ino("/proc/self/ns/pid"));
 	CU_ASSERT_EQUAL(strlen(id->boot_id), SIPC__BOOT_ID_LEN);
+	/* What the journal keeps reads back as the same identity. */
+	CU_ASSERT_EQUAL(sipc__sbx_id_decode(&w.ch.id, &back), 0);
+	CU_ASSERT(back.bwrap_pid == id->bwrap_pid &&
+	    back.bwrap_start == id->bwrap_start &&
+	    back.init_pid == id->init_pid && back.init_start == id->init_start &&
+	    back.pidns == id->pidns && strcmp(back.boot_id, id->boot_id) == 0);
+	w.ch.id.bytes[0]++;
+	CU_ASSERT_EQUAL(sipc__sbx_id_decode(&w.ch.id, &back), -EINVAL);
+	w.ch.id.bytes[0]--;
 	CU_ASSERT_EQUAL(w.ch.contain, SIPC_CONTAIN_PID_NAMESPACE);
 	cw_finish(&w);
 }
@@ -163,6 +174,7 @@ static void
 test_conformance_sandbox_leftover_proven_only(void)
 {
 	struct sipc__sbx_id id, wrong;
+	struct sipc_provider_id bytes;
 	struct sipc_hello hello;
 	struct sipc_frame f;
 	struct cw w;
@@ -172,14 +184,20 @@ test_conformance_sandbox_leftover_proven_only(void)
 	id = *sipc__sandbox_id(w.h);
 	wrong = id;
 	wrong.init_start++;
-	CU_ASSERT_EQUAL(sipc__sandbox_leftover(&wrong, 200), 0);
+	sipc__sbx_id_encode(&wrong, &bytes);
+	CU_ASSERT_EQUAL(conf_prov->leftover(NULL, &bytes, 200), 0);
 	wrong = id;
 	wrong.pidns++;
-	CU_ASSERT_EQUAL(sipc__sandbox_leftover(&wrong, 200), 0);
+	sipc__sbx_id_encode(&wrong, &bytes);
+	CU_ASSERT_EQUAL(conf_prov->leftover(NULL, &bytes, 200), 0);
+	/* Bytes of another provider's identity are an error, not a proof. */
+	bytes.len = 40;
+	CU_ASSERT(conf_prov->leftover(NULL, &bytes, 200) < 0);
 	/* Still alive and answering. */
 	CU_ASSERT_EQUAL(cw_roundtrip(&w, 1, "x", 1, &f), 0);
 	free(f.payload);
-	CU_ASSERT_EQUAL(sipc__sandbox_leftover(&id, DEADLINE_MS), 1);
+	/* The identity the launch handed the journal ends it. */
+	CU_ASSERT_EQUAL(conf_prov->leftover(NULL, &w.ch.id, DEADLINE_MS), 1);
 	CU_ASSERT_EQUAL(cw_wait_end(&w, DEADLINE_MS), 1);
 	CU_ASSERT_EQUAL(w.exit.kind, SIPC_EXIT_SIGNAL);
 	CU_ASSERT_EQUAL(w.exit.signo, SIGTERM);
@@ -196,7 +214,7 @@ test_conformance_sandbox_init_keeps_bwrap_proc(void)
 
 	CU_ASSERT_EQUAL_FATAL(cw_launch(&w, "echo", NULL, NULL), 0);
 	CU_ASSERT_EQUAL(cw_hello(&w, &hello), 0);
-	CU_ASSERT_EQUAL(conf_prov->signal_tree(w.h, SIPC__SIG_TERM), 0);
+	CU_ASSERT_EQUAL(conf_prov->stop(w.h, SIPC_STOP_GRACEFUL), 0);
 	CU_ASSERT_EQUAL(cw_wait_end(&w, DEADLINE_MS), 1);
 	CU_ASSERT_FALSE(cw_diag_has(&w, "not mounted", 11));
 	CU_ASSERT_FALSE(cw_diag_has(&w, "bwrap:", 6));

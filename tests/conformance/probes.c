@@ -83,10 +83,10 @@ bait_make(struct host_bait *b)
 }
 
 int
-conf_ask(const struct sipc__provider *p, void *st, const char *fixture,
+conf_ask(const struct sipc_provider_ops *p, void *st, const char *fixture,
          const char *req, char *text, size_t len)
 {
-	const struct sipc__provider *saved = conf_prov;
+	const struct sipc_provider_ops *saved = conf_prov;
 	void *saved_st = conf_prov_state;
 	struct sipc_hello hello;
 	struct sipc_frame f;
@@ -121,7 +121,7 @@ reply_err(const char *text)
 }
 
 int
-conf_verify_host_files(const struct sipc__provider *p, void *st,
+conf_verify_host_files(const struct sipc_provider_ops *p, void *st,
                        char *why, size_t len)
 {
 	struct host_bait b;
@@ -197,7 +197,7 @@ listen_tcp(int *ret_port)
  * listener accepts: a connect that completes is already a reached host.
  */
 int
-conf_verify_host_sockets(const struct sipc__provider *p, void *st,
+conf_verify_host_sockets(const struct sipc_provider_ops *p, void *st,
                          char *why, size_t len)
 {
 	char path[300], req[320], tu[128] = "", tt[128] = "";
@@ -243,7 +243,7 @@ out:
  * for the file or its content.  why gets the finding.
  */
 int
-conf_verify_no_inherited_fds(const struct sipc__provider *p, void *st,
+conf_verify_no_inherited_fds(const struct sipc_provider_ops *p, void *st,
                              char *why, size_t len)
 {
 	char req[80], text[512] = "";
@@ -285,13 +285,13 @@ conf_verify_no_inherited_fds(const struct sipc__provider *p, void *st,
  * FORK_PROBE waiting children; a pids limit must refuse one with EAGAIN.
  */
 int
-conf_verify_resource_limits(const struct sipc__provider *p, void *st,
+conf_verify_resource_limits(const struct sipc_provider_ops *p, void *st,
                             char *why, size_t len)
 {
 	char req[32], text[128] = "";
 	int forked = 0, err = 0, r;
 
-	if (!(p->guarantees & SIPC_G_RESOURCE_LIMITS)) {
+	if (!(conf_declared(p) & SIPC_G_RESOURCE_LIMITS)) {
 		snprintf(why, len, "provider %s declares no resource limit, "
 		    "so none is set on its workers to probe", p->name);
 		return 0;

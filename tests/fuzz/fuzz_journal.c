@@ -126,7 +126,7 @@ open_pass(size_t size, const struct pass1 *p)
 	struct sipc__journal *j = NULL;
 	struct sipc__journal_stats st;
 	struct sipc_unresolved *u = NULL;
-	struct sipc__ident *w = NULL;
+	struct sipc__jowner *w = NULL;
 	size_t nu = 0, nw = 0;
 	char err[256] = "";
 

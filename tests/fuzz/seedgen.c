@@ -219,10 +219,12 @@ copy_journal(const char *dir, const char *name, size_t cut_tail, long flip)
 static void
 journal_activity(struct sipc__journal *j, uint64_t base)
 {
-	struct sipc__ident w = { .pid = 4242, .pgid = 4242, .starttime = 99,
-	    .slot = 0, .generation = 1 };
+	struct sipc__ident k = { .pid = 4242, .pgid = 4242, .starttime = 99 };
+	struct sipc__jowner w = { .provider = "local", .slot = 0,
+	    .generation = 1 };
 
-	memset(w.boot_id, 'b', SIPC__BOOT_ID_LEN);
+	memset(k.boot_id, 'b', SIPC__BOOT_ID_LEN);
+	sipc__ident_to_id(&k, &w.id);
 	(void)sipc__journal_worker(j, &w);
 	(void)sipc__journal_accepted(j, base + 1, "key-1", "abc", 3, 0);
 	(void)sipc__journal_accepted(j, base + 2, NULL, "defg", 4, 1234567);

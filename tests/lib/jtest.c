@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "crc32c.h"
 #include "jrec.h"
 #include "rmtree.h"
 #include "testlib.h"
@@ -107,4 +108,33 @@ jt_rec_size(uint8_t type)
 	r.u.acc.keylen = 2;
 	CU_ASSERT_EQUAL(sipc__jrec_encode(&r, buf, sizeof(buf), &n), 0);
 	return n;
+}
+
+static size_t
+jt_put(uint8_t *b, size_t n, uint64_t v, int bytes)
+{
+	for (int i = 0; i < bytes; i++)
+		b[n++] = (uint8_t)(v >> (8 * i));
+	return n;
+}
+
+size_t
+jt_v1_worker_record(uint8_t *b, const struct sipc__ident *k)
+{
+	const uint32_t plen = 4 + 4 + 8 + SIPC__BOOT_ID_LEN + 16 + 4 + 4;
+	size_t n = 0;
+
+	n = jt_put(b, n, SIPC__JREC_MAGIC, 4);
+	n = jt_put(b, n, plen, 4);
+	b[n++] = SIPC__JR_WORKER_V1;
+	n = jt_put(b, n, (uint32_t)k->pid, 4);
+	n = jt_put(b, n, (uint32_t)k->pgid, 4);
+	n = jt_put(b, n, k->starttime, 8);
+	memcpy(b + n, k->boot_id, SIPC__BOOT_ID_LEN);
+	n += SIPC__BOOT_ID_LEN;
+	memcpy(b + n, k->instance, 16);
+	n += 16;
+	n = jt_put(b, n, k->slot, 4);
+	n = jt_put(b, n, k->generation, 4);
+	return jt_put(b, n, sipc__crc32c(0, b + 4, 5 + plen), 4);
 }

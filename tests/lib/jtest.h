@@ -35,5 +35,9 @@ void jt_crash_child(enum sipc_durability mode,
 size_t jt_list(struct sipc__journal *j, struct sipc_unresolved **u);
 /* Bytes of one record of `type` (an ACCEPTED one with a 2-byte key). */
 size_t jt_rec_size(uint8_t type);
+/* A version 1 WORKER record (type 5, as 0.x wrote it) for `k` (pid,
+ * pgid, starttime, boot_id, instance, slot, generation), crafted byte by
+ * byte into b (>= SIPC__JREC_MAX); returns its length. */
+size_t jt_v1_worker_record(uint8_t *b, const struct sipc__ident *k);
 
 #endif

@@ -1,0 +1,136 @@
+# layers_test.sh - the modules of src/ keep to their layers (mk/layers.txt):
+#   - every module has exactly one line there, and every line a module;
+#   - every call between modules (from the built objects: each undefined
+#     symbol names the module that defines it) goes to the caller's own
+#     layer or a lower one; the worker runtime calls only the wire layer,
+#     and nothing calls it; the wire layer calls only itself;
+#   - libsipc-worker.a is exactly the wire and worker layers;
+#   - outside src/unix/ and the worker runtime, no source calls a process
+#     API (comments stripped by the preprocessor, string literals kept).
+# A call that goes up a layer fails here with the caller, the callee and
+# their layers named.
+. tests/lib/shtest.sh
+obj=${SIPC_BUILD:-build}/obj
+list=mk/layers.txt
+cc=${CC:-cc}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# "<rank> <layer> <module>", rank = order of the layer's first line
+awk '!/^#/ && NF { if (!($1 in r)) r[$1] = n++; print r[$1], $1, $2 }' \
+	"$list" > "$tmp/layers"
+
+# ---------------------------------------------------------- the list
+bad=""
+for f in $(cd src && ls *.c unix/*.c); do
+	m=${f%.c}
+	c=$(awk -v m="$m" '$3 == m' "$tmp/layers" | wc -l)
+	[ "$c" -eq 1 ] || bad="$bad $m($c lines)"
+done
+for m in $(awk '{ print $3 }' "$tmp/layers"); do
+	[ -f "src/$m.c" ] || bad="$bad $m(no src/$m.c)"
+done
+awk '!/^#/ && NF && NF < 3 { print "line " NR }' "$list" > "$tmp/short"
+[ -s "$tmp/short" ] && bad="$bad $(tr '\n' ' ' < "$tmp/short")(no role)"
+if [ -z "$bad" ]; then
+	t_ok layers_list_names_every_module_once
+else
+	t_fail layers_list_names_every_module_once "$list:$bad"
+fi
+
+# ---------------------------------------------------------- the calls
+objs=$(find "$obj" -name "*.o" | sort)
+if [ -z "$objs" ]; then
+	t_fail layers_calls_go_down "no objects in $obj"
+else
+	for o in $objs; do
+		m=${o#"$obj"/}; m=${m%.o}
+		nm --defined-only "$o" |
+			awk -v m="$m" '$2 ~ /^[TDBRCV]$/ { print $3, m }'
+	done | sort -k1,1 > "$tmp/defs"
+	for o in $objs; do
+		m=${o#"$obj"/}; m=${m%.o}
+		nm -u "$o" | awk -v m="$m" '{ print $NF, m }'
+	done | sort -k1,1 > "$tmp/uses"
+	# "<caller> <callee> <symbol>"
+	join "$tmp/uses" "$tmp/defs" |
+		awk '$2 != $3 { print $2, $3, $1 }' | sort -u > "$tmp/edges"
+	awk 'NR == FNR { rank[$3] = $1; layer[$3] = $2; next }
+	     !($1 in rank) || !($2 in rank) {
+		printf "    %s -> %s (%s): module not in the list\n", $1, $2, $3
+		next }
+	     { from = layer[$1]; to = layer[$2] }
+	     rank[$1] < rank[$2] ||
+	     (from == "worker") != (to == "worker") && to != "wire" ||
+	     from == "wire" && to != "wire" {
+		printf "    %s (%s) -> %s (%s): %s\n", $1, from, $2, to, $3 }' \
+		"$tmp/layers" "$tmp/edges" > "$tmp/up"
+	n=$(awk '{ print $1, $2 }' "$tmp/edges" | sort -u | wc -l)
+	if [ "$n" -eq 0 ]; then
+		t_fail layers_calls_go_down "no call between modules found"
+	elif [ -s "$tmp/up" ]; then
+		cat "$tmp/up"
+		t_fail layers_calls_go_down "the calls above go up a layer"
+	else
+		echo "    $n calls between modules, each to its own layer or lower"
+		t_ok layers_calls_go_down
+	fi
+fi
+
+# ---------------------------------------------------------- the archives
+want=$(awk '$2 == "wire" || $2 == "worker" { print $3 }' "$tmp/layers" |
+	sort | tr '\n' ' ')
+have=$(sed -n 's/^WLIB_OBJ *:= *$(patsubst [^,]*,[^,]*,\(.*\))$/\1/p' \
+	GNUmakefile | tr ' ' '\n' | sort | tr '\n' ' ')
+if [ -n "$have" ] && [ "$want" = "$have" ]; then
+	t_ok worker_archive_is_wire_and_worker
+else
+	t_fail worker_archive_is_wire_and_worker \
+		"libsipc-worker.a holds '$have', the list says '$want'"
+fi
+
+# ---------------------------------------------------------- README
+# README.md's layer table is this list: the lines between its markers are
+# exactly what the awk below makes of mk/layers.txt.
+awk '!/^#/ && NF { role = $3; for (i = 4; i <= NF; i++) role = role " " $i
+	printf "| %s | `src/%s.c` | %s |\n", $1, $2, role }' "$list" \
+	> "$tmp/readme.want"
+sed -n '/^<!-- layers: begin/,/^<!-- layers: end/p' README.md |
+	sed '1,3d;$d' > "$tmp/readme.have"
+if [ -s "$tmp/readme.want" ] && cmp -s "$tmp/readme.want" "$tmp/readme.have"
+then
+	t_ok readme_lists_the_layers
+else
+	diff "$tmp/readme.want" "$tmp/readme.have" | sed 's/^/    /' | head -20
+	t_fail readme_lists_the_layers \
+		"README.md's layer table differs from $list (< list, > README)"
+fi
+
+# ---------------------------------------------------------- process APIs
+# calls, looked for with string literals emptied (a message may name one)
+api='(^|[^A-Za-z0-9_.>])(kill|killpg|tgkill|tkill|waitid|waitpid|wait|wait3|wait4|fork|vfork|clone|clone3|setpgid|getpgid|setpgrp|getpgrp|setsid|signalfd|prctl|ptrace|pidfd_[a-z_]+|posix_spawnp?|exec[lv]p?e?)[[:space:]]*\(|SYS_(clone|pidfd)'
+# and paths, in the literals
+path='"/proc'
+: > "$tmp/calls"
+for f in $(cd src && ls *.c *.h); do
+	m=${f%.[ch]}
+	case $(awk -v m="$m" '$3 == m { print $2 }' "$tmp/layers") in
+	worker) continue ;;
+	esac
+	if ! "$cc" -fpreprocessed -dD -E -P "src/$f" > "$tmp/stripped" \
+	    2> "$tmp/err"; then
+		echo "    src/$f: $(head -1 "$tmp/err")" >> "$tmp/calls"
+		continue
+	fi
+	{ sed 's/"\([^"\\]\|\\.\)*"/""/g' "$tmp/stripped" | grep -E "$api"
+	  grep -F "$path" "$tmp/stripped"; } |
+		sed "s|^[[:space:]]*|    src/$f: |" >> "$tmp/calls"
+done
+if [ -s "$tmp/calls" ]; then
+	cat "$tmp/calls"
+	t_fail no_process_api_outside_platform \
+		"the lines above belong in src/unix/"
+else
+	t_ok no_process_api_outside_platform
+fi
+t_done
