@@ -400,7 +400,7 @@ test_reconcile_states_after_crash(void)
 	sipc_supervisor *s;
 	size_t n = 0, i;
 
-	if (st_skip_sandboxed("leftovers proven by host pid and group"))
+	if (st_skip_sandboxed("a worker outliving its killed supervisor"))
 		return;
 	ci = crash_instance(dir, SIPC_DURABLE_EACH);
 	s = open_next(dir, "echo");
@@ -437,7 +437,7 @@ test_reconcile_group_commit_crash_lists_the_same(void)
 	sipc_supervisor *s;
 	size_t n = 0;
 
-	if (st_skip_sandboxed("leftovers proven by host pid and group"))
+	if (st_skip_sandboxed("a worker outliving its killed supervisor"))
 		return;
 	/* A process crash loses nothing in GROUP mode either: every
 	 * record was written before its step, only the sync is grouped. */
@@ -459,7 +459,7 @@ test_reconcile_leftover_worker_terminated_decoy_survives(void)
 	sipc_supervisor *s;
 	pid_t decoy;
 
-	if (st_skip_sandboxed("leftovers proven by host pid and group"))
+	if (st_skip_sandboxed("a worker outliving its killed supervisor"))
 		return;
 	ci = crash_instance(dir, SIPC_DURABLE_OFF);
 	/* The supervisor is dead; its worker did not notice. */
@@ -492,7 +492,7 @@ test_reconcile_idempotent_across_second_crash(void)
 	size_t n = 0, i;
 	int nres = 0;
 
-	if (st_skip_sandboxed("leftovers proven by host pid and group"))
+	if (st_skip_sandboxed("a worker outliving its killed supervisor"))
 		return;
 	ci = crash_instance(dir, SIPC_DURABLE_OFF);
 	/* Instance B resolves two of the five, then dies as well. */
@@ -554,7 +554,7 @@ test_reconcile_lock_names_holder(void)
 	pid_t holder, worker;
 	int fds, rc;
 
-	if (st_skip_sandboxed("leftovers proven by host pid and group"))
+	if (st_skip_sandboxed("a worker outliving its killed supervisor"))
 		return;
 	holder = spawn_child(0, dir, SIPC_DURABLE_EACH, line, sizeof(line));
 	worker = (pid_t)atoi(line + 6);
@@ -696,7 +696,7 @@ test_reconcile_leftover_verdicts(void)
 	sipc_supervisor *s;
 	size_t n = 9;
 
-	if (st_skip_sandboxed("leftovers proven by host pid and group"))
+	if (st_skip_sandboxed("a worker outliving its killed supervisor"))
 		return;
 	ci = crash_instance(dir, SIPC_DURABLE_OFF);
 	CU_ASSERT(kill(ci.worker, SIGKILL) == 0);
