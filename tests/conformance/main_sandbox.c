@@ -7,8 +7,8 @@
  * the sandbox (resource limits: only where a cgroup holds them).
  *
  * Beside the suite, what is the sandbox's own:
- *   - a missing bwrap is an exec failure naming ENOENT, not a hang or
- *     a worker started without its sandbox;
+ *   - a missing bwrap fails sipc_create() naming it, and a launch as an
+ *     exec failure (ENOENT), never a worker started without a sandbox;
  *   - the identity it keeps is proven: sipc-init's host pid is a child
  *     of the outer bwrap, in a PID namespace that is not ours;
  *   - sipc-init finds the namespace's /proc already mounted by bwrap
@@ -57,12 +57,28 @@ missing_bwrap_child(void)
 	int eno = 0, r;
 	struct cw w;
 
+	struct sipc_config c;
+	sipc_supervisor *s = NULL;
+	char err[256] = "";
+	int rc;
+
 	r = cw_launch_path(&w, tl_fixture("echo"), NULL, NULL, NULL, &eno);
 	if (r == 0)
 		cw_finish(&w);
 	printf("conformance: sandbox without bwrap: %s (%s)\n",
 	    sipc_strerror(r), strerror(eno));
-	return r == SIPC_E_EXEC && eno == ENOENT ? 0 : 1;
+	/* And sipc_create() says so before anything starts. */
+	sipc_config_init(&c);
+	c.environment = SIPC_ENV_TEST;
+	c.provider = "sandbox";
+	c.path = tl_fixture("echo");
+	rc = sipc_create(&c, err, sizeof(err), &s);
+	printf("conformance: sipc_create without bwrap: %s: %s\n",
+	    sipc_strerror(rc), err);
+	if (rc == 0)
+		sipc_destroy(s);
+	return r == SIPC_E_EXEC && eno == ENOENT && rc == SIPC_E_EXEC &&
+	    strstr(err, "bwrap") != NULL ? 0 : 1;
 }
 
 static void
