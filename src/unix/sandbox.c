@@ -37,16 +37,26 @@
  *     again (a zombie, or a live bwrap that forked only its PID 1), and
  *     its PID namespace must not be ours.  Every signal then goes by
  *     that pidfd: nothing not proven to be this sandbox's is reached.
- *   - The outer bwrap is cloned into the worker's cgroup (any mode,
- *     when the supervisor has one), so every process of the sandbox is
- *     in it: limits hold inside, and cgroup.kill ends it all.
+ *   - The outer bwrap is cloned into the worker's cgroup (when the
+ *     supervisor has one, made by create as for the local adapter), so
+ *     every process of the sandbox is in it: limits hold inside, and
+ *     cgroup.kill ends it all.
+ *   - try_end only observes (WNOWAIT): bwrap stays our zombie, its pid
+ *     pinned, until sweep kills what may be left (the init, by pidfd),
+ *     reaps it and removes the cgroup.
+ *   - The journalled identity (outer bwrap and init, each pid + start
+ *     time; the init's PID namespace; the boot id) lets a later instance
+ *     prove a leftover sandbox before ending it (leftover).
  *
  * What it does not give is in PRODUCTION_BOUNDARY.md: one kernel shared
  * with the host (not a VM boundary), no seccomp filter, and as root the
  * user namespace maps root to root (not a separate user).
  *
- * Threads: the reaper thread calls every op (provider.h); the bwrap
- * path is resolved once (pthread_once), everything else is per handle.
+ * Threads (sipc_provider.h): create, destroy and leftover on the thread
+ * of sipc_create() / sipc_destroy(), info on any (the state is read-only
+ * between create and destroy); every per-worker op on the reaper
+ * thread, so a handle needs no lock.  The bwrap path is resolved once
+ * per process (sbxargv.c).
  */
 #include <errno.h>
 #include <fcntl.h>
