@@ -32,7 +32,7 @@ PY=${PYTHON:-python3}
 HERE=$(dirname "$0")
 
 parts="raw_pingpong raw_pipelined newline_proto ppe call pipe spawn mem scale
-stall journal accept containment cost spawn_cost"
+stall journal accept containment cost sandbox spawn_cost"
 for w in $ONLY; do
 	case " $(echo $parts) " in *" $w "*) ;; *)
 		echo "bench: BENCH_ONLY: unknown part $w (parts: $(echo $parts))" >&2
@@ -138,7 +138,7 @@ if [ $sipc_ok = 1 ]; then
 	state="$BIN/state"
 	rm -rf "$state"
 	for sec in call pipe spawn mem scale stall journal accept containment \
-	    cost
+	    cost sandbox
 	do
 		want "$sec" || continue
 		run "sipc_$sec" 300 "$BIN/sipc_bench" $q --fixtures "$FIX" \
@@ -241,6 +241,10 @@ done
 info ctxsw_per_sync_call_vs_raw_pingpong sipc_cost_call_64_ctxsw raw_pingpong_64_ctxsw
 info scale_w16_vs_w4_64_msgs sipc_scale_w16_64_msgs sipc_scale_w4_64_msgs
 info req_64_vs_newline_proto_crosscpu sipc_pipe_w1_64_msgs newline_proto_64_crosscpu_reqs
+# The sandbox provider (bubblewrap) against the local adapter.
+for f in spawn_ready_1_p50 spawn_ready_64_p50 pipe_w4_64_msgs; do
+	info "sandbox_vs_local_$f" "sipc_sandbox_sandbox_$f" "sipc_sandbox_local_$f"
+done
 
 # What containment costs: each namespace mode against process_group, and
 # each way of starting a worker against posix_spawn, from the same run.

@@ -59,4 +59,7 @@ int sec_cost(void);
 /* `n` bare spawns of `path` one after the other, total ms, or -1. */
 double bare_spawn_ms(const char *path, unsigned n);
 
+/* sipc_sandbox.c */
+int sec_sandbox(void);
+
 #endif /* SIPC_BENCH_BENCH_H */

@@ -331,8 +331,9 @@ struct sipc_config {
 	/* Guarantees required of the provider.  In PRODUCTION (and UNSET)
 	 * at least SIPC_G_ALL is required regardless of this field. */
 	unsigned required_guarantees;
-	/* Provider name: "local" is the only one built in; a host adds its
-	 * own with sipc_provider_register() (sipc_provider.h). */
+	/* Provider name: "local" and "sandbox" (bubblewrap) are built in;
+	 * a host adds its own with sipc_provider_register()
+	 * (sipc_provider.h). */
 	const char *provider;
 
 	/* Worker executable (absolute or relative path; no PATH search) and

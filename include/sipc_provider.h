@@ -13,8 +13,10 @@
  * except facts for stats and logs that the core only displays.
  *
  * Built in: "local" (workers are children of this process; declares no
- * guarantee, so production configurations refuse it).  A host adds its
- * own with sipc_provider_register() and names it in
+ * guarantee, so production configurations refuse it) and "sandbox"
+ * (each worker under bubblewrap; declares five guarantees, not
+ * resource_limits or separate_user, so production refuses it too).  A
+ * host adds its own with sipc_provider_register() and names it in
  * sipc_config.provider.
  *
  * What "never signals an unrelated process" means for an implementer:

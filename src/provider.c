@@ -22,9 +22,11 @@
 
 #include "config.h"
 #include "provider.h"
+#include "unix/sandbox.h"
 
 static const struct sipc_provider_ops *const builtins[] = {
 	&sipc__provider_local,
+	&sipc__provider_sandbox,
 };
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -3,6 +3,7 @@
 #
 #   make drill       DRILL_CYCLES=5 crash cycles + a final clean run
 #   make ci-drill    2 cycles, shorter load; must finish well under 60 s
+#   make ci-drill-sandbox  ci-drill with every worker under bubblewrap
 #   make drill-asan  ci-drill built with ASan+UBSan (build-asan/)
 #
 # Variables: DRILL_CYCLES, DRILL_LOAD_MS (load per generation before the
@@ -12,7 +13,7 @@
 # removed on success), DRILL_TIMEOUT (outer guard, seconds).
 # The drill exits non-zero if anything is lost, re-run or left behind.
 
-.PHONY: ci-drill drill-asan
+.PHONY: ci-drill ci-drill-sandbox drill-asan
 
 DRILL_CYCLES  ?= 5
 DRILL_LOAD_MS ?= 800
@@ -37,6 +38,11 @@ drill: $(DRILL_BIN) $(BUILD)/fixtures/echo
 
 ci-drill:
 	$(MAKE) drill DRILL_CYCLES=2 DRILL_LOAD_MS=500 DRILL_TIMEOUT=60
+
+# The same with every worker under bubblewrap (provider sandbox).
+ci-drill-sandbox: $(INIT_BIN)
+	SIPC_TEST_PROVIDER=sandbox SIPC_INIT=$(abspath $(INIT_BIN)) \
+		$(MAKE) ci-drill
 
 drill-asan:
 	$(MAKE) BUILD=build-asan OPT="-O1 -g" \

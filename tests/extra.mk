@@ -2,6 +2,7 @@
 #
 #   make soak       SOAK_SECONDS=60 SOAK_SEED=<random>: tests/soak/soak.c
 #   make ci-soak    the same for 15 s
+#   make ci-soak-sandbox  the same with SOAK_PROVIDER=sandbox (bubblewrap)
 #   make fuzz       FUZZ_SECONDS=60 per target, libFuzzer (clang)
 #   make ci-fuzz    10 s per target
 #
@@ -11,10 +12,11 @@
 # finds to $(BUILD)/fuzz/corpus/<target>/ (the repo's corpus stays as it
 # is); a crash leaves its input in $(BUILD)/fuzz/ and fails the target.
 
-.PHONY: ci-soak ci-fuzz fuzz-build fuzz-seeds
+.PHONY: ci-soak ci-soak-sandbox ci-fuzz fuzz-build fuzz-seeds
 
 SOAK_SECONDS ?= 60
 SOAK_SEED    ?=
+SOAK_PROVIDER ?= local
 SOAK_BIN     := $(BUILD)/soak/soak
 
 $(SOAK_BIN): tests/soak/soak.c tests/soak/check.c tests/soak/soak.h $(LIB)
@@ -24,13 +26,19 @@ $(SOAK_BIN): tests/soak/soak.c tests/soak/check.c tests/soak/soak.h $(LIB)
 
 # The watchdog inside the soak fails a hang after 10 s; the outer
 # timeout only guards against a soak that cannot even run its watchdog.
-soak: $(SOAK_BIN) $(BUILD)/fixtures/echo
+# SOAK_PROVIDER=sandbox runs every worker under bubblewrap.
+soak: $(SOAK_BIN) $(BUILD)/fixtures/echo $(INIT_BIN)
 	timeout -k 10 $$(( $(SOAK_SECONDS) + 180 )) $(SOAK_BIN) \
 		--seconds $(SOAK_SECONDS) $(if $(SOAK_SEED),--seed $(SOAK_SEED)) \
+		--provider $(SOAK_PROVIDER) \
+		$(if $(filter-out local,$(SOAK_PROVIDER)),--init $(abspath $(INIT_BIN))) \
 		--worker $(BUILD)/fixtures/echo
 
 ci-soak:
 	$(MAKE) soak SOAK_SECONDS=15
+
+ci-soak-sandbox:
+	$(MAKE) soak SOAK_SECONDS=15 SOAK_PROVIDER=sandbox
 
 # ---------------------------------------------------------------- fuzz
 FUZZ_CC      ?= clang

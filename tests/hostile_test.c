@@ -588,6 +588,8 @@ test_hostile_forkloop_group_swept(void)
 	sipc_supervisor *s;
 	int forked;
 
+	if (st_skip_sandboxed("process-group mechanics"))
+		return;
 	c.owner = true;
 	c.restart_base_ms = 20;
 	c.restart_cap_ms = 100;
@@ -702,6 +704,8 @@ test_hostile_setsid_escape_documented(void)
 	sipc_supervisor *s;
 	pid_t esc, leader;
 
+	if (st_skip_sandboxed("process-group mechanics"))
+		return;
 	/* without a cgroup: one ends it (cgroup_test.c) */
 	c.cgroup = SIPC_CGROUP_OFF;
 	s = st_start(&c, 2, WAIT_MS);

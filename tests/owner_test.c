@@ -396,6 +396,8 @@ test_owner_destroy_waits_for_unreapable_zombie_member(void)
 	pthread_t th;
 	pid_t kid = 0;
 
+	if (st_skip_sandboxed("process-group mechanics"))
+		return;
 	snprintf(dir, sizeof(dir), FREEZER_ROOT "/sipc-owner-test-%d",
 	    (int)getpid());
 	if (mkdir(dir, 0755) < 0) {

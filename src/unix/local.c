@@ -68,6 +68,7 @@
 #include "cgroup.h"
 #include "ident.h"
 #include "init_proto.h"
+#include "launchio.h"
 #include "provider.h"
 #include "clone.h"
 
@@ -99,80 +100,6 @@ struct local_proc {
 	struct sipc_exit exit;        /* once ended: how */
 };
 
-struct launch_fds {
-	int sv[2], dp[2], rp[2], devnull;
-};
-
-static void
-fds_close(struct launch_fds *f)
-{
-	for (int i = 0; i < 2; i++) {
-		if (f->sv[i] >= 0)
-			close(f->sv[i]);
-		if (f->dp[i] >= 0)
-			close(f->dp[i]);
-		if (f->rp[i] >= 0)
-			close(f->rp[i]);
-	}
-	if (f->devnull >= 0)
-		close(f->devnull);
-}
-
-/* The child's ends, once it has its copies: a pending launch then holds
- * no more descriptors than a started worker, however many are pending. */
-static void
-fds_close_child(struct launch_fds *f)
-{
-	int *fd[] = { &f->sv[1], &f->dp[1], &f->rp[1], &f->devnull };
-
-	for (size_t i = 0; i < sizeof(fd) / sizeof(fd[0]); i++) {
-		if (*fd[i] >= 0)
-			close(*fd[i]);
-		*fd[i] = -1;
-	}
-}
-
-/* Channel, diagnostics pipe, report socket, /dev/null; child ends high. */
-static int
-fds_open(struct launch_fds *f)
-{
-	*f = (struct launch_fds){ { -1, -1 }, { -1, -1 }, { -1, -1 }, -1 };
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, f->sv) < 0 ||
-	    pipe2(f->dp, O_CLOEXEC) < 0 ||
-	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, f->rp) < 0 ||
-	    (f->devnull = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
-		return -errno;
-	if ((f->sv[1] = sipc__fd_high(f->sv[1])) < 0)
-		return f->sv[1];
-	if ((f->dp[1] = sipc__fd_high(f->dp[1])) < 0)
-		return f->dp[1];
-	if ((f->rp[1] = sipc__fd_high(f->rp[1])) < 0)
-		return f->rp[1];
-	if ((f->devnull = sipc__fd_high(f->devnull)) < 0)
-		return f->devnull;
-	return 0;
-}
-
-/* The worker's environment as seen from inside a namespace: its parent
- * (sipc-init) is pid 1 there, so SIPC_PARENT_PID says 1 and the worker
- * runtime's parent check holds in every mode. */
-static char **
-ns_env(char *const *envp)
-{
-	static char ppid1[] = "SIPC_PARENT_PID=1";
-	size_t n = 0, i;
-	char **e;
-
-	while (envp[n] != NULL)
-		n++;
-	if ((e = calloc(n + 1, sizeof(*e))) == NULL)
-		return NULL;
-	for (i = 0; i < n; i++)
-		e[i] = strncmp(envp[i], "SIPC_PARENT_PID=", 16) == 0 ? ppid1 :
-		    envp[i];
-	return e;
-}
-
 /* argv for sipc-init: init, worker path, the worker's argv. */
 static char **
 ns_argv(const char *init, const struct sipc_provider_launch *l)
@@ -191,22 +118,6 @@ ns_argv(const char *init, const struct sipc_provider_launch *l)
 	return a;
 }
 
-/* Read one report from sipc-init, waiting up to ms.  1, 0 (none), <0. */
-static int
-read_report(int fd, int ms, struct sipc__init_msg *ret)
-{
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-	ssize_t n;
-	int r;
-
-	while ((r = poll(&p, 1, ms)) < 0 && errno == EINTR)
-		;
-	if (r <= 0)
-		return r < 0 ? -errno : 0;
-	n = recv(fd, ret, sizeof(*ret), MSG_DONTWAIT | MSG_WAITALL);
-	return n == (ssize_t)sizeof(*ret) ? 1 : 0;
-}
-
 /* A launch between its start (child cloned) and its finish (the worker
  * known started, or not).  Reaper thread, like a handle. */
 struct local_pending {
@@ -214,7 +125,7 @@ struct local_pending {
 	const struct local_state *st;
 	const char *init;
 	struct local_proc *p;
-	struct launch_fds f;
+	struct sipc__launch_fds f;
 	struct sipc__spawned sd;      /* the child of the current mode */
 	size_t mode;                  /* index in mode_order */
 	char why[96];                 /* why a stronger mode was refused */
@@ -231,7 +142,7 @@ static int
 mode_start(struct local_pending *q, enum sipc_containment mode)
 {
 	const struct sipc_provider_launch *l = q->l;
-	struct launch_fds *f = &q->f;
+	struct sipc__launch_fds *f = &q->f;
 	struct sipc__spawn sp = { .path = l->path, .argv = l->argv,
 	    .envp = l->envp, .flags = SIPC__SPAWN_SETPGRP,
 	    .nproc_limit = l->nproc_limit,
@@ -245,7 +156,7 @@ mode_start(struct local_pending *q, enum sipc_containment mode)
 			sp.flags |= SIPC__SPAWN_NEWUSER;
 		sp.fds[4] = f->rp[1];
 		if ((argv = ns_argv(q->init, l)) == NULL ||
-		    (env = ns_env(l->envp)) == NULL) {
+		    (env = sipc__ns_env(l->envp)) == NULL) {
 			rc = -ENOMEM;
 			goto out;
 		}
@@ -258,7 +169,7 @@ mode_start(struct local_pending *q, enum sipc_containment mode)
 		sp.cgroup_fd = sipc__cgw_fd(q->p->cg);
 	}
 	if ((rc = sipc__spawn_start(&sp, &q->sd)) == 0)
-		fds_close_child(f);
+		sipc__launch_fds_close_child(f);
 out:
 	/* the child has its own copy of both */
 	free(argv);
@@ -283,7 +194,7 @@ mode_finish(struct local_pending *q, enum sipc_containment mode,
 	p->mode = mode;
 	if (mode == SIPC_CONTAIN_PROCESS_GROUP)
 		return 0;
-	rc = read_report(q->f.rp[0], INIT_START_MS, &m);
+	rc = sipc__init_report_read(q->f.rp[0], INIT_START_MS, &m, NULL);
 	if (rc == 1 && m.kind == SIPC__INIT_STARTED)
 		return 0;
 	if (rc == 1 && m.kind == SIPC__INIT_EXEC_FAILED) {
@@ -368,7 +279,7 @@ local_id(const struct local_proc *p, struct sipc_provider_id *ret)
 static void
 pending_drop(struct local_pending *q)
 {
-	fds_close(&q->f);
+	sipc__launch_fds_close(&q->f);
 	if (q->p != NULL)
 		(void)sipc__cgw_remove(q->p->cg); /* its child is reaped */
 	free(q->p);
@@ -390,7 +301,7 @@ local_launch_start(void *state, const struct sipc_provider_launch *l,
 	q->l = l;
 	q->st = st;
 	q->init = l->init_path ? l->init_path : SIPC_LIBEXECDIR "/sipc-init";
-	if ((rc = fds_open(&q->f)) < 0)
+	if ((rc = sipc__launch_fds_open(&q->f, false)) < 0)
 		goto fail;
 	if ((q->p = calloc(1, sizeof(*q->p))) == NULL) {
 		rc = -ENOMEM;
@@ -430,9 +341,9 @@ local_launch_finish(void *pending, struct sipc_provider_chan *ret_chan,
 		if (!mode_failed(q, rc))
 			goto fail;
 		/* fresh descriptors: the child's ends went at its start */
-		fds_close(&q->f);
+		sipc__launch_fds_close(&q->f);
 		q->mode++;
-		if ((rc = fds_open(&q->f)) < 0 || (rc = start_from(q)) < 0)
+		if ((rc = sipc__launch_fds_open(&q->f, false)) < 0 || (rc = start_from(q)) < 0)
 			goto fail;
 	}
 	if (p->mode != SIPC_CONTAIN_PROCESS_GROUP) {
@@ -475,20 +386,6 @@ local_launch(void *state, const struct sipc_provider_launch *l,
 }
 
 static void
-classify_status(int st, struct sipc_exit *e)
-{
-	memset(e, 0, sizeof(*e));
-	if (WIFEXITED(st)) {
-		e->code = WEXITSTATUS(st);
-		e->kind = e->code == 0 ? SIPC_EXIT_CLEAN : SIPC_EXIT_CODE;
-	} else {
-		e->kind = SIPC_EXIT_SIGNAL;
-		e->signo = WTERMSIG(st);
-		e->core_dumped = WCOREDUMP(st);
-	}
-}
-
-static void
 classify(const siginfo_t *si, struct sipc_exit *e)
 {
 	memset(e, 0, sizeof(*e));
@@ -505,31 +402,6 @@ classify(const siginfo_t *si, struct sipc_exit *e)
 		e->signo = si->si_status;
 		break;
 	}
-}
-
-/* Has sipc-init sent a report (the worker's end) not read yet? */
-static bool
-report_pending(const struct local_proc *p)
-{
-	struct pollfd pf = { .fd = p->report_fd, .events = POLLIN };
-
-	return p->report_fd >= 0 && poll(&pf, 1, 0) == 1 &&
-	    (pf.revents & POLLIN);
-}
-
-/* The worker's exact status as sipc-init reported it; false if none. */
-static bool
-init_report(struct local_proc *p, struct sipc_exit *ret)
-{
-	struct sipc__init_msg m;
-	bool got = false;
-
-	while (p->report_fd >= 0 && read_report(p->report_fd, 0, &m) == 1)
-		if (m.kind == SIPC__INIT_EXITED) {
-			classify_status(m.value, ret);
-			got = true;
-		}
-	return got;
 }
 
 /* Was the OOM killer at work in the worker's cgroup?  Its SIGKILL is
@@ -575,13 +447,13 @@ local_try_end(void *h, struct sipc_exit *ret)
 		 * worker's status before it exited, and its exit emptied the
 		 * namespace: nothing is lost.  Otherwise it is. */
 		p->reaped = true;
-		if (init_report(p, ret))
+		if (sipc__init_report_exit(p->report_fd, ret))
 			return ended(p, ret);
 		p->lost = true;
 		*ret = (struct sipc_exit){ .kind = SIPC_EXIT_LOST, .code = -1 };
 		return ended(p, ret);
 	}
-	if (r == 0 && report_pending(p)) {
+	if (r == 0 && sipc__init_report_pending(p->report_fd)) {
 		/* The worker has ended and its init is on its way out (it
 		 * exits right after reporting): wait for it, so the end is
 		 * seen as soon as the worker's channel closes. */
@@ -595,7 +467,7 @@ local_try_end(void *h, struct sipc_exit *ret)
 	classify(&si, ret);
 	/* The init reports the worker's own status just before exiting;
 	 * no report means the init itself was killed (our KILL). */
-	(void)init_report(p, ret);
+	(void)sipc__init_report_exit(p->report_fd, ret);
 	return ended(p, ret);
 }
 

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -498,7 +499,7 @@ test_conformance_identity(void)
 
 	/* The same after a real reuse of the pid and group id, which needs
 	 * a PID namespace (root here; CI runs as root). */
-	if (st_can_unshare(CLONE_NEWPID) < 0) {
+	if (st_can_unshare(CLONE_NEWPID | CLONE_NEWNS) < 0) {
 		cw_base_check(b);
 		tl_skip("I3 pid reuse: cannot create a PID namespace");
 		return;
@@ -509,13 +510,19 @@ test_conformance_identity(void)
 	if (helper == 0) {
 		pid_t init;
 
-		if (unshare(CLONE_NEWPID) < 0)
+		if (unshare(CLONE_NEWPID | CLONE_NEWNS) < 0)
 			_exit(20);
 		if ((init = fork()) == 0) {
 			/* Dies with the helper (a KILL from the parent
 			 * namespace reaches a namespace's init). */
 			if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
 				_exit(23);
+			/* A /proc of this namespace: a provider that proves
+			 * identities through /proc sees the pids it gets. */
+			if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE,
+			    NULL) < 0 || mount("proc", "/proc", "proc",
+			    MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+				_exit(24);
 			_exit(reuse_probe());
 		}
 		if (init < 0 || waitpid(init, &st, 0) != init)

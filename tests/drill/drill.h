@@ -106,8 +106,13 @@ struct drill_run {
 	unsigned long long seed;
 };
 
+/* Do the workers run under a sandboxed provider ($SIPC_TEST_PROVIDER
+ * set and not "local"; the generations then also take sipc-init from
+ * $SIPC_INIT)?  Such workers see no host file: no execution log. */
+bool drill_sandboxed(void);
 /* Print the tally; returns true when nothing is lost, re-run or left
- * behind. */
+ * behind.  exec_log NULL: none was kept (the checks needing it are
+ * left out, said so). */
 bool drill_tally(const char *ledger, const char *exec_log,
     const struct drill_run *run);
 

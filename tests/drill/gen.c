@@ -367,6 +367,10 @@ gen_config(const char *const *env)
 	sipc_config_init(&c);
 	c.environment = SIPC_ENV_TEST;
 	c.path = o.fixture;
+	if (drill_sandboxed()) {
+		c.provider = getenv("SIPC_TEST_PROVIDER");
+		c.init_path = getenv("SIPC_INIT");
+	}
 	c.workers = o.workers;
 	c.max_inflight = 8;
 	c.ring_frames = 16;
@@ -445,6 +449,11 @@ drill_gen_main(int argc, char **argv)
 	}
 	snprintf(logenv, sizeof(logenv), "SIPC_EXEC_LOG=%s", o.exec_log);
 	snprintf(tagenv, sizeof(tagenv), "%s", o.tag);
+	/* A sandboxed worker cannot write the host's execution log. */
+	if (drill_sandboxed()) {
+		env[0] = tagenv;
+		env[1] = NULL;
+	}
 	ledger_fd = open(o.ledger, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
 	    0644);
 	if (ledger_fd < 0) {

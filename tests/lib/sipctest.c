@@ -78,6 +78,33 @@ st_log_has_cb(void *arg)
  * later call (a copy of a fixture, say) overwrites. */
 static char fxpath[PATH_MAX];
 
+const char *
+st_provider(void)
+{
+	const char *p = getenv("SIPC_TEST_PROVIDER");
+
+	return p != NULL && *p != '\0' ? p : "local";
+}
+
+bool
+st_sandboxed(void)
+{
+	return strcmp(st_provider(), "local") != 0;
+}
+
+bool
+st_skip_sandboxed(const char *why)
+{
+	char msg[256];
+
+	if (!st_sandboxed())
+		return false;
+	snprintf(msg, sizeof(msg), "local-only under provider %s: %s",
+	    st_provider(), why);
+	tl_skip(msg);
+	return true;
+}
+
 void
 st_cfg_init(struct sipc_config *c, const char *fixture, char *const *argv,
             unsigned workers)
@@ -85,7 +112,7 @@ st_cfg_init(struct sipc_config *c, const char *fixture, char *const *argv,
 	snprintf(fxpath, sizeof(fxpath), "%s", tl_fixture(fixture));
 	sipc_config_init(c);
 	c->environment = SIPC_ENV_TEST;
-	c->provider = "local";
+	c->provider = st_provider();
 	c->path = fxpath;
 	c->argv = argv;
 	c->workers = workers;

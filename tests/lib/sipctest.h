@@ -62,8 +62,17 @@ bool st_log_has_cb(void *arg);
 
 /* ------------------------------------------------------- configuration */
 
+/* The provider tests run on: $SIPC_TEST_PROVIDER, "local" when unset.
+ * st_sandboxed(): not the local one, so workers see no host pid, file
+ * or socket; a test of local-only mechanics (process groups, host pids,
+ * files shared with the worker) skips there with its reason. */
+const char *st_provider(void);
+bool st_sandboxed(void);
+/* Under a sandboxed provider: tl_skip("local-only ...: why"), true. */
+bool st_skip_sandboxed(const char *why);
+
 /*
- * sipc_config_init() plus the test environment, the local provider, the
+ * sipc_config_init() plus the test environment, the test provider, the
  * fixture's path (copied into one static buffer that only the next
  * st_cfg_init() overwrites), argv and the worker count.
  */

@@ -6,6 +6,7 @@
  */
 #include <dirent.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -193,6 +194,9 @@ struct tally {
 	    unknown_never_ran_self_exit;
 };
 
+/* A record's executions when no execution log was kept. */
+#define RUNS_UNKNOWN UINT_MAX
+
 /* Check one record against its outcome and its executions. */
 static void
 check_rec(struct rec *r, unsigned runs, struct tally *t)
@@ -224,6 +228,10 @@ check_rec(struct rec *r, unsigned runs, struct tally *t)
 	if (r->outcome == SIPC_OUTCOME_WORKER_ERROR && !(r->flags & RF_CMD))
 		violation("request id %" PRIu64 ": worker error for an echo",
 		    r->id);
+	if (runs == RUNS_UNKNOWN) {     /* no execution log kept */
+		t->never_ran += !r->may_run;
+		return;
+	}
 	if (runs > 1)
 		t->reruns++;
 	if (runs > 1 && !idem)
@@ -291,13 +299,15 @@ check_start_evidence(const struct tally *t, uint64_t deaths)
 void
 check_all(uint64_t nrec, const char *log_path, uint64_t deaths)
 {
-	uint16_t *runs = read_exec_log(nrec, log_path);
+	uint16_t *runs = log_path != NULL ? read_exec_log(nrec, log_path) :
+	    NULL;
 	struct tally t = { 0 };
 
 	for (uint64_t i = 0; i < nrec; i++) {
 		struct rec *r = rec_at(i);
 
-		check_rec(r, runs ? runs[i] : 0, &t);
+		check_rec(r, runs ? runs[i] : log_path == NULL ?
+		    RUNS_UNKNOWN : 0, &t);
 		free(r->payload);
 		r->payload = NULL;
 	}

@@ -1,0 +1,726 @@
+/*
+ * sandbox.c - the sandbox provider: each worker runs under bubblewrap
+ * (bwrap) in namespaces of its own, with sipc-init as PID 1.
+ *
+ *   supervisor --clone3--> bwrap (outer, our child: the end descriptor)
+ *                            `--> sipc-init (PID 1 of the sandbox's PID
+ *                                 namespace; its host pid is proven)
+ *                                   `--> worker and its descendants
+ *
+ * What each worker gets (bwrap --unshare-all): PID, mount, network,
+ * IPC, UTS and cgroup namespaces, and a user namespace where the
+ * kernel allows one; a read-only view of /usr (and the host's /lib,
+ * /bin... links or directories), of the worker binary's directory and of
+ * sipc-init's; a fresh /proc of its own PID namespace, a minimal /dev
+ * and an empty /tmp; only loopback networking; a new session; and
+ * exactly the launch environment (the core's allow-list), passed as
+ * bwrap's own environment rather than as --setenv arguments, whose
+ * values any user could read in /proc/<pid>/cmdline.  Descriptors 0-4 are
+ * the worker's (as for the local provider), bwrap passes 3 and 4 through.
+ *
+ * How it ends, and why nothing is lost:
+ *   - sipc-init reports the worker's exact wait status on the report
+ *     socket and exits; the kernel then kills what is left in the PID
+ *     namespace; bwrap, which waits for its PID 1, exits last.  So the
+ *     outer bwrap's pidfd polling readable means "tree gone", and the
+ *     status comes from sipc-init (bwrap itself folds a signal into
+ *     128+n, which cannot be told from an exit code).
+ *   - GRACEFUL (TERM): to sipc-init through its pidfd; it passes TERM to
+ *     every process of the namespace.  FORCED (KILL): cgroup.kill when
+ *     the worker has a cgroup, and SIGKILL to sipc-init, which empties the
+ *     namespace.  The outer bwrap is never signalled first: killed, it
+ *     would take the status with it (its child dies of --die-with-parent).
+ *   - sipc-init's host pid comes from the credentials of its first report
+ *     (SO_PASSCRED: the kernel, not the sender, writes them).  It is
+ *     proven before use: a pidfd is opened on it, then its parent must
+ *     be the outer bwrap, our unreaped child, which cannot have forked
+ *     again (a zombie, or a live bwrap that forked only its PID 1), and
+ *     its PID namespace must not be ours.  Every signal then goes by
+ *     that pidfd: nothing not proven to be this sandbox's is reached.
+ *   - The outer bwrap is cloned into the worker's cgroup (when the
+ *     supervisor has one, made by create as for the local adapter), so
+ *     every process of the sandbox is in it: limits hold inside, and
+ *     cgroup.kill ends it all.
+ *   - try_end only observes (WNOWAIT): bwrap stays our zombie, its pid
+ *     pinned, until sweep kills what may be left (the init, by pidfd),
+ *     reaps it and removes the cgroup.
+ *   - The journalled identity (outer bwrap and init, each pid + start
+ *     time; the init's PID namespace; the boot id) lets a later instance
+ *     prove a leftover sandbox before ending it (leftover).
+ *
+ * What it does not give is in PRODUCTION_BOUNDARY.md: one kernel shared
+ * with the host (not a VM boundary), no seccomp filter, and as root the
+ * user namespace maps root to root (not a separate user).
+ *
+ * Threads (sipc_provider.h): create, destroy and leftover on the thread
+ * of sipc_create() / sipc_destroy(), info on any (the state is read-only
+ * between create and destroy); every per-worker op on the reaper
+ * thread, so a handle needs no lock.  The bwrap path is resolved once
+ * per process (sbxargv.c).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/pidfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "clone.h"
+#include "ident.h"
+#include "launchio.h"
+#include "le.h"
+#include "provider.h"
+#include "sandbox.h"
+
+#ifndef SIPC_LIBEXECDIR
+#define SIPC_LIBEXECDIR "/usr/local/libexec/sipc"
+#endif
+/* Bound on sipc-init's first report (bwrap set up, worker exec'd). */
+#define INIT_START_MS 10000
+/* Bound on the namespace's end after its init was killed. */
+#define INIT_END_MS 5000
+
+/* One supervisor's state: its cgroup (cgroup.h), or why it has none. */
+struct sbx_state {
+	struct sipc__cg *cg;
+	char cg_why[160];
+};
+
+struct sbx_proc {
+	pid_t bwrap_pid;              /* outer bwrap: our child */
+	int bwrap_fd;                 /* its pidfd: the end descriptor,
+	                               * until release */
+	pid_t init_pid;               /* sipc-init, host pid (proven) */
+	int init_fd;                  /* its pidfd; every signal goes here */
+	int report_fd;                /* sipc-init's reports */
+	struct sipc__sbx_id id;
+	bool ended;
+	bool reaped;                  /* bwrap: by sweep, or behind our back */
+	bool swept;
+	struct sipc__cgw *cg;         /* own cgroup, or NULL */
+	struct sipc_exit exit;        /* once ended: how */
+};
+
+/* ---------------------------------------------------------------- launch */
+
+/* A launch between its start (bwrap cloned) and its finish (sipc-init
+ * reported the worker started, or not).  Reaper thread, like a handle. */
+struct sbx_pending {
+	const struct sipc_provider_launch *l;
+	const struct sbx_state *st;   /* NULL: no cgroup (tests) */
+	struct sbx_proc *p;
+	struct sipc__launch_fds f;
+	struct sipc__spawned sd;
+	int cg_err;
+	int start_err;                /* errno of a launch that could not
+	                               * even start (no bwrap): finish says */
+};
+
+static void
+pending_drop(struct sbx_pending *q)
+{
+	sipc__launch_fds_close(&q->f);
+	if (q->p != NULL)
+		(void)sipc__cgw_remove(q->p->cg); /* its child is reaped */
+	free(q->p);
+	free(q);
+}
+
+static const char *
+sbx_init(const struct sipc_provider_launch *l)
+{
+	return l->init_path ? l->init_path : SIPC_LIBEXECDIR "/sipc-init";
+}
+
+static int
+sbx_clone(struct sbx_pending *q, const char *bwrap)
+{
+	const struct sipc_provider_launch *l = q->l;
+	const char *init = sbx_init(l);
+	struct sipc__launch_fds *f = &q->f;
+	struct sipc__spawn sp = { .path = bwrap,
+	    .flags = SIPC__SPAWN_SETPGRP, .nproc_limit = l->nproc_limit,
+	    .fds = { f->devnull, f->dp[1], f->dp[1], f->sv[1], f->rp[1] } };
+	struct sipc__sbx_argv *a;
+	char **env = NULL;
+	int rc;
+
+	if ((a = calloc(1, sizeof(*a))) == NULL)
+		return -ENOMEM;
+	if ((rc = sipc__sbx_argv_build(a, bwrap, init, l->path,
+	    l->argv)) < 0)
+		goto out;
+	if ((env = sipc__ns_env(l->envp)) == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	sp.argv = (char *const *)a->v;
+	sp.envp = env;
+	if (q->p->cg != NULL) {
+		sp.flags |= SIPC__SPAWN_CGROUP;
+		sp.cgroup_fd = sipc__cgw_fd(q->p->cg);
+	}
+	if ((rc = sipc__spawn_start(&sp, &q->sd)) == 0)
+		sipc__launch_fds_close_child(f);
+out:
+	/* the child has its own copies */
+	free(env);
+	free(a->v);
+	free(a);
+	return rc;
+}
+
+static int
+sbx_launch_start(void *state, const struct sipc_provider_launch *l,
+                 void **ret_pending)
+{
+	const struct sbx_state *st = state;
+	struct sbx_pending *q;
+	const char *bwrap;
+	int rc;
+
+	if ((q = calloc(1, sizeof(*q))) == NULL)
+		return -ENOMEM;
+	q->l = l;
+	q->st = st;
+	if ((rc = sipc__launch_fds_open(&q->f, true)) < 0)
+		goto fail;
+	if ((q->p = calloc(1, sizeof(*q->p))) == NULL) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	q->p->bwrap_fd = q->p->init_fd = q->p->report_fd = -1;
+	/* Without bwrap, the worker or sipc-init the launch fails as an
+	 * exec failure would: the finish reports it with its errno. */
+	if ((rc = sipc__sandbox_bwrap(&bwrap)) < 0 ||
+	    (rc = access(l->path, X_OK) < 0 ? -errno : 0) < 0 ||
+	    (rc = access(sbx_init(l), X_OK) < 0 ? -errno : 0) < 0) {
+		q->start_err = -rc;
+		*ret_pending = q;
+		return 0;
+	}
+	/* A configured limit is enforced or the worker does not start. */
+	if (st != NULL && st->cg != NULL && (rc = sipc__cgw_create(st->cg,
+	    l->worker_id, l->generation, &q->p->cg)) < 0) {
+		if (sipc__cg_limits(st->cg) != 0)
+			goto fail;
+		q->cg_err = rc;
+	}
+	if ((rc = sbx_clone(q, bwrap)) < 0)
+		goto fail;
+	*ret_pending = q;
+	return 0;
+fail:
+	pending_drop(q);
+	return rc;
+}
+
+/* Its PID namespace's inode, from /proc/<pid>/ns/pid.  0 or -errno. */
+static int
+pidns_ino(pid_t pid, uint64_t *ret)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)pid);
+	if (stat(path, &st) < 0)
+		return -errno;
+	*ret = (uint64_t)st.st_ino;
+	return 0;
+}
+
+/*
+ * Prove that `pid` (from the credentials of sipc-init's report) is this
+ * sandbox's init and pin it: a pidfd first, then its parent must be our
+ * outer bwrap (our unreaped child, so its pid names nobody else) and its
+ * PID namespace not ours.  0 with p->init_* and p->id set, or -errno.
+ */
+static int
+init_prove(struct sbx_proc *p, pid_t pid)
+{
+	struct sipc__proc_stat st;
+	uint64_t self_ns;
+	int fd, rc;
+
+	if (pid <= 0)
+		return -EPROTO;
+	if ((fd = pidfd_open(pid, 0)) < 0)
+		return -errno;
+	if ((rc = sipc__proc_stat(pid, &st)) < 0 ||
+	    (rc = pidns_ino(pid, &p->id.pidns)) < 0 ||
+	    (rc = pidns_ino(getpid(), &self_ns)) < 0)
+		goto fail;
+	if (st.ppid != p->bwrap_pid || p->id.pidns == self_ns) {
+		rc = -EPERM;
+		goto fail;
+	}
+	p->init_pid = pid;
+	p->init_fd = fd;
+	p->id.init_pid = pid;
+	p->id.init_start = st.starttime;
+	p->id.bwrap_pid = p->bwrap_pid;
+	if ((rc = sipc__proc_starttime(p->bwrap_pid, &p->id.bwrap_start)) < 0 ||
+	    (rc = sipc__boot_id(p->id.boot_id)) < 0)
+		goto fail_pinned;
+	return 0;
+fail_pinned:
+	p->init_fd = -1;
+fail:
+	close(fd);
+	return rc;
+}
+
+/* Kill the sandbox that did not start and reap its bwrap. */
+static void
+start_abort(struct sbx_proc *p)
+{
+	if (p->init_fd >= 0)
+		(void)pidfd_send_signal(p->init_fd, SIGKILL, NULL, 0);
+	(void)pidfd_send_signal(p->bwrap_fd, SIGKILL, NULL, 0);
+	(void)sipc__pidfd_reap(p->bwrap_fd);
+	close(p->bwrap_fd);
+	p->bwrap_fd = -1;
+	if (p->init_fd >= 0)
+		close(p->init_fd);
+	p->init_fd = -1;
+}
+
+/* bwrap exec'd; wait for sipc-init to say the worker did (or not). */
+static int
+sbx_started(struct sbx_pending *q, int *ret_errno)
+{
+	struct sbx_proc *p = q->p;
+	struct sipc__init_msg m;
+	pid_t from = 0;
+	int rc;
+
+	if ((rc = sipc__spawn_finish(&q->sd, ret_errno)) < 0)
+		return rc;
+	p->bwrap_pid = q->sd.pid;
+	p->bwrap_fd = q->sd.pidfd;
+	rc = sipc__init_report_read(q->f.rp[0], INIT_START_MS, &m, &from);
+	if (rc == 1 && m.kind == SIPC__INIT_STARTED) {
+		/* An init already gone (its worker ended at once) took the
+		 * namespace with it: nothing is left to signal, and bwrap's
+		 * end and the init's report tell the rest. */
+		if ((rc = init_prove(p, from)) == 0 || rc == -ESRCH ||
+		    rc == -ENOENT)
+			return 0;
+		start_abort(p);
+		return rc;
+	}
+	if (rc == 1 && m.kind == SIPC__INIT_EXEC_FAILED) {
+		*ret_errno = m.value;
+		rc = SIPC_E_EXEC;
+	} else {
+		/* bwrap could not set the sandbox up (its reason is on the
+		 * diagnostics pipe), or sipc-init did not run. */
+		rc = rc < 0 ? rc : -EPROTO;
+	}
+	start_abort(p);
+	return rc;
+}
+
+static int
+sbx_launch_finish(void *pending, struct sipc_provider_chan *ret_chan,
+                  void **ret_handle, int *ret_errno)
+{
+	struct sbx_pending *q = pending;
+	struct sbx_proc *p = q->p;
+	int rc;
+
+	if (q->start_err != 0) {
+		*ret_errno = q->start_err;
+		rc = SIPC_E_EXEC;
+		goto fail;
+	}
+	if ((rc = sbx_started(q, ret_errno)) < 0)
+		goto fail;
+	p->report_fd = q->f.rp[0];
+	q->f.rp[0] = -1;
+	memset(ret_chan, 0, sizeof(*ret_chan));
+	ret_chan->proto_fd = q->f.sv[0];
+	ret_chan->diag_fd = q->f.dp[0];
+	q->f.sv[0] = q->f.dp[0] = -1;
+	ret_chan->end_fd = p->bwrap_fd;
+	ret_chan->display_pid = p->init_pid;
+	ret_chan->contain = SIPC_CONTAIN_PID_NAMESPACE;
+	ret_chan->info.cgroup = p->cg != NULL;
+	ret_chan->info.limits = p->cg != NULL ? sipc__cg_limits(q->st->cg) : 0;
+	ret_chan->info.cgroup_err = q->cg_err;
+	sipc__sbx_id_encode(&p->id, &ret_chan->id);
+	*ret_handle = p;
+	q->p = NULL;
+	pending_drop(q);
+	return 0;
+fail:
+	pending_drop(q);
+	return rc;
+}
+
+static int
+sbx_launch(void *state, const struct sipc_provider_launch *l,
+           struct sipc_provider_chan *ret_chan, void **ret_handle,
+           int *ret_errno)
+{
+	void *q;
+	int rc;
+
+	if ((rc = sbx_launch_start(state, l, &q)) < 0)
+		return rc;
+	return sbx_launch_finish(q, ret_chan, ret_handle, ret_errno);
+}
+
+/* ---------------------------------------------------------------- end */
+
+/* Wait up to ms for the process behind pidfd to exit: true if it did. */
+static bool
+pidfd_gone_within(int pidfd, int ms)
+{
+	struct pollfd pf = { .fd = pidfd, .events = POLLIN };
+	int r;
+
+	while ((r = poll(&pf, 1, ms)) < 0 && errno == EINTR)
+		;
+	return r == 1;
+}
+
+/* The OOM killer at work in its cgroup: a SIGKILL that is the kernel's.
+ * Read before sweep removes the cgroup. */
+static void
+note_oom(const struct sbx_proc *p, struct sipc_exit *e)
+{
+	if (p->cg != NULL && e->kind == SIPC_EXIT_SIGNAL &&
+	    e->signo == SIGKILL && sipc__cgw_oom_kills(p->cg) > 0)
+		e->kind = SIPC_EXIT_OOM;
+}
+
+static int
+ended(struct sbx_proc *p, struct sipc_exit *ret)
+{
+	note_oom(p, ret);
+	p->exit = *ret;
+	p->ended = true;
+	return 1;
+}
+
+/* bwrap's own status: an exit code, or 128+n for a PID 1 killed by
+ * signal n (what bwrap makes of it). */
+static void
+exit_from_bwrap(const siginfo_t *si, struct sipc_exit *e)
+{
+	memset(e, 0, sizeof(*e));
+	if (si->si_code == CLD_EXITED && si->si_status > 128 &&
+	    si->si_status < 128 + NSIG) {
+		e->kind = SIPC_EXIT_SIGNAL;
+		e->signo = si->si_status - 128;
+	} else if (si->si_code == CLD_EXITED) {
+		e->kind = si->si_status == 0 ? SIPC_EXIT_CLEAN : SIPC_EXIT_CODE;
+		e->code = si->si_status;
+	} else {
+		e->kind = SIPC_EXIT_SIGNAL;
+		e->signo = si->si_status;
+	}
+}
+
+/* Observed (WNOWAIT: bwrap stays our zombie until sweep), classified by
+ * sipc-init's report of the worker's status, else by bwrap's. */
+static int
+sbx_try_end(void *h, struct sipc_exit *ret)
+{
+	struct sbx_proc *p = h;
+	siginfo_t si;
+	int r;
+
+	if (p->ended) {
+		*ret = p->exit;
+		return 1;
+	}
+	r = sipc__pidfd_observe(p->bwrap_fd, &si);
+	if (r == 0 && sipc__init_report_pending(p->report_fd)) {
+		/* The worker ended and its init is on its way out: wait for
+		 * bwrap, which follows it at once. */
+		(void)sipc__pidfd_wait_exit(p->bwrap_fd);
+		r = sipc__pidfd_observe(p->bwrap_fd, &si);
+	}
+	if (r == -ECHILD) {
+		/* bwrap reaped behind our back (a host wait(-1)): the init
+		 * is still ours by its pidfd (sweep ends it); its report
+		 * says how the worker ended, or nothing does. */
+		p->reaped = true;
+		if (!sipc__init_report_exit(p->report_fd, ret))
+			*ret = (struct sipc_exit){ .kind = SIPC_EXIT_LOST,
+			    .code = -1 };
+		return ended(p, ret);
+	}
+	if (r <= 0)
+		return r;
+	exit_from_bwrap(&si, ret);
+	/* The worker's own status, when sipc-init lived to report it. */
+	(void)sipc__init_report_exit(p->report_fd, ret);
+	return ended(p, ret);
+}
+
+/*
+ * After the end, everything of the sandbox goes: its init killed by its
+ * pidfd (a no-op when it already exited, which emptied the namespace)
+ * and waited for, bwrap reaped, its cgroup killed, emptied (bounded) and
+ * removed.
+ */
+static int
+sbx_sweep(void *h)
+{
+	struct sbx_proc *p = h;
+	int rc = 0;
+
+	if (!p->ended || p->swept)
+		return 0;
+	p->swept = true;
+	if (p->init_fd >= 0) {
+		(void)pidfd_send_signal(p->init_fd, SIGKILL, NULL, 0);
+		(void)pidfd_gone_within(p->init_fd, INIT_END_MS);
+		close(p->init_fd);
+		p->init_fd = -1;
+	}
+	if (!p->reaped) {
+		(void)sipc__pidfd_reap(p->bwrap_fd);
+		p->reaped = true;
+	}
+	if (p->cg != NULL)
+		rc = sipc__cgw_remove(p->cg);
+	p->cg = NULL;
+	return rc;
+}
+
+static int
+sbx_stop(void *h, enum sipc_provider_stop how)
+{
+	struct sbx_proc *p = h;
+	int sig = how == SIPC_STOP_FORCED ? SIGKILL : SIGTERM;
+
+	if (p->ended || p->init_fd < 0)
+		return 0;
+	if (sig == SIGKILL && p->cg != NULL)
+		(void)sipc__cgw_kill(p->cg);
+	/* ESRCH: the init has exited, the namespace with it. */
+	if (pidfd_send_signal(p->init_fd, sig, NULL, 0) < 0 && errno != ESRCH)
+		return -errno;
+	return 0;
+}
+
+static void
+sbx_release(void *h)
+{
+	struct sbx_proc *p = h;
+	struct sipc_exit e;
+
+	if (p == NULL)
+		return;
+	if (!p->ended) {
+		/* Never leave an unowned process behind. */
+		(void)sbx_stop(p, SIPC_STOP_FORCED);
+		(void)sipc__pidfd_wait_exit(p->bwrap_fd);
+		(void)sbx_try_end(p, &e);
+	}
+	(void)sbx_sweep(p);
+	if (p->bwrap_fd >= 0)
+		close(p->bwrap_fd);
+	if (p->report_fd >= 0)
+		close(p->report_fd);
+	free(p);
+}
+
+/*
+ * A sandbox of a dead supervisor instance, proven by its init: same
+ * boot, a process now at init_pid pinned by a pidfd before the proof,
+ * with the recorded start time and PID namespace.  Its init gets TERM
+ * (passed on to the whole sandbox), then KILL after grace_ms, which
+ * empties the namespace.  The outer bwrap is not signalled: it is not
+ * ours to wait for, and it ends with its PID 1.
+ */
+int
+sipc__sandbox_leftover(const struct sipc__sbx_id *id, unsigned grace_ms)
+{
+	char boot[SIPC__BOOT_ID_LEN + 1];
+	uint64_t start = 0, ns = 0;
+	int fd, rc = 0;
+
+	if (id->init_pid <= 0 || sipc__boot_id(boot) < 0 ||
+	    strcmp(boot, id->boot_id) != 0)
+		return 0;               /* another boot: long gone */
+	if ((fd = pidfd_open(id->init_pid, 0)) < 0)
+		return errno == ESRCH ? 0 : -errno;
+	if (sipc__proc_starttime(id->init_pid, &start) < 0 ||
+	    start != id->init_start || pidns_ino(id->init_pid, &ns) < 0 ||
+	    ns != id->pidns)
+		goto out;               /* not proven: left alone */
+	/* ESRCH from here on: it ended meanwhile, which is the goal. */
+	rc = 1;
+	if (pidfd_send_signal(fd, SIGTERM, NULL, 0) < 0 && errno != ESRCH)
+		rc = -errno;
+	else if (pidfd_gone_within(fd, (int)grace_ms))
+		goto out;
+	else if (pidfd_send_signal(fd, SIGKILL, NULL, 0) < 0 &&
+	    errno != ESRCH)
+		rc = -errno;
+	else if (!pidfd_gone_within(fd, INIT_END_MS))
+		rc = -ETIMEDOUT;
+out:
+	close(fd);
+	return rc;
+}
+
+const struct sipc__sbx_id *
+sipc__sandbox_id(const void *handle)
+{
+	const struct sbx_proc *p = handle;
+
+	return &p->id;
+}
+
+/* ------------------------------------------------------------ identity */
+
+/* Layout (little-endian): version 1, bwrap pid, bwrap start time, init
+ * pid, init start time, PID namespace inode, boot id (36 bytes). */
+#define SBX_ID_V1 1
+#define SBX_ID_LEN (1 + 4 + 8 + 4 + 8 + 8 + SIPC__BOOT_ID_LEN)
+_Static_assert(SBX_ID_LEN <= SIPC_PROVIDER_ID_MAX, "identity fits");
+
+void
+sipc__sbx_id_encode(const struct sipc__sbx_id *k, struct sipc_provider_id *ret)
+{
+	uint8_t *b = ret->bytes;
+
+	memset(ret, 0, sizeof(*ret));
+	b[0] = SBX_ID_V1;
+	sipc__le32_put(b + 1, (uint32_t)k->bwrap_pid);
+	sipc__le64_put(b + 5, k->bwrap_start);
+	sipc__le32_put(b + 13, (uint32_t)k->init_pid);
+	sipc__le64_put(b + 17, k->init_start);
+	sipc__le64_put(b + 25, k->pidns);
+	memcpy(b + 33, k->boot_id, SIPC__BOOT_ID_LEN);
+	ret->len = SBX_ID_LEN;
+}
+
+int
+sipc__sbx_id_decode(const struct sipc_provider_id *id, struct sipc__sbx_id *ret)
+{
+	const uint8_t *b = id->bytes;
+
+	if (id->len != SBX_ID_LEN || b[0] != SBX_ID_V1)
+		return -EINVAL;
+	memset(ret, 0, sizeof(*ret));
+	ret->bwrap_pid = (pid_t)sipc__le32_get(b + 1);
+	ret->bwrap_start = sipc__le64_get(b + 5);
+	ret->init_pid = (pid_t)sipc__le32_get(b + 13);
+	ret->init_start = sipc__le64_get(b + 17);
+	ret->pidns = sipc__le64_get(b + 25);
+	memcpy(ret->boot_id, b + 33, SIPC__BOOT_ID_LEN);
+	return 0;
+}
+
+static int
+sbx_leftover(void *state, const struct sipc_provider_id *id,
+             unsigned grace_ms)
+{
+	struct sipc__sbx_id k;
+	int rc;
+
+	(void)state;
+	if ((rc = sipc__sbx_id_decode(id, &k)) < 0)
+		return rc;
+	return sipc__sandbox_leftover(&k, grace_ms);
+}
+
+/* ------------------------------------------------------------ state */
+
+/* bwrap found (once), then the supervisor's cgroup v2 as for the local
+ * adapter (cgroup.h): made, or why not. */
+static int
+sbx_create(const struct sipc_config *cfg, void **ret_state, char *errbuf,
+           size_t errlen)
+{
+	const struct sipc__cg_limits lim = { cfg->pids_max, cfg->memory_max,
+	    cfg->cpu_max_percent };
+	struct sbx_state *st;
+	const char *bwrap;
+	int rc;
+
+	if ((rc = sipc__sandbox_bwrap(&bwrap)) < 0) {
+		snprintf(errbuf, errlen, "provider sandbox: no bwrap on PATH "
+		    "(install bubblewrap): %s", strerror(-rc));
+		return SIPC_E_EXEC;
+	}
+	if ((st = calloc(1, sizeof(*st))) == NULL)
+		return -ENOMEM;
+	rc = sipc__cg_open(cfg->cgroup, &lim, &st->cg, st->cg_why,
+	    sizeof(st->cg_why));
+	if (rc < 0) {
+		snprintf(errbuf, errlen, "cgroup: %s", st->cg_why);
+		free(st);
+		return rc;
+	}
+	*ret_state = st;
+	return 0;
+}
+
+static void
+sbx_destroy(void *state)
+{
+	struct sbx_state *st = state;
+
+	if (st == NULL)
+		return;
+	(void)sipc__cg_close(st->cg);
+	free(st);
+}
+
+static void
+sbx_info(void *state, struct sipc_provider_info *ret)
+{
+	const struct sbx_state *st = state;
+
+	memset(ret, 0, sizeof(*ret));
+	ret->cgroup = st->cg != NULL;
+	ret->limits = st->cg != NULL ? sipc__cg_limits(st->cg) : 0;
+	snprintf(ret->text, sizeof(ret->text), "%s", st->cg_why);
+}
+
+/* What the probes confirm on a machine where bwrap makes its namespaces
+ * (tests/conformance/main_sandbox.c).  Not a separate user (as root its
+ * user namespace maps root to root); limits hold where the supervisor's
+ * cgroup has the controllers, which is the host's arrangement, so they
+ * are not declared. */
+static unsigned
+sbx_declared(const struct sipc_config *cfg)
+{
+	(void)cfg;
+	return SIPC_G_PID_NAMESPACE | SIPC_G_MOUNT_NAMESPACE |
+	    SIPC_G_NETWORK_ISOLATION | SIPC_G_NO_INHERITED_SECRETS |
+	    SIPC_G_TREE_CONTAINMENT;
+}
+
+const struct sipc_provider_ops sipc__provider_sandbox = {
+	.abi = SIPC_PROVIDER_ABI,
+	.name = "sandbox",
+	.declared = sbx_declared,
+	.create = sbx_create,
+	.destroy = sbx_destroy,
+	.info = sbx_info,
+	.launch = sbx_launch,
+	.launch_start = sbx_launch_start,
+	.launch_finish = sbx_launch_finish,
+	.try_end = sbx_try_end,
+	.stop = sbx_stop,
+	.sweep = sbx_sweep,
+	.release = sbx_release,
+	.leftover = sbx_leftover,
+};

@@ -1,0 +1,75 @@
+/*
+ * sandbox.h - the sandbox provider (bubblewrap; sandbox.c).
+ *
+ * Threads: the reaper thread calls the provider's ops; the rest is for
+ * tests and selection, any thread.
+ */
+#ifndef SIPC_SANDBOX_H
+#define SIPC_SANDBOX_H
+
+#include <limits.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "ident.h"
+#include "provider.h"
+
+extern const struct sipc_provider_ops sipc__provider_sandbox;
+
+/* What proves a sandbox is still the one a handle (or a journal) names:
+ * the outer bwrap and the namespace's init, each by pid and start time,
+ * the boot, and the init's PID namespace. */
+struct sipc__sbx_id {
+	pid_t bwrap_pid;
+	uint64_t bwrap_start;
+	pid_t init_pid;
+	uint64_t init_start;
+	uint64_t pidns;               /* inode of /proc/<init>/ns/pid */
+	char boot_id[SIPC__BOOT_ID_LEN + 1];
+};
+
+/* The bwrap this process uses: the first executable "bwrap" on $PATH,
+ * looked up once.  0 with *ret set, or -ENOENT.  (sbxargv.c) */
+int sipc__sandbox_bwrap(const char **ret);
+
+/* Room for the fixed arguments, the host's top-level links, two binds
+ * and sipc-init's own arguments (added to the worker's). */
+#define SIPC__SBX_ARGV_FIXED 64
+
+/* bwrap's command line for one worker, and the strings it points to. */
+struct sipc__sbx_argv {
+	const char **v;               /* NULL-terminated; allocated */
+	size_t n, cap;
+	char wdir[PATH_MAX], idir[PATH_MAX], wpath[PATH_MAX], ipath[PATH_MAX];
+	char link[4][PATH_MAX];
+};
+
+/*
+ * Build it (sbxargv.c): the namespaces, the read-only view (/usr and the
+ * host's top-level links, the worker's directory and sipc-init's, both
+ * resolved), fresh /proc, /dev and /tmp, then "-- sipc-init WORKER ARGV0
+ * [ARGS...]".  0, or -errno (a path that does not resolve); a->v is then
+ * NULL.  The caller frees a->v; the strings are argv's or a's.
+ */
+int sipc__sbx_argv_build(struct sipc__sbx_argv *a, const char *bwrap,
+                         const char *init, const char *path,
+                         char *const *argv);
+
+/* Terminate the sandbox `id` names, left by a dead supervisor, if it is
+ * proven (same boot; its init alive with the recorded start time and
+ * PID namespace): TERM to its init, KILL after grace_ms.  1 proven and
+ * ended, 0 not proven (left alone), or -errno.  Blocks up to grace_ms
+ * plus a bounded wait.  Any thread. */
+int sipc__sandbox_leftover(const struct sipc__sbx_id *id, unsigned grace_ms);
+
+/* The identity as journalled (sipc_provider_id bytes, versioned) and
+ * back: decode is -EINVAL for bytes that are not a sandbox identity. */
+void sipc__sbx_id_encode(const struct sipc__sbx_id *k,
+                         struct sipc_provider_id *ret);
+int sipc__sbx_id_decode(const struct sipc_provider_id *id,
+                        struct sipc__sbx_id *ret);
+
+/* The identity of a started sandbox (a handle of sipc__provider_sandbox). */
+const struct sipc__sbx_id *sipc__sandbox_id(const void *handle);
+
+#endif

@@ -1,0 +1,162 @@
+/*
+ * sbxargv.c - the sandbox provider's command line: which bwrap, and
+ * what it is told (sandbox.h).  The view a worker gets is all here.
+ *
+ * Threads: the reaper thread (through sandbox.c) and tests; the bwrap
+ * lookup is done once (pthread_once) and read-only after.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sandbox.h"
+
+static pthread_once_t bwrap_once = PTHREAD_ONCE_INIT;
+static char bwrap_path[PATH_MAX];
+static int bwrap_err;
+
+/* The first executable "bwrap" on $PATH (or the default path), once:
+ * the sandbox tool must not change under a running supervisor. */
+static void
+bwrap_find(void)
+{
+	const char *path = getenv("PATH"), *p, *end;
+	size_t n;
+
+	if (path == NULL || *path == '\0')
+		path = "/usr/local/bin:/usr/bin:/bin";
+	bwrap_err = ENOENT;
+	for (p = path; *p != '\0'; p = *end ? end + 1 : end) {
+		end = strchrnul(p, ':');
+		n = (size_t)(end - p);
+		if (n == 0 || p[0] != '/' || n + 7 >= sizeof(bwrap_path))
+			continue;       /* relative entries: never */
+		snprintf(bwrap_path, sizeof(bwrap_path), "%.*s/bwrap", (int)n,
+		    p);
+		if (access(bwrap_path, X_OK) == 0) {
+			bwrap_err = 0;
+			return;
+		}
+	}
+	bwrap_path[0] = '\0';
+}
+
+int
+sipc__sandbox_bwrap(const char **ret)
+{
+	(void)pthread_once(&bwrap_once, bwrap_find);
+	if (bwrap_err != 0)
+		return -bwrap_err;
+	*ret = bwrap_path;
+	return 0;
+}
+
+static void
+av_add(struct sipc__sbx_argv *a, const char *s)
+{
+	if (a->n < a->cap - 1)
+		a->v[a->n++] = s;
+}
+
+static void
+av_add3(struct sipc__sbx_argv *a, const char *opt, const char *x, const char *y)
+{
+	av_add(a, opt);
+	av_add(a, x);
+	av_add(a, y);
+}
+
+/* The host's top-level directories that a program's loader and shells
+ * find through: replicated as links where the host has links (merged
+ * /usr), bound read-only where it has directories. */
+static void
+av_toplevel(struct sipc__sbx_argv *a)
+{
+	static const char *const top[] = { "/lib", "/lib64", "/bin", "/sbin" };
+	struct stat st;
+	ssize_t n;
+
+	for (size_t i = 0; i < sizeof(top) / sizeof(top[0]); i++) {
+		if (lstat(top[i], &st) < 0)
+			continue;
+		if (S_ISLNK(st.st_mode)) {
+			n = readlink(top[i], a->link[i], sizeof(a->link[i]) - 1);
+			if (n <= 0)
+				continue;
+			a->link[i][n] = '\0';
+			av_add3(a, "--symlink", a->link[i], top[i]);
+		} else if (S_ISDIR(st.st_mode)) {
+			av_add3(a, "--ro-bind", top[i], top[i]);
+		}
+	}
+}
+
+/* dir = the directory of path and ret_path = path, both resolved (the
+ * sandbox sees them at the same place, whatever the host's cwd). */
+static int
+real_dir(const char *path, char *dir, char *ret_path)
+{
+	char *slash;
+
+	if (realpath(path, dir) == NULL)
+		return -errno;
+	memcpy(ret_path, dir, PATH_MAX);
+	if ((slash = strrchr(dir, '/')) != NULL && slash != dir)
+		*slash = '\0';
+	return 0;
+}
+
+/* Order matters to bwrap: the empty /tmp comes before the binds, so a
+ * worker under /tmp is still seen. */
+int
+sipc__sbx_argv_build(struct sipc__sbx_argv *a, const char *bwrap,
+                     const char *init, const char *path, char *const *argv)
+{
+	size_t nargs = 0;
+	int rc;
+
+	while (argv[nargs] != NULL)
+		nargs++;
+	a->n = 0;
+	a->cap = SIPC__SBX_ARGV_FIXED + nargs + 4;
+	if ((a->v = calloc(a->cap, sizeof(*a->v))) == NULL)
+		return -ENOMEM;
+	if ((rc = real_dir(path, a->wdir, a->wpath)) < 0 ||
+	    (rc = real_dir(init, a->idir, a->ipath)) < 0) {
+		free(a->v);
+		a->v = NULL;
+		return rc;
+	}
+	av_add(a, bwrap);
+	av_add(a, "--unshare-all");
+	av_add(a, "--die-with-parent");
+	av_add(a, "--new-session");
+	av_add(a, "--as-pid-1");
+	av_add3(a, "--ro-bind", "/usr", "/usr");
+	av_toplevel(a);
+	av_add(a, "--proc");
+	av_add(a, "/proc");
+	av_add(a, "--dev");
+	av_add(a, "/dev");
+	av_add(a, "--tmpfs");
+	av_add(a, "/tmp");
+	av_add3(a, "--ro-bind", a->wdir, a->wdir);
+	av_add3(a, "--ro-bind", a->idir, a->idir);
+	av_add(a, "--chdir");
+	av_add(a, "/");
+	/* bwrap would add PWD=/: the environment is the launch's alone. */
+	av_add(a, "--unsetenv");
+	av_add(a, "PWD");
+	av_add(a, "--");
+	av_add(a, a->ipath);
+	av_add(a, a->wpath);
+	for (size_t i = 0; i < nargs; i++)
+		av_add(a, argv[i]);
+	a->v[a->n] = NULL;
+	return 0;
+}

@@ -1,0 +1,325 @@
+/*
+ * main_sandbox.c - runs the provider conformance suite against the
+ * sandbox provider (bubblewrap, src/unix/sandbox.c): every functional
+ * rule, every isolation rule it declares, and the table of guarantees
+ * with the local adapter beside it, every probe run for real on both.
+ * Each probe of the table must fail on the local adapter and pass on
+ * the sandbox (resource limits: only where a cgroup holds them).
+ *
+ * Beside the suite, what is the sandbox's own:
+ *   - a missing bwrap fails sipc_create() naming it, and a launch as an
+ *     exec failure (ENOENT), never a worker started without a sandbox;
+ *   - the identity it keeps is proven: sipc-init's host pid is a child
+ *     of the outer bwrap, in a PID namespace that is not ours;
+ *   - sipc-init finds the namespace's /proc already mounted by bwrap
+ *     and does not try (and warn) again;
+ *   - production refuses it, naming the two guarantees it lacks;
+ *   - a leftover identity ends the sandbox only when proven.
+ * Skipped as a whole where bwrap is missing or cannot make its
+ * namespaces here.
+ *
+ * Threads: the CUnit thread only.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "unix/ident.h"
+#include "unix/sandbox.h"
+#include "conformance.h"
+#include "driver.h"
+#include "testlib.h"
+
+static const char *no_sandbox;  /* why the sandbox cannot run here */
+
+static void
+test_conformance_sandbox_unavailable(void)
+{
+	tl_skip(no_sandbox);
+}
+
+/*
+ * Without bwrap on $PATH a launch fails as an exec failure, ENOENT.  In
+ * a fresh process (this binary again, MISSING_BWRAP): the lookup happens
+ * once per process, and this one has already found bwrap.
+ */
+#define MISSING_BWRAP "--missing-bwrap"
+
+static int
+missing_bwrap_child(void)
+{
+	int eno = 0, r;
+	struct cw w;
+
+	struct sipc_config c;
+	sipc_supervisor *s = NULL;
+	char err[256] = "";
+	int rc;
+
+	r = cw_launch_path(&w, tl_fixture("echo"), NULL, NULL, NULL, &eno);
+	if (r == 0)
+		cw_finish(&w);
+	printf("conformance: sandbox without bwrap: %s (%s)\n",
+	    sipc_strerror(r), strerror(eno));
+	/* And sipc_create() says so before anything starts. */
+	sipc_config_init(&c);
+	c.environment = SIPC_ENV_TEST;
+	c.provider = "sandbox";
+	c.path = tl_fixture("echo");
+	rc = sipc_create(&c, err, sizeof(err), &s);
+	printf("conformance: sipc_create without bwrap: %s: %s\n",
+	    sipc_strerror(rc), err);
+	if (rc == 0)
+		sipc_destroy(s);
+	return r == SIPC_E_EXEC && eno == ENOENT && rc == SIPC_E_EXEC &&
+	    strstr(err, "bwrap") != NULL ? 0 : 1;
+}
+
+static void
+test_conformance_sandbox_missing_bwrap_is_exec_failure(void)
+{
+	int st;
+	pid_t pid;
+
+	fflush(stdout);
+	if ((pid = fork()) == 0) {
+		setenv("PATH", "/nonexistent-sipc-dir", 1);
+		execl("/proc/self/exe", "conformance_sandbox", MISSING_BWRAP,
+		    (char *)NULL);
+		_exit(127);
+	}
+	CU_ASSERT_FATAL(pid > 0);
+	CU_ASSERT_FATAL(waitpid(pid, &st, 0) == pid);
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+static uint64_t
+ns_ino(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 ? (uint64_t)st.st_ino : 0;
+}
+
+static void
+test_conformance_sandbox_identity_proven(void)
+{
+	const struct sipc__sbx_id *id;
+	struct sipc__sbx_id back;
+	struct sipc__proc_stat ps;
+	struct sipc_hello hello;
+	char path[64];
+	struct cw w;
+
+	/* Asked for a process group, it still gets its namespace (SB6). */
+	conf_contain = SIPC_CONTAIN_PROCESS_GROUP;
+	CU_ASSERT_EQUAL_FATAL(cw_launch(&w, "echo", NULL, NULL), 0);
+	conf_contain = SIPC_CONTAIN_AUTO;
+	CU_ASSERT_EQUAL(cw_hello(&w, &hello), 0);
+	id = sipc__sandbox_id(w.h);
+	CU_ASSERT(id->init_pid > 0 && id->bwrap_pid > 0);
+	CU_ASSERT_EQUAL(w.ch.display_pid, id->init_pid);
+	CU_ASSERT_EQUAL(w.ch.end_fd >= 0, true);
+	CU_ASSERT_EQUAL(sipc__proc_stat(id->init_pid, &ps), 0);
+	CU_ASSERT_EQUAL(ps.ppid, id->bwrap_pid);
+	CU_ASSERT_EQUAL(ps.starttime, id->init_start);
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)id->init_pid);
+	CU_ASSERT_EQUAL(ns_ino(path), id->pidns);
+	CU_ASSERT_NOT_EQUAL(id->pidns, ns_ino("/proc/self/ns/pid"));
+	CU_ASSERT_EQUAL(strlen(id->boot_id), SIPC__BOOT_ID_LEN);
+	/* What the journal keeps reads back as the same identity. */
+	CU_ASSERT_EQUAL(sipc__sbx_id_decode(&w.ch.id, &back), 0);
+	CU_ASSERT(back.bwrap_pid == id->bwrap_pid &&
+	    back.bwrap_start == id->bwrap_start &&
+	    back.init_pid == id->init_pid && back.init_start == id->init_start &&
+	    back.pidns == id->pidns && strcmp(back.boot_id, id->boot_id) == 0);
+	w.ch.id.bytes[0]++;
+	CU_ASSERT_EQUAL(sipc__sbx_id_decode(&w.ch.id, &back), -EINVAL);
+	w.ch.id.bytes[0]--;
+	CU_ASSERT_EQUAL(w.ch.contain, SIPC_CONTAIN_PID_NAMESPACE);
+	cw_finish(&w);
+}
+
+/* Production requires every guarantee: the sandbox lacks two, and is
+ * refused naming exactly those, with nothing started; in development
+ * the five it declares may be required. */
+static void
+test_conformance_sandbox_production_refused(void)
+{
+	const unsigned five = SIPC_G_PID_NAMESPACE | SIPC_G_MOUNT_NAMESPACE |
+	    SIPC_G_NETWORK_ISOLATION | SIPC_G_NO_INHERITED_SECRETS |
+	    SIPC_G_TREE_CONTAINMENT;
+	struct cw_base b = cw_base_take();
+	struct sipc_config c;
+	sipc_supervisor *s = NULL;
+	char err[512] = "";
+
+	sipc_config_init(&c);
+	c.environment = SIPC_ENV_PRODUCTION;
+	c.provider = "sandbox";
+	c.path = tl_fixture("echo");
+	c.init_path = conf_init_path;
+	CU_ASSERT_EQUAL(sipc_create(&c, err, sizeof(err), &s),
+	    SIPC_E_PRODUCTION);
+	CU_ASSERT_PTR_NULL(s);
+	printf("conformance: sandbox in production: %s\n", err);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "resource_limits"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "separate_user"));
+	CU_ASSERT_PTR_NULL(strstr(err, "pid_namespace"));
+	CU_ASSERT_PTR_NULL(strstr(err, "tree_containment"));
+	cw_base_check(b);
+	c.environment = SIPC_ENV_DEVELOPMENT;
+	c.required_guarantees = five;
+	CU_ASSERT_EQUAL_FATAL(sipc_create(&c, err, sizeof(err), &s), 0);
+	CU_ASSERT_EQUAL(sipc_wait_ready(s, 1, DEADLINE_MS), 0);
+	sipc_destroy(s);
+}
+
+/*
+ * A journalled identity, as a restarted supervisor would use it: one not
+ * proven (a start time that is not the init's) leaves the sandbox
+ * alone, the true one ends it (TERM through its init).
+ */
+static void
+test_conformance_sandbox_leftover_proven_only(void)
+{
+	struct sipc__sbx_id id, wrong;
+	struct sipc_provider_id bytes;
+	struct sipc_hello hello;
+	struct sipc_frame f;
+	struct cw w;
+
+	CU_ASSERT_EQUAL_FATAL(cw_launch(&w, "echo", NULL, NULL), 0);
+	CU_ASSERT_EQUAL(cw_hello(&w, &hello), 0);
+	id = *sipc__sandbox_id(w.h);
+	wrong = id;
+	wrong.init_start++;
+	sipc__sbx_id_encode(&wrong, &bytes);
+	CU_ASSERT_EQUAL(conf_prov->leftover(NULL, &bytes, 200), 0);
+	wrong = id;
+	wrong.pidns++;
+	sipc__sbx_id_encode(&wrong, &bytes);
+	CU_ASSERT_EQUAL(conf_prov->leftover(NULL, &bytes, 200), 0);
+	/* Bytes of another provider's identity are an error, not a proof. */
+	bytes.len = 40;
+	CU_ASSERT(conf_prov->leftover(NULL, &bytes, 200) < 0);
+	/* Still alive and answering. */
+	CU_ASSERT_EQUAL(cw_roundtrip(&w, 1, "x", 1, &f), 0);
+	free(f.payload);
+	/* The identity the launch handed the journal ends it. */
+	CU_ASSERT_EQUAL(conf_prov->leftover(NULL, &w.ch.id, DEADLINE_MS), 1);
+	CU_ASSERT_EQUAL(cw_wait_end(&w, DEADLINE_MS), 1);
+	CU_ASSERT_EQUAL(w.exit.kind, SIPC_EXIT_SIGNAL);
+	CU_ASSERT_EQUAL(w.exit.signo, SIGTERM);
+	cw_finish(&w);
+}
+
+/* bwrap mounts the namespace's /proc: sipc-init sees itself as pid 1
+ * there and leaves it, so no refusal reaches the diagnostics. */
+static void
+test_conformance_sandbox_init_keeps_bwrap_proc(void)
+{
+	struct sipc_hello hello;
+	struct cw w;
+
+	CU_ASSERT_EQUAL_FATAL(cw_launch(&w, "echo", NULL, NULL), 0);
+	CU_ASSERT_EQUAL(cw_hello(&w, &hello), 0);
+	CU_ASSERT_EQUAL(conf_prov->stop(w.h, SIPC_STOP_GRACEFUL), 0);
+	CU_ASSERT_EQUAL(cw_wait_end(&w, DEADLINE_MS), 1);
+	CU_ASSERT_FALSE(cw_diag_has(&w, "not mounted", 11));
+	CU_ASSERT_FALSE(cw_diag_has(&w, "bwrap:", 6));
+	cw_finish(&w);
+}
+
+/*
+ * The table: local | sandbox.  Every probe but the limits one fails on
+ * the local adapter (its secrets row passes: it hands on only the launch
+ * environment) and passes in the sandbox.  No cgroup is set up here, so
+ * limits are provided by neither.
+ */
+static void
+test_conformance_table_local_sandbox(void)
+{
+	int lc[CONF_P_COUNT], sc[CONF_P_COUNT];
+	enum sipc_containment saved = conf_contain;
+
+	conf_contain = SIPC_CONTAIN_PROCESS_GROUP;
+	conf_table_column("local", &sipc__provider_local, NULL, lc);
+	conf_contain = saved;
+	conf_table_column("sandbox", &sipc__provider_sandbox, NULL, sc);
+	conf_table_print();
+	CU_ASSERT_EQUAL(lc[CONF_P_HOST_PID], 0);
+	CU_ASSERT_EQUAL(lc[CONF_P_HOST_FILES], 0);
+	CU_ASSERT_EQUAL(lc[CONF_P_HOST_SOCKETS], 0);
+	CU_ASSERT_EQUAL(lc[CONF_P_TERMINATION], 0);
+	CU_ASSERT_EQUAL(sc[CONF_P_HOST_PID], 1);
+	CU_ASSERT_EQUAL(sc[CONF_P_HOST_FILES], 1);
+	CU_ASSERT_EQUAL(sc[CONF_P_HOST_SOCKETS], 1);
+	CU_ASSERT_EQUAL(sc[CONF_P_SECRETS], 1);
+	CU_ASSERT_EQUAL(sc[CONF_P_TERMINATION], 1);
+	CU_ASSERT_EQUAL(sc[CONF_P_LIMITS], 0);
+}
+
+/* Can bwrap make every namespace here?  NULL, or why not. */
+static const char *
+sandbox_unavailable(void)
+{
+	const char *bwrap;
+	char cmd[PATH_MAX + 96];
+
+	if (sipc__sandbox_bwrap(&bwrap) < 0)
+		return "bwrap is not installed (no bwrap on PATH)";
+	snprintf(cmd, sizeof(cmd), "%s --unshare-all --ro-bind / / /bin/true "
+	    ">/dev/null 2>&1", bwrap);
+	if (system(cmd) != 0)
+		return "bwrap cannot create its namespaces here (user or PID "
+		    "namespaces refused)";
+	return NULL;
+}
+
+int
+main(int argc, char **argv)
+{
+	int rc;
+
+	setvbuf(stdout, NULL, _IONBF, 0);
+	conf_init_path = tl_init_path();
+	conf_contain = SIPC_CONTAIN_AUTO;
+	conf_prov = &sipc__provider_sandbox;
+	if (argc == 2 && strcmp(argv[1], MISSING_BWRAP) == 0)
+		return missing_bwrap_child();
+	if ((no_sandbox = sandbox_unavailable()) != NULL) {
+		printf("conformance: sandbox: skipped: %s\n", no_sandbox);
+		tl_suite("conformance_sandbox", (tl_test[]){
+		    { "test_conformance_sandbox_unavailable",
+		      test_conformance_sandbox_unavailable },
+		    { NULL, NULL } });
+		return tl_run();
+	}
+	tl_suite("conformance_sandbox", (tl_test[]){
+	    { "test_conformance_sandbox_missing_bwrap_is_exec_failure",
+	      test_conformance_sandbox_missing_bwrap_is_exec_failure },
+	    { "test_conformance_sandbox_identity_proven",
+	      test_conformance_sandbox_identity_proven },
+	    { "test_conformance_sandbox_init_keeps_bwrap_proc",
+	      test_conformance_sandbox_init_keeps_bwrap_proc },
+	    { "test_conformance_sandbox_production_refused",
+	      test_conformance_sandbox_production_refused },
+	    { "test_conformance_sandbox_leftover_proven_only",
+	      test_conformance_sandbox_leftover_proven_only },
+	    { NULL, NULL } });
+	conf_register(&sipc__provider_sandbox, NULL);
+	tl_suite("conformance_table", (tl_test[]){
+	    { "test_conformance_table_local_sandbox",
+	      test_conformance_table_local_sandbox },
+	    { NULL, NULL } });
+	rc = tl_run();
+	conf_print_summary();
+	return rc;
+}
