@@ -437,8 +437,10 @@ test_conformance_selfcheck_probes_pass_under_bwrap(void)
 	    "--die-with-parent", "--new-session", "--clearenv",
 	    "--ro-bind", "/usr", "/usr", "--symlink", "usr/lib", "/lib",
 	    "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/bin", "/bin",
-	    "--ro-bind", fixdir, fixdir, "--proc", "/proc", "--dev", "/dev",
-	    "--tmpfs", "/tmp", "--chdir", "/" }, .env_to_args = true };
+	    /* the empty /tmp before the bind: a tree under /tmp stays seen */
+	    "--tmpfs", "/tmp", "--ro-bind", fixdir, fixdir,
+	    "--proc", "/proc", "--dev", "/dev", "--chdir", "/" },
+	    .env_to_args = true };
 	struct sipc_provider_ops p = wrap_provider("bwrap", NULL);
 	int cell[CONF_P_COUNT], st;
 	char *slash;
