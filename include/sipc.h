@@ -403,6 +403,13 @@ struct sipc_config {
 	size_t memory_max;            /* bytes per worker tree (memory.max) */
 	unsigned cpu_max_percent;     /* per worker tree, % of one CPU
 	                               * (cpu.max "percent*1000 100000") */
+
+	/* The sipc-probe program sipc_create() runs once through the
+	 * provider to prove each required guarantee (see sipc_create()).
+	 * NULL: sipc-probe beside init_path when that is set, else the one
+	 * in the LIBEXECDIR the library was built for.  Missing or not
+	 * executable where a probe is due: the creation is refused. */
+	const char *probe_path;
 };
 
 /* Fill `cfg` with the documented defaults (environment UNSET, provider
