@@ -438,8 +438,18 @@ typedef struct sipc_supervisor sipc_supervisor;
  * if cfg->owner (-EBUSY: another owner-mode supervisor exists; or the
  * signalfd / prctl error, with the caller's signal mask as it was),
  * make its cgroup (SIPC_E_CGROUP when cfg->cgroup is REQUIRED or a limit
- * is set and that cannot be done here, errbuf says why), start the
- * reaper and the pool.  Workers become ready asynchronously: see
+ * is set and that cannot be done here, errbuf says why), prove each
+ * required guarantee (below), start the reaper and the pool.
+ *
+ * Start-up probes: when any guarantee is required (always in production
+ * and unset; in development and test when required_guarantees is not
+ * 0), a declaration is not believed.  The probe program (probe_path)
+ * is launched once through the provider, on this thread, and each
+ * required guarantee is probed from the host side; any not confirmed,
+ * a probe program that cannot be executed, does not answer or does not
+ * end: SIPC_E_PRODUCTION, errbuf naming each guarantee and the reason.
+ * Bounded by handshake_ms + grace_ms + 3 s; the probe is stopped, swept
+ * and released before this returns, whatever happened.  Workers become ready asynchronously: see
  * sipc_wait_ready().  `errbuf` (may be NULL) receives a human-readable
  * reason on failure; *ret is untouched then.  `cfg` and everything it
  * points at may be freed when this returns, except cfg->log_arg, used
