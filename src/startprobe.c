@@ -194,13 +194,18 @@ chan_wait(struct run *r, short ev)
 	    { .fd = r->ch.diag_fd, .events = POLLIN } };
 	int n;
 
-	while ((n = poll(pf, 2, remaining(r))) < 0 && errno == EINTR)
-		;
-	if (n < 0)
-		return -errno;
-	if (pf[1].revents)
+	for (;;) {
+		if ((n = poll(pf, 2, remaining(r))) < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0 || pf[0].revents)
+			return n > 0;
 		diag_drain(r);
-	return pf[0].revents ? 1 : n == 0 ? 0 : chan_wait(r, ev);
+		/* a diagnostics pipe at its end polls readable for good */
+		if (pf[1].revents & (POLLHUP | POLLERR))
+			pf[1].fd = -1;
+	}
 }
 
 static int
@@ -223,22 +228,28 @@ send_all(struct run *r, const uint8_t *p, size_t len)
 	return 0;
 }
 
-/* The next frame from the probe (payload the caller's). */
+/* The next frame from the probe (payload the caller's).  Header bytes
+ * are read one at a time and a payload straight into its buffer, so a
+ * read never takes bytes of the next frame: nothing is carried over. */
 static int
 recv_frame(struct run *r, struct sipc_frame *f)
 {
-	uint8_t buf[8192];
 	bool done = false;
+	uint8_t byte, *dst;
+	size_t need;
 	ssize_t n;
 	long used;
 	int w;
 
 	for (;;) {
-		if ((n = read(r->ch.proto_fd, buf, 1)) == 1) {
-			/* One byte at a time: a frame never overruns into the
-			 * next; replies are small and few. */
-			if ((used = sipc__decoder_feed(&r->dec, buf, 1, f,
-			    &done)) < 0)
+		need = sipc__decoder_direct(&r->dec, &dst);
+		if ((n = read(r->ch.proto_fd, need ? dst : &byte,
+		    need ? need : 1)) > 0) {
+			if (need)
+				sipc__decoder_direct_done(&r->dec, (size_t)n, f,
+				    &done);
+			else if ((used = sipc__decoder_feed(&r->dec, &byte, 1,
+			    f, &done)) < 0)
 				return (int)used;
 			if (done)
 				return 0;
@@ -628,8 +639,11 @@ run_probes(struct run *r, const char *path, unsigned required,
 		return rc;
 	}
 	if (fcntl(r->ch.proto_fd, F_SETFL, O_NONBLOCK) < 0 ||
-	    fcntl(r->ch.diag_fd, F_SETFL, O_NONBLOCK) < 0)
-		return -errno;
+	    fcntl(r->ch.diag_fd, F_SETFL, O_NONBLOCK) < 0) {
+		rc = -errno;
+		snprintf(what, wlen, "the probe's channel: %s", strerror(-rc));
+		return rc;
+	}
 	if ((rc = hello(r)) < 0) {
 		snprintf(what, wlen, "the probe %.300s did not say hello: %s",
 		    path, sipc_strerror(rc));
