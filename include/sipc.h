@@ -407,6 +407,13 @@ struct sipc_config {
 	size_t memory_max;            /* bytes per worker tree (memory.max) */
 	unsigned cpu_max_percent;     /* per worker tree, % of one CPU
 	                               * (cpu.max "percent*1000 100000") */
+
+	/* The sipc-probe program sipc_create() runs once through the
+	 * provider to prove each required guarantee (see sipc_create()).
+	 * NULL: sipc-probe beside init_path when that is set, else the one
+	 * in the LIBEXECDIR the library was built for.  Missing or not
+	 * executable where a probe is due: the creation is refused. */
+	const char *probe_path;
 };
 
 /* Fill `cfg` with the documented defaults (environment UNSET, provider
@@ -435,8 +442,18 @@ typedef struct sipc_supervisor sipc_supervisor;
  * if cfg->owner (-EBUSY: another owner-mode supervisor exists; or the
  * signalfd / prctl error, with the caller's signal mask as it was),
  * make its cgroup (SIPC_E_CGROUP when cfg->cgroup is REQUIRED or a limit
- * is set and that cannot be done here, errbuf says why), start the
- * reaper and the pool.  Workers become ready asynchronously: see
+ * is set and that cannot be done here, errbuf says why), prove each
+ * required guarantee (below), start the reaper and the pool.
+ *
+ * Start-up probes: when any guarantee is required (always in production
+ * and unset; in development and test when required_guarantees is not
+ * 0), a declaration is not believed.  The probe program (probe_path)
+ * is launched once through the provider, on this thread, and each
+ * required guarantee is probed from the host side; any not confirmed,
+ * a probe program that cannot be executed, does not answer or does not
+ * end: SIPC_E_PRODUCTION, errbuf naming each guarantee and the reason.
+ * Bounded by handshake_ms + grace_ms + 3 s; the probe is stopped, swept
+ * and released before this returns, whatever happened.  Workers become ready asynchronously: see
  * sipc_wait_ready().  `errbuf` (may be NULL) receives a human-readable
  * reason on failure; *ret is untouched then.  `cfg` and everything it
  * points at may be freed when this returns, except cfg->log_arg, used

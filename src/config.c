@@ -68,6 +68,7 @@ const struct sipc__cfg_key sipc__cfg_keys[] = {
 	NUM(pids_max, 0, 4194304),
 	NUM(memory_max, 0, SIZE_CAP),
 	NUM(cpu_max_percent, 0, 100000),
+	OTHER(probe_path, SIPC__CK_OPTSTRING),
 };
 _Static_assert(sizeof(sipc__cfg_keys) / sizeof(sipc__cfg_keys[0]) ==
     SIPC__CFG_NKEYS, "SIPC__CFG_NKEYS counts the key table");
@@ -291,6 +292,9 @@ validate_strings(const struct sipc_config *cfg, char *msg, size_t len)
 	else if (cfg->init_path != NULL && cfg->init_path[0] == '\0')
 		snprintf(msg, len, "init_path: empty (use NULL for the "
 		    "installed sipc-init)");
+	else if (cfg->probe_path != NULL && cfg->probe_path[0] == '\0')
+		snprintf(msg, len, "probe_path: empty (use NULL for the "
+		    "installed sipc-probe)");
 	else
 		return true;
 	return false;

@@ -35,6 +35,7 @@
  *   containment          auto | pid_namespace | user_namespace |
  *                        process_group
  *   init_path            text; empty = the installed sipc-init
+ *   probe_path           text; empty = sipc-probe beside the init
  *   state_dir            text; empty = no durable state
  *   durability           off | group | each
  *   cgroup               auto | off | required

@@ -7,7 +7,9 @@
  * configuration asks for; in development and test only what it asks
  * for.  A provider that does not declare every required guarantee is
  * refused, each missing guarantee named, before anything is made or
- * spawned.  There is no override: not a flag, not an environment
+ * spawned.  A declaration is not proof: sipc_create() then runs the
+ * start-up probes (startprobe.c) for every required guarantee, and
+ * refuses the provider for each one not confirmed.  There is no override: not a flag, not an environment
  * variable, not a build option.  A provider a host registers is held to
  * the same rule as a built-in.
  *
@@ -98,13 +100,24 @@ sipc_provider_register(const struct sipc_provider_ops *ops)
 	return rc;
 }
 
+unsigned
+sipc__provider_required(const struct sipc_config *cfg)
+{
+	unsigned required = cfg->required_guarantees;
+
+	if (cfg->environment != SIPC_ENV_DEVELOPMENT &&
+	    cfg->environment != SIPC_ENV_TEST)
+		required |= SIPC_G_ALL;
+	return required;
+}
+
 int
 sipc__provider_select(const struct sipc_config *cfg, char *errbuf,
                       size_t errlen, const struct sipc_provider_ops **ret)
 {
 	const struct sipc_provider_ops *p;
 	const char *want = cfg->provider ? cfg->provider : "local";
-	unsigned required = cfg->required_guarantees, missing, bit;
+	unsigned required = sipc__provider_required(cfg), missing, bit;
 	size_t off;
 
 	if ((p = sipc__provider_find(want)) == NULL) {
@@ -112,9 +125,6 @@ sipc__provider_select(const struct sipc_config *cfg, char *errbuf,
 		    want);
 		return SIPC_E_CONFIG;
 	}
-	if (cfg->environment != SIPC_ENV_DEVELOPMENT &&
-	    cfg->environment != SIPC_ENV_TEST)
-		required |= SIPC_G_ALL;
 	missing = required & ~(p->declared != NULL ? p->declared(cfg) : 0);
 	if (missing == 0 && cfg->environment == SIPC_ENV_UNSET) {
 		/* Even a provider that declares everything: a configuration

@@ -17,6 +17,10 @@ extern const struct sipc_provider_ops sipc__provider_local;
  * when there is none.  Any thread. */
 const struct sipc_provider_ops *sipc__provider_find(const char *name);
 
+/* The guarantees cfg requires: its own, plus SIPC_G_ALL outside
+ * development and test.  Pure; any thread. */
+unsigned sipc__provider_required(const struct sipc_config *cfg);
+
 /*
  * Select the provider named in cfg and check it against the
  * configuration's environment, before anything is made.  Fails closed:

@@ -26,6 +26,7 @@
 #include "config.h"
 #include "policy.h"
 #include "provider.h"
+#include "startprobe.h"
 #include "sipc_int.h"
 
 
@@ -348,6 +349,7 @@ sup_free(struct sipc_supervisor *s)
 	free((char *)s->cfg.provider);
 	free((char *)s->cfg.state_dir);
 	free((char *)s->cfg.init_path);
+	free((char *)s->cfg.probe_path);
 	free(s->pool_budget);
 	sipc__table_fini(&s->table);
 	if (s->owner_held)
@@ -385,12 +387,14 @@ sup_alloc(const struct sipc_config *cfg, struct sipc_supervisor **ret)
 	s->cfg.provider = xstrdup(cfg->provider ? cfg->provider : "local");
 	s->cfg.state_dir = xstrdup(cfg->state_dir);
 	s->cfg.init_path = xstrdup(cfg->init_path);
+	s->cfg.probe_path = xstrdup(cfg->probe_path);
 	s->nslots = cfg->workers;
 	atomic_init(&s->next_id, 1);
 	*ret = s;
 	if (s->cfg.path == NULL || s->cfg.provider == NULL ||
 	    (cfg->state_dir != NULL && s->cfg.state_dir == NULL) ||
-	    (cfg->init_path != NULL && s->cfg.init_path == NULL))
+	    (cfg->init_path != NULL && s->cfg.init_path == NULL) ||
+	    (cfg->probe_path != NULL && s->cfg.probe_path == NULL))
 		return -ENOMEM;
 	if ((rc = sipc__table_init(&s->table, cfg->workers *
 	    cfg->ring_frames)) < 0)
@@ -475,6 +479,10 @@ sipc_create(const struct sipc_config *cfg, char *errbuf, size_t errlen,
 		goto fail;
 	if (cfg->state_dir != NULL &&
 	    (rc = sipc__durable_open(s, errbuf, errlen)) < 0)
+		goto fail;
+	/* Declared is not proven: each required guarantee is probed. */
+	if ((rc = sipc__startprobe_run(prov, s->prov_state, &s->cfg,
+	    sipc__provider_required(cfg), errbuf, errlen)) < 0)
 		goto fail;
 	/* Outside owner mode no process-wide signal state is touched:
 	 * the reaper watches the workers' pidfds. */

@@ -191,15 +191,16 @@ test_provider_host_production_refused(void)
 	CU_ASSERT_PTR_NULL(s);
 }
 
-/* A launch without an end descriptor: rescanned in test, refused in
- * production (an end must be seen when it happens). */
+/* A launch without an end descriptor is rescanned in test.  (In
+ * production the launch refuses it; a provider that only declares the
+ * guarantees never gets that far: the start-up probe refuses it first,
+ * below.) */
 static void
-test_provider_host_no_end_fd_refused_in_production(void)
+test_provider_host_no_end_fd_rescanned_in_test(void)
 {
 	struct sipc_config c = cfg_for(NULL, "echo");
 	struct sipc_result r;
 	sipc_supervisor *s;
-	char err[256] = "";
 
 	atomic_store(&end_fd_hidden, true);
 	c.state_dir = NULL;
@@ -208,14 +209,39 @@ test_provider_host_no_end_fd_refused_in_production(void)
 	CU_ASSERT_EQUAL(r.outcome, SIPC_OUTCOME_OK);
 	sipc_result_release(&r);
 	CU_ASSERT_EQUAL(sipc_destroy(s), 0);
+	atomic_store(&end_fd_hidden, false);
+}
 
+/*
+ * A registered provider that declares every guarantee and gives none
+ * (it is the local provider in process-group mode): a declaration is
+ * not proof, the start-up probe refuses it in production, naming each
+ * guarantee with what the probe saw.  Its create ran (the probe runs on
+ * its state); nothing it launched is left.
+ */
+static void
+test_provider_host_claims_refused_by_probe(void)
+{
+	struct sipc_config c = cfg_for(NULL, "echo");
+	unsigned launches = atomic_load(&n_launch);
+	sipc_supervisor *s = NULL;
+	char err[2048] = "";
+
+	c.state_dir = NULL;
 	c.provider = "hostwrap-claims";
 	c.environment = SIPC_ENV_PRODUCTION;
-	s = NULL;
-	CU_ASSERT_EQUAL_FATAL(sipc_create(&c, err, sizeof(err), &s), 0);
-	CU_ASSERT_EQUAL(sipc_wait_ready(s, 1, DEADLINE_MS), SIPC_E_PRODUCTION);
-	CU_ASSERT_EQUAL(sipc_destroy(s), 0);
-	atomic_store(&end_fd_hidden, false);
+	CU_ASSERT_EQUAL(sipc_create(&c, err, sizeof(err), &s),
+	    SIPC_E_PRODUCTION);
+	CU_ASSERT_PTR_NULL(s);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "provider \"hostwrap-claims\" "
+	    "refused: guarantee(s) not proven by the start-up probe"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "pid_namespace (the worker can "
+	    "signal host pid"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "mount_namespace (the worker read "
+	    "the host's file"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "separate_user (the worker's uid"));
+	/* the probe ran through the registered ops, once */
+	CU_ASSERT_EQUAL(atomic_load(&n_launch), launches + 1);
 }
 
 /* --------------------------------------------------- crash and leftover */
@@ -389,8 +415,10 @@ main(void)
 	      test_provider_host_register_errors },
 	    { "test_provider_host_production_refused",
 	      test_provider_host_production_refused },
-	    { "test_provider_host_no_end_fd_refused_in_production",
-	      test_provider_host_no_end_fd_refused_in_production },
+	    { "test_provider_host_no_end_fd_rescanned_in_test",
+	      test_provider_host_no_end_fd_rescanned_in_test },
+	    { "test_provider_host_claims_refused_by_probe",
+	      test_provider_host_claims_refused_by_probe },
 	    { "test_provider_host_leftover_goes_to_its_provider",
 	      test_provider_host_leftover_goes_to_its_provider },
 	    { "test_provider_host_leftover_of_unknown_provider_left_alone",

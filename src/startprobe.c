@@ -1,0 +1,722 @@
+/*
+ * startprobe.c - the start-up probes: a provider's declared guarantees
+ * are believed only once the worker half (sipc-probe, launched once
+ * through the provider like any worker) failed to reach what the host
+ * set up for it.  The host knows the truth of each bait, so the host
+ * judges; the probe only reports what it got:
+ *   pid_namespace       kill(host pid, 0) from the worker: ESRCH
+ *   mount_namespace     a file with a random name and content the host
+ *                       made (0644 in a 0755 directory): not readable
+ *   network_isolation   127.0.0.1:port and an abstract unix socket the
+ *                       host listens on: no connect
+ *   no_inherited_secrets a descriptor to a secret file the host holds
+ *                       open without close-on-exec across the launch:
+ *                       not found; no host NAME=VALUE that the launch
+ *                       did not carry in the worker's environment
+ *   separate_user       the worker's uid mapped out through its
+ *                       uid_map differs from the host's euid
+ *   resource_limits     pids_max (or worker_nproc_limit) configured and
+ *                       a fork past it refused with EAGAIN; no limit
+ *                       configured: nothing to prove, refused
+ *   tree_containment    a child the probe put in a new session keeps
+ *                       the channel open; after stop (forced) and sweep
+ *                       the host's end must hang up, i.e. no copy of it
+ *                       survives anywhere
+ * Everything runs within one deadline; what the host made is removed
+ * before returning, and the probe is always released.
+ *
+ * Threads: sipc_create()'s, before the reaper starts.  No locks.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "frame.h"
+#include "startprobe.h"
+
+#ifndef SIPC_LIBEXECDIR
+#define SIPC_LIBEXECDIR "/usr/local/libexec/sipc"
+#endif
+
+#define PROBE_NAME "sipc-probe"
+#define REPLY_MAX (1u << 20)
+/* Of SIPC__PROBE_SLACK_MS: the requests get ASK_SLACK_MS beyond the
+ * handshake, the end after the forced stop grace_ms and the rest (the
+ * channel's hang-up after sweep included). */
+#define ASK_SLACK_MS 2000
+#define END_SLACK_MS (SIPC__PROBE_SLACK_MS - ASK_SLACK_MS)
+#define FORK_PROBE_MAX 1024      /* as the probe's own cap */
+
+extern char **environ;
+
+/* What the host set up: the truth each reply is judged against. */
+struct bait {
+	char dir[256], file[300], token[48];
+	int secret_fd;               /* open across the launch, no CLOEXEC */
+	int tcp_fd, abs_fd, port;
+};
+
+struct run {
+	const struct sipc_provider_ops *p;
+	const struct sipc_config *cfg;
+	void *state;                 /* the provider's, for launch */
+	void *handle;
+	struct sipc_provider_chan ch;
+	struct sipc_decoder dec;
+	int64_t deadline;
+	uint64_t next_id;
+	struct bait b;
+	char *const *envp;
+};
+
+/* ------------------------------------------------------------ the bait */
+
+static int
+bait_make(struct bait *b)
+{
+	const char *tmp = getenv("TMPDIR");
+	unsigned char rnd[12];
+	int fd, r = 0;
+
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+		return -EIO;
+	snprintf(b->token, sizeof(b->token), "sipc-probe-");
+	for (size_t i = 0; i < sizeof(rnd); i++)
+		snprintf(b->token + strlen(b->token), 3, "%02x", rnd[i]);
+	snprintf(b->dir, sizeof(b->dir), "%s/%s-XXXXXX",
+	    tmp != NULL && *tmp == '/' ? tmp : "/tmp", b->token);
+	if (mkdtemp(b->dir) == NULL)
+		return -errno;
+	snprintf(b->file, sizeof(b->file), "%s/secret", b->dir);
+	/* Readable by anyone who can see it: only the worker's view of
+	 * the filesystem may keep it out. */
+	if (chmod(b->dir, 0755) < 0 ||
+	    (fd = open(b->file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+	    0644)) < 0)
+		return -errno;
+	if (fchmod(fd, 0644) < 0 ||
+	    write(fd, b->token, strlen(b->token)) != (ssize_t)strlen(b->token))
+		r = -EIO;
+	close(fd);
+	return r;
+}
+
+static void
+bait_drop(struct bait *b)
+{
+	if (b->secret_fd >= 0)
+		close(b->secret_fd);
+	if (b->tcp_fd >= 0)
+		close(b->tcp_fd);
+	if (b->abs_fd >= 0)
+		close(b->abs_fd);
+	b->secret_fd = b->tcp_fd = b->abs_fd = -1;
+	if (b->file[0] != '\0')
+		(void)unlink(b->file);
+	if (b->dir[0] != '\0')
+		(void)rmdir(b->dir);
+	b->file[0] = b->dir[0] = '\0';
+}
+
+static int
+listen_on(int fd, const struct sockaddr *sa, socklen_t len)
+{
+	int e;
+
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, sa, len) == 0 && listen(fd, 4) == 0)
+		return fd;
+	e = errno;
+	close(fd);
+	return -e;
+}
+
+/* 127.0.0.1:<kernel's choice> and the abstract name of the token. */
+static int
+bait_listen(struct bait *b)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	socklen_t sl = sizeof(sin);
+	size_t n = strlen(b->token);
+
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if ((b->tcp_fd = listen_on(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC,
+	    0), (struct sockaddr *)&sin, sizeof(sin))) < 0)
+		return b->tcp_fd;
+	if (getsockname(b->tcp_fd, (struct sockaddr *)&sin, &sl) < 0)
+		return -errno;
+	b->port = ntohs(sin.sin_port);
+	memcpy(sun.sun_path + 1, b->token, n);
+	return (b->abs_fd = listen_on(socket(AF_UNIX, SOCK_STREAM |
+	    SOCK_CLOEXEC, 0), (struct sockaddr *)&sun,
+	    (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)));
+}
+
+/* ------------------------------------------------------- the channel */
+
+static int
+remaining(const struct run *r)
+{
+	int64_t left = r->deadline - sipc__now_ms();
+
+	return left <= 0 ? 0 : left > INT32_MAX ? INT32_MAX : (int)left;
+}
+
+/* Worker output is only drained, so the probe never blocks on it. */
+static void
+diag_drain(struct run *r)
+{
+	char buf[4096];
+
+	while (r->ch.diag_fd >= 0 && read(r->ch.diag_fd, buf, sizeof(buf)) > 0)
+		;
+}
+
+/* Wait for `ev` on the channel before the deadline: 1 ready, 0 timed
+ * out. */
+static int
+chan_wait(struct run *r, short ev)
+{
+	struct pollfd pf[2] = { { .fd = r->ch.proto_fd, .events = ev },
+	    { .fd = r->ch.diag_fd, .events = POLLIN } };
+	int n;
+
+	for (;;) {
+		if ((n = poll(pf, 2, remaining(r))) < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0 || pf[0].revents)
+			return n > 0;
+		diag_drain(r);
+		/* a diagnostics pipe at its end polls readable for good */
+		if (pf[1].revents & (POLLHUP | POLLERR))
+			pf[1].fd = -1;
+	}
+}
+
+static int
+send_all(struct run *r, const uint8_t *p, size_t len)
+{
+	ssize_t n;
+	int w;
+
+	while (len > 0) {
+		if ((n = write(r->ch.proto_fd, p, len)) > 0) {
+			p += n;
+			len -= (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno != EAGAIN && errno != EINTR)
+			return -errno;
+		if ((w = chan_wait(r, POLLOUT)) <= 0)
+			return w < 0 ? w : -ETIMEDOUT;
+	}
+	return 0;
+}
+
+/* The next frame from the probe (payload the caller's).  Header bytes
+ * are read one at a time and a payload straight into its buffer, so a
+ * read never takes bytes of the next frame: nothing is carried over. */
+static int
+recv_frame(struct run *r, struct sipc_frame *f)
+{
+	bool done = false;
+	uint8_t byte, *dst;
+	size_t need;
+	ssize_t n;
+	long used;
+	int w;
+
+	for (;;) {
+		need = sipc__decoder_direct(&r->dec, &dst);
+		if ((n = read(r->ch.proto_fd, need ? dst : &byte,
+		    need ? need : 1)) > 0) {
+			if (need)
+				sipc__decoder_direct_done(&r->dec, (size_t)n, f,
+				    &done);
+			else if ((used = sipc__decoder_feed(&r->dec, &byte, 1,
+			    f, &done)) < 0)
+				return (int)used;
+			if (done)
+				return 0;
+			continue;
+		}
+		if (n == 0)
+			return SIPC_E_WORKER_DIED;
+		if (errno != EAGAIN && errno != EINTR)
+			return -errno;
+		if ((w = chan_wait(r, POLLIN)) <= 0)
+			return w < 0 ? w : -ETIMEDOUT;
+	}
+}
+
+static int
+hello(struct run *r)
+{
+	struct sipc_hello h;
+	struct sipc_frame f;
+	int rc;
+
+	if ((rc = recv_frame(r, &f)) < 0)
+		return rc;
+	rc = f.hdr.type == SIPC_FT_HELLO &&
+	    sipc__hello_decode(f.payload, f.hdr.len, &h) == 0 ? 0 :
+	    SIPC_E_HANDSHAKE;
+	free(f.payload);
+	return rc;
+}
+
+/* One request, its reply as text in out (NUL-terminated). */
+static int
+ask(struct run *r, const char *req, char *out, size_t cap)
+{
+	uint8_t msg[SIPC_FRAME_HDR_LEN + 512];
+	struct sipc_frame_hdr h = { .type = SIPC_FT_REQUEST,
+	    .id = ++r->next_id, .len = (uint32_t)strlen(req) };
+	struct sipc_frame f;
+	int rc;
+
+	if (h.len > sizeof(msg) - SIPC_FRAME_HDR_LEN)
+		return -E2BIG;
+	sipc__frame_encode_hdr(msg, &h);
+	memcpy(msg + SIPC_FRAME_HDR_LEN, req, h.len);
+	if ((rc = send_all(r, msg, SIPC_FRAME_HDR_LEN + h.len)) < 0)
+		return rc;
+	for (;;) {
+		if ((rc = recv_frame(r, &f)) < 0)
+			return rc;
+		if (f.hdr.id == h.id && (f.hdr.type == SIPC_FT_REPLY ||
+		    f.hdr.type == SIPC_FT_ERROR))
+			break;
+		free(f.payload);        /* ACCEPT, HEARTBEAT */
+	}
+	rc = f.hdr.type == SIPC_FT_REPLY ? 0 : SIPC_E_PROTOCOL;
+	snprintf(out, cap, "%.*s", (int)f.hdr.len, f.payload ?
+	    (char *)f.payload : "");
+	free(f.payload);
+	return rc;
+}
+
+/* ------------------------------------------------------- the probes */
+
+/* "errno=E" of a reply as text. */
+static const char *
+reply_err(const char *text)
+{
+	const char *e = strstr(text, "errno=");
+
+	return e != NULL ? strerror(atoi(e + 6)) : "no error given";
+}
+
+/* Each returns 1 confirmed, 0 not (why says which either way), or a
+ * negative error (no answer: not confirmed). */
+typedef int (*probe_fn)(struct run *r, char *why, size_t len);
+
+static int
+probe_pid(struct run *r, char *why, size_t len)
+{
+	char req[32], t[128];
+	long pid = (long)getpid();
+	int rc;
+
+	snprintf(req, sizeof(req), "kill %ld", pid);
+	if ((rc = ask(r, req, t, sizeof(t))) < 0)
+		return rc;
+	if (strcmp(t, "kill=0 errno=3") == 0) {   /* ESRCH */
+		snprintf(why, len, "host pid %ld: no such process from the "
+		    "worker", pid);
+		return 1;
+	}
+	snprintf(why, len, "the worker %s host pid %ld (kill: %s)",
+	    strcmp(t, "kill=1") == 0 ? "can signal" : "sees", pid,
+	    strcmp(t, "kill=1") == 0 ? "allowed" : reply_err(t));
+	return 0;
+}
+
+static int
+probe_mount(struct run *r, char *why, size_t len)
+{
+	char req[320], t[512];
+	int rc;
+
+	snprintf(req, sizeof(req), "read %s", r->b.file);
+	if ((rc = ask(r, req, t, sizeof(t))) < 0)
+		return rc;
+	if (strncmp(t, "read=1 ", 7) == 0 && strstr(t, r->b.token) != NULL) {
+		snprintf(why, len, "the worker read the host's file %s",
+		    r->b.file);
+		return 0;
+	}
+	snprintf(why, len, "the host's file %s: %s from the worker",
+	    r->b.file, strncmp(t, "read=0", 6) == 0 ? reply_err(t) :
+	    "other content");
+	return 1;
+}
+
+static int
+probe_net(struct run *r, char *why, size_t len)
+{
+	char req[96], tt[128], ta[128];
+	bool tr, ar;
+	int rc;
+
+	snprintf(req, sizeof(req), "tcp %d", r->b.port);
+	if ((rc = ask(r, req, tt, sizeof(tt))) < 0)
+		return rc;
+	snprintf(req, sizeof(req), "abstract %s", r->b.token);
+	if ((rc = ask(r, req, ta, sizeof(ta))) < 0)
+		return rc;
+	tr = strcmp(tt, "connect=1") == 0;
+	ar = strcmp(ta, "connect=1") == 0;
+	snprintf(why, len, "host 127.0.0.1:%d: %s; host abstract socket: %s",
+	    r->b.port, tr ? "the worker connected" : reply_err(tt),
+	    ar ? "the worker connected" : reply_err(ta));
+	return !tr && !ar;
+}
+
+static bool
+in_list(char *const *list, const char *s)
+{
+	for (; list != NULL && *list != NULL; list++)
+		if (strcmp(*list, s) == 0)
+			return true;
+	return false;
+}
+
+/* First line of the worker's environment that is the host's own (same
+ * NAME=VALUE) and was not in the launch; its name in `name`. */
+static bool
+env_leak(struct run *r, char *env, char *name, size_t len)
+{
+	char *save = NULL, *line;
+
+	for (line = strtok_r(env, "\n", &save); line != NULL;
+	    line = strtok_r(NULL, "\n", &save))
+		if (in_list(environ, line) && !in_list(r->envp, line)) {
+			snprintf(name, len, "%.*s", (int)strcspn(line, "="),
+			    line);
+			return true;
+		}
+	return false;
+}
+
+static int
+probe_secrets(struct run *r, char *why, size_t len)
+{
+	char req[80], t[256], name[64], *env;
+	const char *leaks;
+	int rc;
+
+	snprintf(req, sizeof(req), "fds %s", r->b.token);
+	if ((rc = ask(r, req, t, sizeof(t))) < 0)
+		return rc;
+	if ((leaks = strstr(t, "leaks=")) == NULL)
+		return SIPC_E_PROTOCOL;
+	if (leaks[6] != '\0') {
+		snprintf(why, len, "the host's descriptor to a secret file "
+		    "reached the worker (its fd %s)", leaks + 6);
+		return 0;
+	}
+	if ((env = malloc(REPLY_MAX)) == NULL)
+		return -ENOMEM;
+	if ((rc = ask(r, "environ", env, REPLY_MAX)) == 0 &&
+	    env_leak(r, env, name, sizeof(name))) {
+		snprintf(why, len, "the host's environment variable %s "
+		    "reached the worker", name);
+		rc = 0;
+	} else if (rc == 0) {
+		snprintf(why, len, "no host descriptor, no host environment "
+		    "variable in the worker");
+		rc = 1;
+	}
+	free(env);
+	return rc;
+}
+
+static int
+probe_user(struct run *r, char *why, size_t len)
+{
+	unsigned long uid, in, out, count, outside;
+	unsigned long host = (unsigned long)geteuid();
+	char t[128];
+	int rc;
+
+	if ((rc = ask(r, "uid", t, sizeof(t))) < 0)
+		return rc;
+	if (sscanf(t, "uid=%lu map=%lu %lu %lu", &uid, &in, &out,
+	    &count) != 4) {
+		snprintf(why, len, "the worker's uid map cannot be read (%s)",
+		    t);
+		return 0;
+	}
+	outside = out + (uid - in);
+	snprintf(why, len, "the worker's uid %lu is uid %lu outside; the "
+	    "host runs as uid %lu", uid, outside, host);
+	return outside != host;
+}
+
+static int
+probe_limits(struct run *r, char *why, size_t len)
+{
+	unsigned lim = r->cfg->pids_max ? r->cfg->pids_max :
+	    r->cfg->worker_nproc_limit;
+	int forked = 0, err = 0, rc;
+	char req[32], t[128];
+
+	if (lim == 0 || lim >= FORK_PROBE_MAX) {
+		snprintf(why, len, lim == 0 ? "no pids limit configured "
+		    "(pids_max): nothing to prove" : "pids_max %u is above "
+		    "what the probe tries (%d)", lim, FORK_PROBE_MAX - 1);
+		return 0;
+	}
+	snprintf(req, sizeof(req), "forks %u", lim + 1);
+	if ((rc = ask(r, req, t, sizeof(t))) < 0)
+		return rc;
+	if (sscanf(t, "forked=%d errno=%d", &forked, &err) != 2)
+		return SIPC_E_PROTOCOL;
+	snprintf(why, len, "the worker forked %d of %u children (%s)", forked,
+	    lim + 1, err ? strerror(err) : "no refusal");
+	return forked <= (int)lim && err == EAGAIN;
+}
+
+/* The escapee is asked for here; the verdict comes after stop and
+ * sweep (tree_verdict). */
+static int
+probe_tree(struct run *r, char *why, size_t len)
+{
+	char t[128];
+	int rc;
+
+	if ((rc = ask(r, "escape", t, sizeof(t))) < 0)
+		return rc;
+	if (strncmp(t, "escaped=", 8) != 0 || atoi(t + 8) <= 0) {
+		snprintf(why, len, "the probe could not start a process in a "
+		    "new session (%s)", reply_err(t));
+		return 0;
+	}
+	snprintf(why, len, "a process the worker put in a new session");
+	return 1;
+}
+
+static const struct {
+	unsigned bit;
+	probe_fn fn;
+} probes[] = {   /* tree last: its verdict needs the worker stopped */
+	{ SIPC_G_PID_NAMESPACE, probe_pid },
+	{ SIPC_G_MOUNT_NAMESPACE, probe_mount },
+	{ SIPC_G_NETWORK_ISOLATION, probe_net },
+	{ SIPC_G_NO_INHERITED_SECRETS, probe_secrets },
+	{ SIPC_G_SEPARATE_USER, probe_user },
+	{ SIPC_G_RESOURCE_LIMITS, probe_limits },
+	{ SIPC_G_TREE_CONTAINMENT, probe_tree },
+};
+#define NPROBES (sizeof(probes) / sizeof(probes[0]))
+
+/* ------------------------------------------------------- the run */
+
+/* Stop (forced), wait for the end within the deadline, sweep.  True
+ * when the provider reported the end. */
+static bool
+stop_and_sweep(struct run *r)
+{
+	struct sipc_exit ex;
+	struct pollfd pf = { .fd = r->ch.end_fd, .events = POLLIN };
+	int e;
+
+	(void)r->p->stop(r->handle, SIPC_STOP_FORCED);
+	while ((e = r->p->try_end(r->handle, &ex)) != 1) {
+		if (remaining(r) == 0)
+			return false;
+		diag_drain(r);
+		/* no end descriptor: ask again every 5 ms */
+		(void)poll(&pf, pf.fd >= 0 ? 1 : 0, pf.fd >= 0 ? 50 : 5);
+	}
+	if (r->p->sweep != NULL)
+		(void)r->p->sweep(r->handle);
+	return true;
+}
+
+/* After stop and sweep: the channel's far end must be closed by then
+ * (every process that held it gone).  What the probe sent meanwhile is
+ * read and dropped. */
+static bool
+tree_verdict(struct run *r, char *why, size_t len)
+{
+	int64_t end = r->deadline;
+	char buf[4096];
+	ssize_t n;
+
+	for (;;) {
+		struct pollfd pf = { .fd = r->ch.proto_fd, .events = POLLIN };
+		int64_t left = end - sipc__now_ms();
+
+		if ((n = read(r->ch.proto_fd, buf, sizeof(buf))) == 0 ||
+		    (n < 0 && errno != EAGAIN && errno != EINTR))
+			return true;
+		if (n > 0)
+			continue;
+		if (left <= 0)
+			break;
+		(void)poll(&pf, 1, (int)left);
+	}
+	snprintf(why, len, "a process the worker put in a new session "
+	    "outlived stop and sweep (it still holds the channel)");
+	return false;
+}
+
+static void
+resolve_path(const struct sipc_config *cfg, char *out, size_t len)
+{
+	const char *slash;
+
+	if (cfg->probe_path != NULL)
+		snprintf(out, len, "%s", cfg->probe_path);
+	else if (cfg->init_path != NULL &&
+	    (slash = strrchr(cfg->init_path, '/')) != NULL)
+		snprintf(out, len, "%.*s/" PROBE_NAME,
+		    (int)(slash - cfg->init_path), cfg->init_path);
+	else
+		snprintf(out, len, SIPC_LIBEXECDIR "/" PROBE_NAME);
+}
+
+/* errbuf: each guarantee of `missing` with its reason. */
+static void
+refusal(const char *prov, unsigned missing, char (*why)[256],
+        const char *all_why, char *errbuf, size_t errlen)
+{
+	size_t off;
+	unsigned i;
+
+	off = (size_t)snprintf(errbuf, errlen, "provider \"%s\" refused: "
+	    "guarantee(s) not proven by the start-up probe:", prov);
+	for (i = 0; i < NPROBES && off < errlen; i++)
+		if (missing & probes[i].bit)
+			off += (size_t)snprintf(errbuf + off, errlen - off,
+			    " %s (%s);", sipc_guarantee_name(probes[i].bit),
+			    all_why != NULL ? all_why : why[i][0] != '\0' ?
+			    why[i] : "not probed: the deadline passed");
+	if (off > 0 && off < errlen && errbuf[off - 1] == ';')
+		errbuf[off - 1] = '\0';
+}
+
+/* Launch, hello, then each required probe; verdicts in *ok and why[].
+ * An error return (nothing answered) is said in `what`.  r->handle is
+ * set whenever something was launched. */
+static int
+run_probes(struct run *r, const char *path, unsigned required,
+           unsigned *ok, char (*why)[256], char *what, size_t wlen)
+{
+	char *argv[] = { (char *)path, NULL };
+	struct sipc_provider_launch l = { .path = path, .argv = argv,
+	    .envp = r->envp, .worker_id = UINT32_MAX, .generation = 1,
+	    .nproc_limit = r->cfg->worker_nproc_limit,
+	    .contain = r->cfg->containment, .init_path = r->cfg->init_path };
+	int eno = 0, rc;
+	unsigned i;
+
+	rc = r->p->launch(r->state, &l, &r->ch, &r->handle, &eno);
+	/* The secret was there for the launch to leak; no longer needed. */
+	close(r->b.secret_fd);
+	r->b.secret_fd = -1;
+	if (rc < 0) {
+		r->handle = NULL;
+		snprintf(what, wlen, "the probe %.300s did not start: %s", path,
+		    rc == SIPC_E_EXEC ? strerror(eno) : sipc_strerror(rc));
+		return rc;
+	}
+	if (fcntl(r->ch.proto_fd, F_SETFL, O_NONBLOCK) < 0 ||
+	    fcntl(r->ch.diag_fd, F_SETFL, O_NONBLOCK) < 0) {
+		rc = -errno;
+		snprintf(what, wlen, "the probe's channel: %s", strerror(-rc));
+		return rc;
+	}
+	if ((rc = hello(r)) < 0) {
+		snprintf(what, wlen, "the probe %.300s did not say hello: %s",
+		    path, sipc_strerror(rc));
+		return rc;
+	}
+	for (i = 0; i < NPROBES; i++) {
+		if (!(required & probes[i].bit))
+			continue;
+		rc = probes[i].fn(r, why[i], sizeof(why[i]));
+		if (rc == 1)
+			*ok |= probes[i].bit;
+		else if (rc < 0)
+			snprintf(why[i], sizeof(why[i]), "no answer from the "
+			    "probe: %s", sipc_strerror(rc));
+		if (rc == -ETIMEDOUT)
+			break;          /* the deadline has passed */
+	}
+	return 0;
+}
+
+int
+sipc__startprobe_run(const struct sipc_provider_ops *p, void *state,
+                     const struct sipc_config *cfg, unsigned required,
+                     char *errbuf, size_t errlen)
+{
+	static char *const no_env[] = { NULL };
+	char path[1024], what[512] = "", why[NPROBES][256];
+	struct run r = { .p = p, .state = state, .cfg = cfg,
+	    .ch = { .proto_fd = -1, .diag_fd = -1, .end_fd = -1 },
+	    .b = { .secret_fd = -1, .tcp_fd = -1, .abs_fd = -1 },
+	    .envp = no_env };
+	unsigned ok = 0;
+	int rc;
+
+	if (required == 0)
+		return 0;
+	memset(why, 0, sizeof(why));
+	r.deadline = sipc__now_ms() + cfg->handshake_ms + ASK_SLACK_MS;
+	sipc__decoder_init(&r.dec, REPLY_MAX);
+	resolve_path(cfg, path, sizeof(path));
+	if (access(path, X_OK) < 0) {
+		snprintf(what, sizeof(what), "probe program %.300s: %s", path,
+		    strerror(errno));
+		goto out;
+	}
+	if ((rc = bait_make(&r.b)) < 0 || (rc = bait_listen(&r.b)) < 0 ||
+	    (r.b.secret_fd = rc = open(r.b.file, O_RDONLY)) < 0) {
+		snprintf(what, sizeof(what), "the host could not set up the "
+		    "probes: %s", strerror(rc == -1 ? errno : -rc));
+		goto out;
+	}
+	(void)run_probes(&r, path, required, &ok, why, what, sizeof(what));
+	if (r.handle != NULL) {
+		r.deadline = sipc__now_ms() + cfg->grace_ms + END_SLACK_MS;
+		if (!stop_and_sweep(&r)) {
+			snprintf(what, sizeof(what), "the probe did not end "
+			    "within the deadline after stop");
+			ok = 0;
+		} else if ((ok & SIPC_G_TREE_CONTAINMENT) &&
+		    !tree_verdict(&r, why[NPROBES - 1], sizeof(why[0])))
+			ok &= ~SIPC_G_TREE_CONTAINMENT;
+		p->release(r.handle);
+	}
+out:
+	if (r.ch.proto_fd >= 0)
+		close(r.ch.proto_fd);
+	if (r.ch.diag_fd >= 0)
+		close(r.ch.diag_fd);
+	sipc__decoder_free(&r.dec);
+	bait_drop(&r.b);
+	if ((required & ~ok) == 0)
+		return 0;
+	refusal(p->name, required & ~ok, why, what[0] ? what : NULL, errbuf,
+	    errlen);
+	return SIPC_E_PRODUCTION;
+}
