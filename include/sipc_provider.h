@@ -31,7 +31,10 @@
  * sipc_create() / sipc_destroy(); leftover on sipc_create()'s thread
  * before any launch; info on any thread (sipc_stats_get()); everything
  * per worker (launch*, try_end, stop, sweep, release) on the
- * supervisor's one reaper thread, so per-handle state needs no lock.
+ * supervisor's one reaper thread, so per-handle state needs no lock;
+ * the one exception is the start-up probe (CONTRACT.md PV4), whose
+ * launch, try_end, stop, sweep and release run on sipc_create()'s
+ * thread before the reaper starts, one handle at a time.
  * Several supervisors may share a provider: state is per supervisor.
  *
  * Link with libsipc.a; include this header after (or instead of) sipc.h.

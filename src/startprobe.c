@@ -638,6 +638,14 @@ run_probes(struct run *r, const char *path, unsigned required,
 		    rc == SIPC_E_EXEC ? strerror(eno) : sipc_strerror(rc));
 		return rc;
 	}
+	/* PV2: outside development and test an end must be seen when it
+	 * happens.  Said here, before any worker of the provider runs. */
+	if (r->ch.end_fd < 0 && r->cfg->environment != SIPC_ENV_DEVELOPMENT &&
+	    r->cfg->environment != SIPC_ENV_TEST) {
+		snprintf(what, wlen, "the provider launched the probe without "
+		    "an end descriptor (chan.end_fd -1)");
+		return SIPC_E_PRODUCTION;
+	}
 	if (fcntl(r->ch.proto_fd, F_SETFL, O_NONBLOCK) < 0 ||
 	    fcntl(r->ch.diag_fd, F_SETFL, O_NONBLOCK) < 0) {
 		rc = -errno;

@@ -244,6 +244,29 @@ test_provider_host_claims_refused_by_probe(void)
 	CU_ASSERT_EQUAL(atomic_load(&n_launch), launches + 1);
 }
 
+/*
+ * PV2 at start-up: outside development and test, a provider whose
+ * launch hands back no end descriptor is refused when the probe is
+ * launched, before any worker of it runs, and the message says why.
+ */
+static void
+test_provider_host_no_end_fd_refused_in_production(void)
+{
+	struct sipc_config c = cfg_for(NULL, "echo");
+	sipc_supervisor *s = NULL;
+	char err[2048] = "";
+
+	atomic_store(&end_fd_hidden, true);
+	c.state_dir = NULL;
+	c.provider = "hostwrap-claims";
+	c.environment = SIPC_ENV_PRODUCTION;
+	CU_ASSERT_EQUAL(sipc_create(&c, err, sizeof(err), &s),
+	    SIPC_E_PRODUCTION);
+	CU_ASSERT_PTR_NULL(s);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "without an end descriptor"));
+	atomic_store(&end_fd_hidden, false);
+}
+
 /* --------------------------------------------------- crash and leftover */
 
 static void __attribute__((noreturn))
@@ -419,6 +442,8 @@ main(void)
 	      test_provider_host_no_end_fd_rescanned_in_test },
 	    { "test_provider_host_claims_refused_by_probe",
 	      test_provider_host_claims_refused_by_probe },
+	    { "test_provider_host_no_end_fd_refused_in_production",
+	      test_provider_host_no_end_fd_refused_in_production },
 	    { "test_provider_host_leftover_goes_to_its_provider",
 	      test_provider_host_leftover_goes_to_its_provider },
 	    { "test_provider_host_leftover_of_unknown_provider_left_alone",
