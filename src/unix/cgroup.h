@@ -13,8 +13,10 @@
  *                                  controllers the limits need
  *       w<slot>.g<generation>/     one per worker generation; a leaf: the
  *                                  worker (or its sipc-init) is cloned
- *                                  straight into it (CLONE_INTO_CGROUP),
- *                                  every descendant stays in it
+ *                                  straight into it (CLONE_INTO_CGROUP)
+ *                                  or moves itself in before it runs
+ *                                  any code of its own (clone.h); every
+ *                                  descendant stays in it
  *
  * The host process is never moved.  A controller can be enabled for the
  * supervisor's cgroup only if the host's own cgroup has it in
@@ -74,7 +76,8 @@ unsigned sipc__cg_limits(const struct sipc__cg *cg);
  * 0 or -errno (nothing left behind). */
 int sipc__cgw_create(struct sipc__cg *cg, uint32_t slot, uint32_t gen,
                      struct sipc__cgw **ret);
-/* Directory descriptor for clone3's CLONE_INTO_CGROUP. */
+/* Directory descriptor: clone3's CLONE_INTO_CGROUP, or where the
+ * spawn opens cgroup.procs (clone.h). */
 int sipc__cgw_fd(const struct sipc__cgw *w);
 /* Kill every process in it (cgroup.kill).  0 or -errno. */
 int sipc__cgw_kill(struct sipc__cgw *w);

@@ -4,8 +4,10 @@
  * Why clone3 and not posix_spawn: the child comes with a pidfd that
  * names it from the first instruction (no pidfd_open race), is put into
  * new PID (and user) namespaces in the same call, and gets its parent-
- * death signal, group and limits before exec.  With a cgroup it is born
- * in it (CLONE_INTO_CGROUP): no fork of it can race a later move.
+ * death signal, group and limits before exec.  With a cgroup, the
+ * clone3 child is born in it (CLONE_INTO_CGROUP); the shared-memory
+ * child moves itself there as its first step, before it can fork, so in
+ * either case no descendant of it ever runs outside.
  * exit_signal = 0 keeps it out of the host's SIGCHLD and wait(-1) until
  * execve(), which resets the exit signal to SIGCHLD (see local.c for
  * what that leaves to the host).
@@ -61,10 +63,11 @@
  * own in the caller's frame while the calling thread is suspended, until
  * its execve() (or exit), so nothing is touched by both.  It needs no
  * parent step between clone and exec, so not with a user namespace (the
- * parent writes its id maps) and not with a cgroup (CLONE_INTO_CGROUP
- * exists only for clone3, which cannot run a function on another
- * stack).  Not under a sanitizer either: their runtimes do not expect a
- * second task on the same memory.
+ * parent writes its id maps).  A cgroup needs none: CLONE_INTO_CGROUP
+ * exists only for clone3 (which cannot run a function on another
+ * stack), so this child writes "0" to a cgroup.procs the parent opened
+ * and fails closed if it cannot (child_side).  Not under a sanitizer:
+ * their runtimes do not expect a second task on the same memory.
  */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define SIPC__SHARED_VM 0
@@ -109,9 +112,17 @@ child_fail(int errw, int err)
 		;
 }
 
-/* Runs in the child between clone3 and execve: raw system calls only. */
+/*
+ * Runs in the child between clone and execve: raw system calls only.
+ * cgprocs >= 0 (the shared-memory spawn in a cgroup): the child first
+ * moves itself into that cgroup.procs' cgroup ("0" is the writing task)
+ * and, if it cannot, reports -errno (negative: not an exec error) and
+ * exits, so a worker never runs outside its cgroup.  Nothing forks
+ * before this write, so no descendant is left behind outside either.
+ */
 static void SIPC__CHILD_SIDE
-child_side(const struct sipc__spawn *sp, int errw, int syncr, pid_t parent)
+child_side(const struct sipc__spawn *sp, int errw, int syncr, int cgprocs,
+           pid_t parent)
 {
 	struct sipc__ksigaction dfl = { .handler = SIG_DFL };
 	uint64_t none = 0;
@@ -120,6 +131,11 @@ child_side(const struct sipc__spawn *sp, int errw, int syncr, pid_t parent)
 	long r;
 	int i;
 
+	if (cgprocs >= 0) {
+		r = syscall(SYS_write, cgprocs, "0", 1);
+		if (r != 1)
+			child_fail(errw, r < 0 ? -errno : -EIO);
+	}
 	if (sp->flags & SIPC__SPAWN_NEWUSER) {
 		/* Wait for the parent to write our uid and gid maps. */
 		do
@@ -228,7 +244,7 @@ read_exec_report(int fd)
 
 struct child_args {
 	const struct sipc__spawn *sp;
-	int errw, syncr;
+	int errw, syncr, cgprocs;
 	pid_t parent;
 };
 
@@ -243,18 +259,18 @@ child_entry(void *arg)
 {
 	const struct child_args *a = arg;
 
-	child_side(a->sp, a->errw, a->syncr, a->parent);
+	child_side(a->sp, a->errw, a->syncr, a->cgprocs, a->parent);
 }
 
 /* clone() with CLONE_VM | CLONE_VFORK (see SIPC__SHARED_VM): returns
- * the child's pid, or -1 with errno set. */
+ * the child's pid, or -1 with errno set.  cgprocs: see child_side. */
 static long
-clone_shared_vm(const struct sipc__spawn *sp, int errw, pid_t parent,
-                int *ret_pidfd)
+clone_shared_vm(const struct sipc__spawn *sp, int errw, int cgprocs,
+                pid_t parent, int *ret_pidfd)
 {
 	_Alignas(16) char stack[SIPC__CHILD_STACK];
 	struct child_args a = { .sp = sp, .errw = errw, .syncr = -1,
-	    .parent = parent };
+	    .cgprocs = cgprocs, .parent = parent };
 	int flags = CLONE_VM | CLONE_VFORK | CLONE_PIDFD;  /* exit signal 0 */
 
 	if (sp->flags & SIPC__SPAWN_NEWPID)
@@ -274,6 +290,8 @@ int
 sipc__spawn_start(const struct sipc__spawn *sp, struct sipc__spawned *ret)
 {
 	int ep[2] = { -1, -1 }, sy[2] = { -1, -1 }, pidfd = -1, rc = 0, err;
+	int cgprocs = -1;
+	bool shared = SIPC__SHARED_VM && !(sp->flags & SIPC__SPAWN_NEWUSER);
 	struct clone_args ca;
 	sigset_t all, old;
 	pid_t parent = getpid();
@@ -282,6 +300,14 @@ sipc__spawn_start(const struct sipc__spawn *sp, struct sipc__spawned *ret)
 	if (pipe2(ep, O_CLOEXEC) < 0)
 		return -errno;
 	if ((sp->flags & SIPC__SPAWN_NEWUSER) && pipe2(sy, O_CLOEXEC) < 0) {
+		rc = -errno;
+		goto out;
+	}
+	/* The shared-memory child cannot be cloned into its cgroup: it
+	 * moves itself there through this descriptor (child_side). */
+	if (shared && (sp->flags & SIPC__SPAWN_CGROUP) &&
+	    (cgprocs = openat(sp->cgroup_fd, "cgroup.procs",
+	    O_WRONLY | O_CLOEXEC)) < 0) {
 		rc = -errno;
 		goto out;
 	}
@@ -300,13 +326,12 @@ sipc__spawn_start(const struct sipc__spawn *sp, struct sipc__spawned *ret)
 	/* No host signal handler may run in the child before its reset. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	if (SIPC__SHARED_VM &&
-	    !(sp->flags & (SIPC__SPAWN_NEWUSER | SIPC__SPAWN_CGROUP))) {
-		pid = clone_shared_vm(sp, ep[1], parent, &pidfd);
+	if (shared) {
+		pid = clone_shared_vm(sp, ep[1], cgprocs, parent, &pidfd);
 	} else {
 		pid = syscall(SYS_clone3, &ca, sizeof(ca));
 		if (pid == 0)
-			child_side(sp, ep[1], sy[0], parent);
+			child_side(sp, ep[1], sy[0], -1, parent);
 	}
 	err = errno;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -332,6 +357,8 @@ sipc__spawn_start(const struct sipc__spawn *sp, struct sipc__spawned *ret)
 	ret->report_fd = ep[0];
 	ep[0] = -1;
 out:
+	if (cgprocs >= 0)
+		close(cgprocs);
 	for (int i = 0; i < 2; i++) {
 		if (ep[i] >= 0)
 			close(ep[i]);

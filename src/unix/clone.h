@@ -2,8 +2,8 @@
  * clone.h - start a child with clone3(): a pidfd from the kernel,
  * exit_signal = 0, optional new PID (and user) namespace, and the
  * descriptor and signal hygiene every worker gets.  Without a user
- * namespace or a cgroup (and outside sanitizer builds), the same child
- * comes from clone(CLONE_VM | CLONE_VFORK | CLONE_PIDFD) instead: it
+ * namespace (and outside sanitizer builds), the same child comes from
+ * clone(CLONE_VM | CLONE_VFORK | CLONE_PIDFD) instead: it
  * shares the caller's memory until its execve(), so no page table is
  * copied and none of the caller's pages is write-protected (clone.c).
  *
@@ -33,9 +33,13 @@ enum sipc__spawn_flags {
 	                                 * /proc that shows only its pids) */
 	SIPC__SPAWN_NEWUSER = 1u << 2,  /* ... inside a new user namespace
 	                                 * mapping the caller's uid/gid */
-	SIPC__SPAWN_CGROUP = 1u << 3,   /* born in cgroup_fd's cgroup v2
-	                                 * (CLONE_INTO_CGROUP): no instant
-	                                 * in which it, or a child it forks,
+	SIPC__SPAWN_CGROUP = 1u << 3,   /* in cgroup_fd's cgroup v2 before
+	                                 * it runs anything of its own: born
+	                                 * there (clone3, CLONE_INTO_CGROUP)
+	                                 * or moved there by its first system
+	                                 * call (shared-memory spawn: it
+	                                 * writes "0" to its cgroup.procs,
+	                                 * or fails); no child it forks ever
 	                                 * lives outside it */
 };
 
@@ -67,9 +71,11 @@ struct sipc__spawned {
  * without waiting for it to exec, so a caller can start many and then
  * collect them while they exec in parallel.  (On the CLONE_VFORK path
  * the call returns once the child has begun its execve(): the loading
- * of the program and the dynamic linker still run in parallel.)  Returns 0 with *ret filled,
- * or -errno when clone3 failed (EPERM/EINVAL/ENOSPC/EUSERS for a
- * namespace the caller may not create); nothing is left behind on
+ * of the program and the dynamic linker still run in parallel.)
+ * Returns 0 with *ret filled, or -errno when the clone failed
+ * (EPERM/EINVAL/ENOSPC/EUSERS for a namespace the caller may not
+ * create) or cgroup_fd's cgroup.procs cannot be opened for writing;
+ * nothing is left behind on
  * failure.  sp and what it points to are read only during the call (the
  * child has its own copy).  The caller's descriptors are untouched.
  */
@@ -78,8 +84,10 @@ int sipc__spawn_start(const struct sipc__spawn *sp, struct sipc__spawned *ret);
 /*
  * Wait until a started child has exec'd (blocking).  Returns 0 (pid and
  * pidfd stay the caller's); SIPC_E_EXEC with *ret_errno set when the
- * child could not exec; other -errno.  On failure the child is reaped
- * and its pidfd closed.  The exec report descriptor is closed either
+ * child could not exec; -errno when it could not move itself into its
+ * cgroup (SIPC__SPAWN_CGROUP, shared-memory spawn: as clone3 would have
+ * failed with CLONE_INTO_CGROUP); other -errno.  On failure the child is
+ * reaped and its pidfd closed.  The exec report descriptor is closed either
  * way.
  */
 int sipc__spawn_finish(struct sipc__spawned *sd, int *ret_errno);
