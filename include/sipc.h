@@ -263,8 +263,9 @@ const char *sipc_containment_name(enum sipc_containment c);
  * cgroup v2 (root, or a subtree delegated to it), it makes one cgroup of
  * its own under the host process's cgroup and, in it, one leaf cgroup
  * per worker generation; the worker (in the namespace modes, its
- * sipc-init) is cloned straight into it, so every descendant, setsid()
- * escapees and daemons included, stays in it.  Termination (TERM, grace,
+ * sipc-init) is in it before it runs any code of its own (it moves
+ * itself in before its exec, or does not start), so every descendant,
+ * setsid() escapees and daemons included, stays in it.  Termination (TERM, grace,
  * KILL) ends with cgroup.kill, which reaches every member in every
  * containment mode; each end of a worker kills what is left of its
  * cgroup and removes it; sipc_destroy() leaves no cgroup behind.  The
