@@ -33,6 +33,7 @@
 #define LIBBSD_OPENBSD_VIS 1
 #include <bsd/vis.h>
 
+#include "le.h"
 #include "sipc_int.h"
 
 #define READ_BUF (64 * 1024)
@@ -280,9 +281,7 @@ on_reply(struct reader *r, struct sipc_frame *f)
 			    f->hdr.id);
 			return;
 		}
-		code = (uint32_t)f->payload[0] | (uint32_t)f->payload[1] << 8 |
-		    (uint32_t)f->payload[2] << 16 |
-		    (uint32_t)f->payload[3] << 24;
+		code = sipc__le32_get(f->payload);
 		memmove(f->payload, f->payload + 4, f->hdr.len - 4);
 		f->hdr.len -= 4;
 		o = SIPC_OUTCOME_WORKER_ERROR;

@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sipc_provider.h"
 #include "cgroup.h"
 #include "clock.h"
 
@@ -494,6 +495,52 @@ sipc__cg_limits(const struct sipc__cg *cg)
 	return cg->limits;
 }
 
+int
+sipc__cg_state_create(const struct sipc_config *cfg, void **ret_state,
+                      char *errbuf, size_t errlen)
+{
+	const struct sipc__cg_limits lim = { cfg->pids_max, cfg->memory_max,
+	    cfg->cpu_max_percent };
+	struct sipc__cg_state *st;
+	int rc;
+
+	if ((st = calloc(1, sizeof(*st))) == NULL)
+		return -ENOMEM;
+	rc = sipc__cg_open(cfg->cgroup, &lim, &st->cg, st->why,
+	    sizeof(st->why));
+	if (rc < 0) {
+		snprintf(errbuf, errlen, "cgroup: %s", st->why);
+		free(st);
+		return rc;
+	}
+	*ret_state = st;
+	return 0;
+}
+
+void
+sipc__cg_state_destroy(void *state)
+{
+	struct sipc__cg_state *st = state;
+
+	if (st == NULL)
+		return;
+	/* A cgroup that cannot be removed stays, empty (every worker
+	 * ended): nothing runs in it, and the host sees it by name. */
+	(void)sipc__cg_close(st->cg);
+	free(st);
+}
+
+void
+sipc__cg_state_info(void *state, struct sipc_provider_info *ret)
+{
+	const struct sipc__cg_state *st = state;
+
+	memset(ret, 0, sizeof(*ret));
+	ret->cgroup = st->cg != NULL;
+	ret->limits = st->cg != NULL ? sipc__cg_limits(st->cg) : 0;
+	snprintf(ret->text, sizeof(ret->text), "%s", st->why);
+}
+
 /* ------------------------------------------------------- worker cgroups */
 
 /* Wait until the cgroup under fd holds no process.  0 or -ETIMEDOUT. */
@@ -617,6 +664,14 @@ sipc__cgw_oom_kills(const struct sipc__cgw *w)
 	if (sipc__cg_read_key(w->fd, "memory.events", "oom_kill", &v) < 0)
 		return 0;
 	return v;
+}
+
+void
+sipc__cgw_note_oom(const struct sipc__cgw *w, struct sipc_exit *e)
+{
+	if (w != NULL && e->kind == SIPC_EXIT_SIGNAL && e->signo == SIGKILL &&
+	    sipc__cgw_oom_kills(w) > 0)
+		e->kind = SIPC_EXIT_OOM;
 }
 
 int

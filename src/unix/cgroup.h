@@ -72,6 +72,24 @@ const char *sipc__cg_path(const struct sipc__cg *cg);
  * cgroup, or the worker does not start). */
 unsigned sipc__cg_limits(const struct sipc__cg *cg);
 
+/*
+ * A provider's state for one supervisor, shaped as the provider ops
+ * create, destroy and info (sipc_provider.h; the local and the sandbox
+ * providers share it): the supervisor's cgroup, or why it has none.
+ * create: per cfg's `cgroup` mode and limits; on failure errbuf says
+ * "cgroup: <why>", the error is sipc__cg_open()'s, nothing is left.
+ * destroy accepts NULL.  Threads: as those ops.
+ */
+struct sipc__cg_state {
+	struct sipc__cg *cg;
+	char why[160];
+};
+int sipc__cg_state_create(const struct sipc_config *cfg, void **ret_state,
+                          char *errbuf, size_t errlen);
+void sipc__cg_state_destroy(void *state);
+struct sipc_provider_info;
+void sipc__cg_state_info(void *state, struct sipc_provider_info *ret);
+
 /* Make a worker generation's cgroup and write the limits into it.
  * 0 or -errno (nothing left behind). */
 int sipc__cgw_create(struct sipc__cg *cg, uint32_t slot, uint32_t gen,
@@ -84,6 +102,9 @@ int sipc__cgw_kill(struct sipc__cgw *w);
 /* How many times the OOM killer acted in it (memory.events oom_kill);
  * 0 when the memory controller is not enabled there. */
 uint64_t sipc__cgw_oom_kills(const struct sipc__cgw *w);
+/* An end by SIGKILL while w counts an OOM kill becomes SIPC_EXIT_OOM.
+ * Accepts NULL (no cgroup: left as it is). */
+void sipc__cgw_note_oom(const struct sipc__cgw *w, struct sipc_exit *e);
 /* Kill, wait (up to SIPC__CG_EMPTY_MS) until it holds no process, rmdir
  * and free.  A cgroup that did not empty in time stays for
  * sipc__cg_close().  0 or -errno.  Accepts NULL. */

@@ -80,11 +80,6 @@
 /* Bound on sipc-init's first report (worker exec'd or not). */
 #define INIT_START_MS 10000
 
-/* One supervisor's state: its cgroup (cgroup.h), or why it has none. */
-struct local_state {
-	struct sipc__cg *cg;
-	char cg_why[160];
-};
 
 struct local_proc {
 	pid_t pid;                    /* leader (or init), host pid */
@@ -122,7 +117,7 @@ ns_argv(const char *init, const struct sipc_provider_launch *l)
  * known started, or not).  Reaper thread, like a handle. */
 struct local_pending {
 	const struct sipc_provider_launch *l;
-	const struct local_state *st;
+	const struct sipc__cg_state *st;
 	const char *init;
 	struct local_proc *p;
 	struct sipc__launch_fds f;
@@ -290,7 +285,7 @@ static int
 local_launch_start(void *state, const struct sipc_provider_launch *l,
                    void **ret_pending)
 {
-	const struct local_state *st = state;
+	const struct sipc__cg_state *st = state;
 	struct local_pending *q;
 	int rc;
 
@@ -407,18 +402,10 @@ classify(const siginfo_t *si, struct sipc_exit *e)
 /* Was the OOM killer at work in the worker's cgroup?  Its SIGKILL is
  * then the kernel's, not ours or a stranger's.  Read before sweep
  * removes the cgroup. */
-static void
-note_oom(const struct local_proc *p, struct sipc_exit *e)
-{
-	if (p->cg != NULL && e->kind == SIPC_EXIT_SIGNAL &&
-	    e->signo == SIGKILL && sipc__cgw_oom_kills(p->cg) > 0)
-		e->kind = SIPC_EXIT_OOM;
-}
-
 static int
 ended(struct local_proc *p, struct sipc_exit *ret)
 {
-	note_oom(p, ret);
+	sipc__cgw_note_oom(p->cg, ret);
 	p->exit = *ret;
 	p->ended = true;
 	return 1;
@@ -570,60 +557,13 @@ local_leftover(void *state, const struct sipc_provider_id *id,
 	return sipc__ident_terminate(&k, grace_ms);
 }
 
-/* The supervisor's cgroup v2 (cgroup.h): made, or why not. */
-static int
-local_create(const struct sipc_config *cfg, void **ret_state, char *errbuf,
-             size_t errlen)
-{
-	const struct sipc__cg_limits lim = { cfg->pids_max, cfg->memory_max,
-	    cfg->cpu_max_percent };
-	struct local_state *st;
-	int rc;
-
-	if ((st = calloc(1, sizeof(*st))) == NULL)
-		return -ENOMEM;
-	rc = sipc__cg_open(cfg->cgroup, &lim, &st->cg, st->cg_why,
-	    sizeof(st->cg_why));
-	if (rc < 0) {
-		snprintf(errbuf, errlen, "cgroup: %s", st->cg_why);
-		free(st);
-		return rc;
-	}
-	*ret_state = st;
-	return 0;
-}
-
-static void
-local_destroy(void *state)
-{
-	struct local_state *st = state;
-
-	if (st == NULL)
-		return;
-	/* A cgroup that cannot be removed stays, empty (every worker
-	 * ended): nothing runs in it, and the host sees it by name. */
-	(void)sipc__cg_close(st->cg);
-	free(st);
-}
-
-static void
-local_info(void *state, struct sipc_provider_info *ret)
-{
-	const struct local_state *st = state;
-
-	memset(ret, 0, sizeof(*ret));
-	ret->cgroup = st->cg != NULL;
-	ret->limits = st->cg != NULL ? sipc__cg_limits(st->cg) : 0;
-	snprintf(ret->text, sizeof(ret->text), "%s", st->cg_why);
-}
-
 /* It declares no guarantee (no `declared` op): see the top of the file. */
 const struct sipc_provider_ops sipc__provider_local = {
 	.abi = SIPC_PROVIDER_ABI,
 	.name = "local",
-	.create = local_create,
-	.destroy = local_destroy,
-	.info = local_info,
+	.create = sipc__cg_state_create,
+	.destroy = sipc__cg_state_destroy,
+	.info = sipc__cg_state_info,
 	.launch = local_launch,
 	.launch_start = local_launch_start,
 	.launch_finish = local_launch_finish,

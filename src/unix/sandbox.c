@@ -88,11 +88,6 @@
 /* Bound on the namespace's end after its init was killed. */
 #define INIT_END_MS 5000
 
-/* One supervisor's state: its cgroup (cgroup.h), or why it has none. */
-struct sbx_state {
-	struct sipc__cg *cg;
-	char cg_why[160];
-};
 
 struct sbx_proc {
 	pid_t bwrap_pid;              /* outer bwrap: our child */
@@ -115,7 +110,7 @@ struct sbx_proc {
  * reported the worker started, or not).  Reaper thread, like a handle. */
 struct sbx_pending {
 	const struct sipc_provider_launch *l;
-	const struct sbx_state *st;   /* NULL: no cgroup (tests) */
+	const struct sipc__cg_state *st;   /* NULL: no cgroup (tests) */
 	struct sbx_proc *p;
 	struct sipc__launch_fds f;
 	struct sipc__spawned sd;
@@ -182,7 +177,7 @@ static int
 sbx_launch_start(void *state, const struct sipc_provider_launch *l,
                  void **ret_pending)
 {
-	const struct sbx_state *st = state;
+	const struct sipc__cg_state *st = state;
 	struct sbx_pending *q;
 	const char *bwrap;
 	int rc;
@@ -395,18 +390,10 @@ pidfd_gone_within(int pidfd, int ms)
 
 /* The OOM killer at work in its cgroup: a SIGKILL that is the kernel's.
  * Read before sweep removes the cgroup. */
-static void
-note_oom(const struct sbx_proc *p, struct sipc_exit *e)
-{
-	if (p->cg != NULL && e->kind == SIPC_EXIT_SIGNAL &&
-	    e->signo == SIGKILL && sipc__cgw_oom_kills(p->cg) > 0)
-		e->kind = SIPC_EXIT_OOM;
-}
-
 static int
 ended(struct sbx_proc *p, struct sipc_exit *ret)
 {
-	note_oom(p, ret);
+	sipc__cgw_note_oom(p->cg, ret);
 	p->exit = *ret;
 	p->ended = true;
 	return 1;
@@ -648,9 +635,6 @@ static int
 sbx_create(const struct sipc_config *cfg, void **ret_state, char *errbuf,
            size_t errlen)
 {
-	const struct sipc__cg_limits lim = { cfg->pids_max, cfg->memory_max,
-	    cfg->cpu_max_percent };
-	struct sbx_state *st;
 	const char *bwrap;
 	int rc;
 
@@ -659,39 +643,7 @@ sbx_create(const struct sipc_config *cfg, void **ret_state, char *errbuf,
 		    "(install bubblewrap): %s", strerror(-rc));
 		return SIPC_E_EXEC;
 	}
-	if ((st = calloc(1, sizeof(*st))) == NULL)
-		return -ENOMEM;
-	rc = sipc__cg_open(cfg->cgroup, &lim, &st->cg, st->cg_why,
-	    sizeof(st->cg_why));
-	if (rc < 0) {
-		snprintf(errbuf, errlen, "cgroup: %s", st->cg_why);
-		free(st);
-		return rc;
-	}
-	*ret_state = st;
-	return 0;
-}
-
-static void
-sbx_destroy(void *state)
-{
-	struct sbx_state *st = state;
-
-	if (st == NULL)
-		return;
-	(void)sipc__cg_close(st->cg);
-	free(st);
-}
-
-static void
-sbx_info(void *state, struct sipc_provider_info *ret)
-{
-	const struct sbx_state *st = state;
-
-	memset(ret, 0, sizeof(*ret));
-	ret->cgroup = st->cg != NULL;
-	ret->limits = st->cg != NULL ? sipc__cg_limits(st->cg) : 0;
-	snprintf(ret->text, sizeof(ret->text), "%s", st->cg_why);
+	return sipc__cg_state_create(cfg, ret_state, errbuf, errlen);
 }
 
 /* What the probes confirm on a machine where bwrap makes its namespaces
@@ -713,8 +665,8 @@ const struct sipc_provider_ops sipc__provider_sandbox = {
 	.name = "sandbox",
 	.declared = sbx_declared,
 	.create = sbx_create,
-	.destroy = sbx_destroy,
-	.info = sbx_info,
+	.destroy = sipc__cg_state_destroy,
+	.info = sipc__cg_state_info,
 	.launch = sbx_launch,
 	.launch_start = sbx_launch_start,
 	.launch_finish = sbx_launch_finish,
