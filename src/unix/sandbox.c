@@ -9,9 +9,10 @@
  *
  * What each worker gets (bwrap --unshare-all): PID, mount, network,
  * IPC, UTS and cgroup namespaces, and a user namespace where the
- * kernel allows one; a read-only view of /usr (and the host's /lib,
- * /bin... links or directories), of the worker binary's directory and of
- * sipc-init's; a fresh /proc of its own PID namespace, a minimal /dev
+ * kernel allows one; a read-only view of only the files the worker's
+ * program and sipc-init need to start (sbxargv.c: made once at create;
+ * all of /usr and the two programs' directories when those cannot be
+ * told, said in the launch's note); a fresh /proc of its own PID namespace, a minimal /dev
  * and an empty /tmp; only loopback networking; a new session; and
  * exactly the launch environment (the core's allow-list), passed as
  * bwrap's own environment rather than as --setenv arguments, whose
@@ -88,10 +89,12 @@
 /* Bound on the namespace's end after its init was killed. */
 #define INIT_END_MS 5000
 
-/* One supervisor's state: its cgroup (cgroup.h), or why it has none. */
+/* One supervisor's state: its cgroup (cgroup.h), or why it has none,
+ * and the view of its worker program, made once (its path is fixed). */
 struct sbx_state {
 	struct sipc__cg *cg;
 	char cg_why[160];
+	struct sipc__sbx_view view;
 };
 
 struct sbx_proc {
@@ -122,6 +125,7 @@ struct sbx_pending {
 	int cg_err;
 	int start_err;                /* errno of a launch that could not
 	                               * even start (no bwrap): finish says */
+	char view_note[96];           /* the view's, for the channel */
 };
 
 static void
@@ -149,14 +153,32 @@ sbx_clone(struct sbx_pending *q, const char *bwrap)
 	struct sipc__spawn sp = { .path = bwrap,
 	    .flags = SIPC__SPAWN_SETPGRP, .nproc_limit = l->nproc_limit,
 	    .fds = { f->devnull, f->dp[1], f->dp[1], f->sv[1], f->rp[1] } };
+	const struct sipc__sbx_view *view;
+	struct sipc__sbx_view *own = NULL;
 	struct sipc__sbx_argv *a;
 	char **env = NULL;
 	int rc;
 
 	if ((a = calloc(1, sizeof(*a))) == NULL)
 		return -ENOMEM;
-	if ((rc = sipc__sbx_argv_build(a, bwrap, init, l->path,
-	    l->argv)) < 0)
+	/* The supervisor's view, or one for this launch alone (a start-up
+	 * probe's program, tests without a state). */
+	view = q->st != NULL ? &q->st->view : NULL;
+	if (view == NULL || strcmp(view->path, l->path) != 0 ||
+	    strcmp(view->init, init) != 0) {
+		if ((own = malloc(sizeof(*own))) == NULL) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		if ((rc = sipc__sbx_view_make(own, init, l->path)) < 0) {
+			free(own);
+			own = NULL;
+			goto out;
+		}
+		view = own;
+	}
+	snprintf(q->view_note, sizeof(q->view_note), "%s", view->note);
+	if ((rc = sipc__sbx_argv_build(a, bwrap, view, l->argv)) < 0)
 		goto out;
 	if ((env = sipc__ns_env(l->envp)) == NULL) {
 		rc = -ENOMEM;
@@ -175,6 +197,9 @@ out:
 	free(env);
 	free(a->v);
 	free(a);
+	if (own != NULL)
+		sipc__sbx_view_free(own);
+	free(own);
 	return rc;
 }
 
@@ -353,6 +378,7 @@ sbx_launch_finish(void *pending, struct sipc_provider_chan *ret_chan,
 	ret_chan->end_fd = p->bwrap_fd;
 	ret_chan->display_pid = p->init_pid;
 	ret_chan->contain = SIPC_CONTAIN_PID_NAMESPACE;
+	snprintf(ret_chan->note, sizeof(ret_chan->note), "%s", q->view_note);
 	ret_chan->info.cgroup = p->cg != NULL;
 	ret_chan->info.limits = p->cg != NULL ? sipc__cg_limits(q->st->cg) : 0;
 	ret_chan->info.cgroup_err = q->cg_err;
@@ -661,10 +687,19 @@ sbx_create(const struct sipc_config *cfg, void **ret_state, char *errbuf,
 	}
 	if ((st = calloc(1, sizeof(*st))) == NULL)
 		return -ENOMEM;
+	/* Without a program (a host's own provider tests) each launch makes
+	 * its view. */
+	if (cfg->path != NULL && (rc = sipc__sbx_view_make(&st->view,
+	    cfg->init_path ? cfg->init_path : SIPC_LIBEXECDIR "/sipc-init",
+	    cfg->path)) < 0) {
+		free(st);
+		return rc;
+	}
 	rc = sipc__cg_open(cfg->cgroup, &lim, &st->cg, st->cg_why,
 	    sizeof(st->cg_why));
 	if (rc < 0) {
 		snprintf(errbuf, errlen, "cgroup: %s", st->cg_why);
+		sipc__sbx_view_free(&st->view);
 		free(st);
 		return rc;
 	}
@@ -680,6 +715,7 @@ sbx_destroy(void *state)
 	if (st == NULL)
 		return;
 	(void)sipc__cg_close(st->cg);
+	sipc__sbx_view_free(&st->view);
 	free(st);
 }
 
