@@ -496,20 +496,40 @@ sipc__cg_limits(const struct sipc__cg *cg)
 }
 
 int
-sipc__cg_state_create(const struct sipc_config *cfg, void **ret_state,
-                      char *errbuf, size_t errlen)
+sipc__cg_state_init(const struct sipc_config *cfg, struct sipc__cg_state *st,
+                    char *errbuf, size_t errlen)
 {
 	const struct sipc__cg_limits lim = { cfg->pids_max, cfg->memory_max,
 	    cfg->cpu_max_percent };
+	int rc;
+
+	st->cg = NULL;
+	rc = sipc__cg_open(cfg->cgroup, &lim, &st->cg, st->why,
+	    sizeof(st->why));
+	if (rc < 0)
+		snprintf(errbuf, errlen, "cgroup: %s", st->why);
+	return rc;
+}
+
+void
+sipc__cg_state_fini(struct sipc__cg_state *st)
+{
+	/* A cgroup that cannot be removed stays, empty (every worker
+	 * ended): nothing runs in it, and the host sees it by name. */
+	(void)sipc__cg_close(st->cg);
+	st->cg = NULL;
+}
+
+int
+sipc__cg_state_create(const struct sipc_config *cfg, void **ret_state,
+                      char *errbuf, size_t errlen)
+{
 	struct sipc__cg_state *st;
 	int rc;
 
 	if ((st = calloc(1, sizeof(*st))) == NULL)
 		return -ENOMEM;
-	rc = sipc__cg_open(cfg->cgroup, &lim, &st->cg, st->why,
-	    sizeof(st->why));
-	if (rc < 0) {
-		snprintf(errbuf, errlen, "cgroup: %s", st->why);
+	if ((rc = sipc__cg_state_init(cfg, st, errbuf, errlen)) < 0) {
 		free(st);
 		return rc;
 	}
@@ -520,14 +540,10 @@ sipc__cg_state_create(const struct sipc_config *cfg, void **ret_state,
 void
 sipc__cg_state_destroy(void *state)
 {
-	struct sipc__cg_state *st = state;
-
-	if (st == NULL)
+	if (state == NULL)
 		return;
-	/* A cgroup that cannot be removed stays, empty (every worker
-	 * ended): nothing runs in it, and the host sees it by name. */
-	(void)sipc__cg_close(st->cg);
-	free(st);
+	sipc__cg_state_fini(state);
+	free(state);
 }
 
 void

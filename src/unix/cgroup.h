@@ -87,6 +87,11 @@ struct sipc__cg_state {
 int sipc__cg_state_create(const struct sipc_config *cfg, void **ret_state,
                           char *errbuf, size_t errlen);
 void sipc__cg_state_destroy(void *state);
+/* The same in a state the caller embeds (a provider with more state). */
+int sipc__cg_state_init(const struct sipc_config *cfg,
+                        struct sipc__cg_state *st, char *errbuf,
+                        size_t errlen);
+void sipc__cg_state_fini(struct sipc__cg_state *st);
 struct sipc_provider_info;
 void sipc__cg_state_info(void *state, struct sipc_provider_info *ret);
 

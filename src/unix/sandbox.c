@@ -9,9 +9,10 @@
  *
  * What each worker gets (bwrap --unshare-all): PID, mount, network,
  * IPC, UTS and cgroup namespaces, and a user namespace where the
- * kernel allows one; a read-only view of /usr (and the host's /lib,
- * /bin... links or directories), of the worker binary's directory and of
- * sipc-init's; a fresh /proc of its own PID namespace, a minimal /dev
+ * kernel allows one; a read-only view of only the files the worker's
+ * program and sipc-init need to start (sbxargv.c: made once at create;
+ * all of /usr and the two programs' directories when those cannot be
+ * told, said in the launch's note); a fresh /proc of its own PID namespace, a minimal /dev
  * and an empty /tmp; only loopback networking; a new session; and
  * exactly the launch environment (the core's allow-list), passed as
  * bwrap's own environment rather than as --setenv arguments, whose
@@ -88,6 +89,12 @@
 /* Bound on the namespace's end after its init was killed. */
 #define INIT_END_MS 5000
 
+/* One supervisor's state: its cgroup (cgroup.h), or why it has none,
+ * and the view of its worker program, made once (its path is fixed). */
+struct sbx_state {
+	struct sipc__cg_state cgs;
+	struct sipc__sbx_view view;
+};
 
 struct sbx_proc {
 	pid_t bwrap_pid;              /* outer bwrap: our child */
@@ -110,13 +117,14 @@ struct sbx_proc {
  * reported the worker started, or not).  Reaper thread, like a handle. */
 struct sbx_pending {
 	const struct sipc_provider_launch *l;
-	const struct sipc__cg_state *st;   /* NULL: no cgroup (tests) */
+	const struct sbx_state *st;   /* NULL: no cgroup (tests) */
 	struct sbx_proc *p;
 	struct sipc__launch_fds f;
 	struct sipc__spawned sd;
 	int cg_err;
 	int start_err;                /* errno of a launch that could not
 	                               * even start (no bwrap): finish says */
+	char view_note[96];           /* the view's, for the channel */
 };
 
 static void
@@ -144,14 +152,32 @@ sbx_clone(struct sbx_pending *q, const char *bwrap)
 	struct sipc__spawn sp = { .path = bwrap,
 	    .flags = SIPC__SPAWN_SETPGRP, .nproc_limit = l->nproc_limit,
 	    .fds = { f->devnull, f->dp[1], f->dp[1], f->sv[1], f->rp[1] } };
+	const struct sipc__sbx_view *view;
+	struct sipc__sbx_view *own = NULL;
 	struct sipc__sbx_argv *a;
 	char **env = NULL;
 	int rc;
 
 	if ((a = calloc(1, sizeof(*a))) == NULL)
 		return -ENOMEM;
-	if ((rc = sipc__sbx_argv_build(a, bwrap, init, l->path,
-	    l->argv)) < 0)
+	/* The supervisor's view, or one for this launch alone (a start-up
+	 * probe's program, tests without a state). */
+	view = q->st != NULL ? &q->st->view : NULL;
+	if (view == NULL || strcmp(view->path, l->path) != 0 ||
+	    strcmp(view->init, init) != 0) {
+		if ((own = malloc(sizeof(*own))) == NULL) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		if ((rc = sipc__sbx_view_make(own, init, l->path)) < 0) {
+			free(own);
+			own = NULL;
+			goto out;
+		}
+		view = own;
+	}
+	snprintf(q->view_note, sizeof(q->view_note), "%s", view->note);
+	if ((rc = sipc__sbx_argv_build(a, bwrap, view, l->argv)) < 0)
 		goto out;
 	if ((env = sipc__ns_env(l->envp)) == NULL) {
 		rc = -ENOMEM;
@@ -170,6 +196,9 @@ out:
 	free(env);
 	free(a->v);
 	free(a);
+	if (own != NULL)
+		sipc__sbx_view_free(own);
+	free(own);
 	return rc;
 }
 
@@ -177,7 +206,7 @@ static int
 sbx_launch_start(void *state, const struct sipc_provider_launch *l,
                  void **ret_pending)
 {
-	const struct sipc__cg_state *st = state;
+	const struct sbx_state *st = state;
 	struct sbx_pending *q;
 	const char *bwrap;
 	int rc;
@@ -203,9 +232,9 @@ sbx_launch_start(void *state, const struct sipc_provider_launch *l,
 		return 0;
 	}
 	/* A configured limit is enforced or the worker does not start. */
-	if (st != NULL && st->cg != NULL && (rc = sipc__cgw_create(st->cg,
+	if (st != NULL && st->cgs.cg != NULL && (rc = sipc__cgw_create(st->cgs.cg,
 	    l->worker_id, l->generation, &q->p->cg)) < 0) {
-		if (sipc__cg_limits(st->cg) != 0)
+		if (sipc__cg_limits(st->cgs.cg) != 0)
 			goto fail;
 		q->cg_err = rc;
 	}
@@ -348,8 +377,9 @@ sbx_launch_finish(void *pending, struct sipc_provider_chan *ret_chan,
 	ret_chan->end_fd = p->bwrap_fd;
 	ret_chan->display_pid = p->init_pid;
 	ret_chan->contain = SIPC_CONTAIN_PID_NAMESPACE;
+	snprintf(ret_chan->note, sizeof(ret_chan->note), "%s", q->view_note);
 	ret_chan->info.cgroup = p->cg != NULL;
-	ret_chan->info.limits = p->cg != NULL ? sipc__cg_limits(q->st->cg) : 0;
+	ret_chan->info.limits = p->cg != NULL ? sipc__cg_limits(q->st->cgs.cg) : 0;
 	ret_chan->info.cgroup_err = q->cg_err;
 	sipc__sbx_id_encode(&p->id, &ret_chan->id);
 	*ret_handle = p;
@@ -635,6 +665,7 @@ static int
 sbx_create(const struct sipc_config *cfg, void **ret_state, char *errbuf,
            size_t errlen)
 {
+	struct sbx_state *st;
 	const char *bwrap;
 	int rc;
 
@@ -643,7 +674,43 @@ sbx_create(const struct sipc_config *cfg, void **ret_state, char *errbuf,
 		    "(install bubblewrap): %s", strerror(-rc));
 		return SIPC_E_EXEC;
 	}
-	return sipc__cg_state_create(cfg, ret_state, errbuf, errlen);
+	if ((st = calloc(1, sizeof(*st))) == NULL)
+		return -ENOMEM;
+	/* Without a program (a host's own provider tests) each launch makes
+	 * its view. */
+	if (cfg->path != NULL && (rc = sipc__sbx_view_make(&st->view,
+	    cfg->init_path ? cfg->init_path : SIPC_LIBEXECDIR "/sipc-init",
+	    cfg->path)) < 0) {
+		free(st);
+		return rc;
+	}
+	if ((rc = sipc__cg_state_init(cfg, &st->cgs, errbuf, errlen)) < 0) {
+		sipc__sbx_view_free(&st->view);
+		free(st);
+		return rc;
+	}
+	*ret_state = st;
+	return 0;
+}
+
+static void
+sbx_destroy(void *state)
+{
+	struct sbx_state *st = state;
+
+	if (st == NULL)
+		return;
+	sipc__cg_state_fini(&st->cgs);
+	sipc__sbx_view_free(&st->view);
+	free(st);
+}
+
+static void
+sbx_info(void *state, struct sipc_provider_info *ret)
+{
+	struct sbx_state *st = state;
+
+	sipc__cg_state_info(&st->cgs, ret);
 }
 
 /* What the probes confirm on a machine where bwrap makes its namespaces
@@ -665,8 +732,8 @@ const struct sipc_provider_ops sipc__provider_sandbox = {
 	.name = "sandbox",
 	.declared = sbx_declared,
 	.create = sbx_create,
-	.destroy = sipc__cg_state_destroy,
-	.info = sipc__cg_state_info,
+	.destroy = sbx_destroy,
+	.info = sbx_info,
 	.launch = sbx_launch,
 	.launch_start = sbx_launch_start,
 	.launch_finish = sbx_launch_finish,

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "elfdeps.h"
 #include "ident.h"
 #include "provider.h"
 
@@ -33,8 +34,29 @@ struct sipc__sbx_id {
 int sipc__sandbox_bwrap(const char **ret);
 
 /* Room for the fixed arguments, the host's top-level links, two binds
- * and sipc-init's own arguments (added to the worker's). */
+ * and sipc-init's own arguments (added to the worker's); each file of a
+ * minimal view adds three. */
 #define SIPC__SBX_ARGV_FIXED 64
+
+/*
+ * What a worker sees of the host's files (sbxargv.c): its program,
+ * sipc-init, their interpreter and libraries (elfdeps.h) and the
+ * loader's cache, each bound read-only at its own path; or, when those
+ * cannot be told (a #! script, a library not found), all of /usr and
+ * the two programs' directories, with `note` saying why.
+ */
+struct sipc__sbx_view {
+	char path[PATH_MAX], init[PATH_MAX]; /* made for (as given) */
+	struct sipc__elfdeps files;   /* n == 0: the whole-/usr view */
+	char note[96];                /* "" for a minimal view */
+};
+
+/* Make v for worker `path` and sipc-init `init`, reading their ELF
+ * files (nothing runs).  0 (minimal, or the /usr view with a note), or
+ * -ENOMEM.  Free with sipc__sbx_view_free.  Any thread. */
+int sipc__sbx_view_make(struct sipc__sbx_view *v, const char *init,
+                        const char *path);
+void sipc__sbx_view_free(struct sipc__sbx_view *v);
 
 /* bwrap's command line for one worker, and the strings it points to. */
 struct sipc__sbx_argv {
@@ -45,14 +67,16 @@ struct sipc__sbx_argv {
 };
 
 /*
- * Build it (sbxargv.c): the namespaces, the read-only view (/usr and the
- * host's top-level links, the worker's directory and sipc-init's, both
- * resolved), fresh /proc, /dev and /tmp, then "-- sipc-init WORKER ARGV0
- * [ARGS...]".  0, or -errno (a path that does not resolve); a->v is then
- * NULL.  The caller frees a->v; the strings are argv's or a's.
+ * Build it (sbxargv.c): the namespaces, the read-only view (view's
+ * files, or /usr with the host's top-level links and the worker's and
+ * sipc-init's directories; the host's top-level links either way),
+ * fresh /proc, /dev and /tmp, then "-- sipc-init WORKER ARGV0
+ * [ARGS...]", both programs resolved.  0, or -errno (a path that does
+ * not resolve); a->v is then NULL.  The caller frees a->v; the strings
+ * are argv's, a's or view's (which must outlive a->v).
  */
 int sipc__sbx_argv_build(struct sipc__sbx_argv *a, const char *bwrap,
-                         const char *init, const char *path,
+                         const struct sipc__sbx_view *view,
                          char *const *argv);
 
 /* Terminate the sandbox `id` names, left by a dead supervisor, if it is

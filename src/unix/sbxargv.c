@@ -1,6 +1,10 @@
 /*
  * sbxargv.c - the sandbox provider's command line: which bwrap, and
- * what it is told (sandbox.h).  The view a worker gets is all here.
+ * what it is told (sandbox.h).  The view a worker gets is all here: by
+ * default only the files its program and sipc-init need to start
+ * (elfdeps.h), each bound read-only at its own path; all of /usr when
+ * they cannot be told (a script, a library not found), said in the
+ * launch's note.
  *
  * Threads: the reaper thread (through sandbox.c) and tests; the bwrap
  * lookup is done once (pthread_once) and read-only after.
@@ -8,12 +12,14 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "elfdeps.h"
 #include "sandbox.h"
 
 static pthread_once_t bwrap_once = PTHREAD_ONCE_INIT;
@@ -73,9 +79,10 @@ av_add3(struct sipc__sbx_argv *a, const char *opt, const char *x, const char *y)
 
 /* The host's top-level directories that a program's loader and shells
  * find through: replicated as links where the host has links (merged
- * /usr), bound read-only where it has directories. */
+ * /usr); where it has directories, bound read-only in the whole-/usr
+ * view, left out of a minimal one (its files are bound one by one). */
 static void
-av_toplevel(struct sipc__sbx_argv *a)
+av_toplevel(struct sipc__sbx_argv *a, bool dirs)
 {
 	static const char *const top[] = { "/lib", "/lib64", "/bin", "/sbin" };
 	struct stat st;
@@ -90,7 +97,7 @@ av_toplevel(struct sipc__sbx_argv *a)
 				continue;
 			a->link[i][n] = '\0';
 			av_add3(a, "--symlink", a->link[i], top[i]);
-		} else if (S_ISDIR(st.st_mode)) {
+		} else if (S_ISDIR(st.st_mode) && dirs) {
 			av_add3(a, "--ro-bind", top[i], top[i]);
 		}
 	}
@@ -111,11 +118,72 @@ real_dir(const char *path, char *dir, char *ret_path)
 	return 0;
 }
 
+/* The loader's cache, when the host has one: without it the loader
+ * searches only its built-in directories, and a library found through
+ * /etc/ld.so.conf (under /usr/local/lib, say) would not load. */
+#define LD_CACHE "/etc/ld.so.cache"
+
+int
+sipc__sbx_view_make(struct sipc__sbx_view *v, const char *init,
+                    const char *path)
+{
+	char why[PATH_MAX + 64];
+	int rc;
+
+	memset(v, 0, sizeof(*v));
+	snprintf(v->path, sizeof(v->path), "%s", path);
+	snprintf(v->init, sizeof(v->init), "%s", init);
+	if ((rc = sipc__elfdeps_add(&v->files, path, why, sizeof(why))) == 0 &&
+	    (rc = sipc__elfdeps_add(&v->files, init, why, sizeof(why))) == 0 &&
+	    access(LD_CACHE, R_OK) == 0)
+		rc = sipc__elfdeps_add_file(&v->files, LD_CACHE, why,
+		    sizeof(why));
+	if (rc == -ENOMEM)
+		return rc;
+	if (rc < 0) {
+		sipc__elfdeps_free(&v->files);
+		snprintf(v->note, sizeof(v->note), "view: all of /usr (%.*s)",
+		    75, why);
+	}
+	return 0;
+}
+
+void
+sipc__sbx_view_free(struct sipc__sbx_view *v)
+{
+	sipc__elfdeps_free(&v->files);
+}
+
+/* The view: every file of the minimal one at its own path, or /usr. */
+static void
+av_view(struct sipc__sbx_argv *a, const struct sipc__sbx_view *v)
+{
+	bool whole = v->files.n == 0;
+
+	if (whole)
+		av_add3(a, "--ro-bind", "/usr", "/usr");
+	av_toplevel(a, whole);
+	av_add(a, "--proc");
+	av_add(a, "/proc");
+	av_add(a, "--dev");
+	av_add(a, "/dev");
+	av_add(a, "--tmpfs");
+	av_add(a, "/tmp");
+	if (!whole) {
+		for (size_t i = 0; i < v->files.n; i++)
+			av_add3(a, "--ro-bind", v->files.path[i],
+			    v->files.path[i]);
+		return;
+	}
+	av_add3(a, "--ro-bind", a->wdir, a->wdir);
+	av_add3(a, "--ro-bind", a->idir, a->idir);
+}
+
 /* Order matters to bwrap: the empty /tmp comes before the binds, so a
  * worker under /tmp is still seen. */
 int
 sipc__sbx_argv_build(struct sipc__sbx_argv *a, const char *bwrap,
-                     const char *init, const char *path, char *const *argv)
+                     const struct sipc__sbx_view *view, char *const *argv)
 {
 	size_t nargs = 0;
 	int rc;
@@ -123,11 +191,11 @@ sipc__sbx_argv_build(struct sipc__sbx_argv *a, const char *bwrap,
 	while (argv[nargs] != NULL)
 		nargs++;
 	a->n = 0;
-	a->cap = SIPC__SBX_ARGV_FIXED + nargs + 4;
+	a->cap = SIPC__SBX_ARGV_FIXED + nargs + 4 + 3 * view->files.n;
 	if ((a->v = calloc(a->cap, sizeof(*a->v))) == NULL)
 		return -ENOMEM;
-	if ((rc = real_dir(path, a->wdir, a->wpath)) < 0 ||
-	    (rc = real_dir(init, a->idir, a->ipath)) < 0) {
+	if ((rc = real_dir(view->path, a->wdir, a->wpath)) < 0 ||
+	    (rc = real_dir(view->init, a->idir, a->ipath)) < 0) {
 		free(a->v);
 		a->v = NULL;
 		return rc;
@@ -137,16 +205,7 @@ sipc__sbx_argv_build(struct sipc__sbx_argv *a, const char *bwrap,
 	av_add(a, "--die-with-parent");
 	av_add(a, "--new-session");
 	av_add(a, "--as-pid-1");
-	av_add3(a, "--ro-bind", "/usr", "/usr");
-	av_toplevel(a);
-	av_add(a, "--proc");
-	av_add(a, "/proc");
-	av_add(a, "--dev");
-	av_add(a, "/dev");
-	av_add(a, "--tmpfs");
-	av_add(a, "/tmp");
-	av_add3(a, "--ro-bind", a->wdir, a->wdir);
-	av_add3(a, "--ro-bind", a->idir, a->idir);
+	av_view(a, view);
 	av_add(a, "--chdir");
 	av_add(a, "/");
 	/* bwrap would add PWD=/: the environment is the launch's alone. */

@@ -14,13 +14,18 @@
  *   - sipc-init finds the namespace's /proc already mounted by bwrap
  *     and does not try (and warn) again;
  *   - production refuses it, naming the two guarantees it lacks;
- *   - a leftover identity ends the sandbox only when proven.
+ *   - a leftover identity ends the sandbox only when proven;
+ *   - the view is minimal: the files a worker's program needs to start
+ *     (every file the kernel maps for it), and no other file of /usr;
+ *     a #! script, whose needs cannot be read, gets all of /usr, says
+ *     so in the launch's note, and runs.
  * Skipped as a whole where bwrap is missing or cannot make its
  * namespaces here.
  *
  * Threads: the CUnit thread only.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -30,6 +35,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "unix/elfdeps.h"
 #include "unix/ident.h"
 #include "unix/sandbox.h"
 #include "conformance.h"
@@ -237,6 +243,182 @@ test_conformance_sandbox_init_keeps_bwrap_proc(void)
 	cw_finish(&w);
 }
 
+/* Is there a path in d that contains `part`? */
+static bool
+deps_any(const struct sipc__elfdeps *d, const char *part)
+{
+	for (size_t i = 0; i < d->n; i++)
+		if (strstr(d->path[i], part) != NULL)
+			return true;
+	return false;
+}
+
+/* Every file /proc/<pid>/maps shows mapped is in d: 0, or how many are
+ * missing (each printed).  *ret_files counts the file mappings. */
+static int
+maps_missing(long pid, const struct sipc__elfdeps *d, int *ret_files)
+{
+	char path[64], line[PATH_MAX + 128], file[PATH_MAX];
+	int missing = 0;
+	FILE *f;
+
+	*ret_files = 0;
+	snprintf(path, sizeof(path), "/proc/%ld/maps", pid);
+	if ((f = fopen(path, "re")) == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		if (sscanf(line, "%*s %*s %*s %*s %*s %4095s", file) != 1 ||
+		    file[0] != '/')
+			continue;
+		/* A file the process made itself in its own /tmp (TSan's
+		 * runtime maps /tmp/tsan.rodata.PID) is no host file. */
+		if (!sipc__elfdeps_has(d, file) && strncmp(file, "/tmp/",
+		    5) == 0)
+			continue;
+		++*ret_files;
+		if (!sipc__elfdeps_has(d, file)) {
+			printf("conformance: mapped, not in the view: %s\n",
+			    file);
+			missing++;
+		}
+	}
+	fclose(f);
+	return missing;
+}
+
+/*
+ * What the view is made of, read from the ELF files, is what the loader
+ * really maps: the echo fixture run directly (local adapter, so its host
+ * pid's maps are readable) maps no file the list lacks, and the list
+ * names its interpreter, libc and libbsd.
+ */
+static void
+test_conformance_sandbox_view_has_what_kernel_maps(void)
+{
+	const struct sipc_provider_ops *saved = conf_prov;
+	enum sipc_containment contain = conf_contain;
+	struct sipc__elfdeps d = { 0 };
+	struct sipc_hello hello;
+	char why[PATH_MAX + 64];
+	int files = 0;
+	struct cw w;
+
+	CU_ASSERT_EQUAL_FATAL(sipc__elfdeps_add(&d, tl_fixture("echo"), why,
+	    sizeof(why)), 0);
+	CU_ASSERT(deps_any(&d, "/ld-linux") || deps_any(&d, "/ld-"));
+	CU_ASSERT(deps_any(&d, "/libc.so"));
+	CU_ASSERT(deps_any(&d, "/libbsd.so"));
+	conf_prov = &sipc__provider_local;
+	conf_contain = SIPC_CONTAIN_PROCESS_GROUP;
+	CU_ASSERT_EQUAL_FATAL(cw_launch(&w, "echo", NULL, NULL), 0);
+	conf_prov = saved;
+	conf_contain = contain;
+	CU_ASSERT_EQUAL(cw_hello(&w, &hello), 0);
+	CU_ASSERT_EQUAL(maps_missing(w.ch.display_pid, &d, &files), 0);
+	CU_ASSERT(files >= 3);          /* the program, libc, the loader */
+	conf_prov = &sipc__provider_local;
+	cw_finish(&w);
+	conf_prov = saved;
+	sipc__elfdeps_free(&d);
+	/* A script (ldd is one) has no ELF needs to read. */
+	if (access("/usr/bin/ldd", R_OK) == 0) {
+		CU_ASSERT_EQUAL(sipc__elfdeps_add(&d, "/usr/bin/ldd", why,
+		    sizeof(why)), -ENOEXEC);
+		CU_ASSERT_PTR_NOT_NULL(strstr(why, "script"));
+		sipc__elfdeps_free(&d);
+	}
+}
+
+/* A sandboxed worker runs, yet reads no host program under /usr that it
+ * does not need (the host can). */
+static void
+test_conformance_sandbox_view_is_minimal(void)
+{
+	static const char *const host[] = { "/usr/bin/env",
+	    "/usr/share/common-licenses/GPL-3" };
+	struct sipc_hello hello;
+	char req[PATH_MAX + 8], text[256];
+	struct cw w;
+
+	CU_ASSERT_EQUAL_FATAL(cw_launch(&w, "probe", NULL, NULL), 0);
+	CU_ASSERT_EQUAL(cw_hello(&w, &hello), 0);
+	CU_ASSERT_STRING_EQUAL(w.ch.note, "");
+	cw_finish(&w);
+	for (size_t i = 0; i < sizeof(host) / sizeof(host[0]); i++) {
+		if (access(host[i], R_OK) != 0)
+			continue;       /* not on this host: nothing to hide */
+		snprintf(req, sizeof(req), "read %s", host[i]);
+		text[0] = '\0';
+		CU_ASSERT_EQUAL(conf_ask(&sipc__provider_sandbox, NULL,
+		    "probe", req, text, sizeof(text)), 0);
+		printf("conformance: sandbox: %s: %s\n", req, text);
+		CU_ASSERT_EQUAL(strncmp(text, "read=0", 6), 0);
+	}
+}
+
+/* Copy file from to to, mode 0755.  0 or -1. */
+static int
+copy_exec(const char *from, const char *to)
+{
+	char buf[65536];
+	int in, out, rc = 0;
+	ssize_t n;
+
+	if ((in = open(from, O_RDONLY | O_CLOEXEC)) < 0)
+		return -1;
+	if ((out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+	    0755)) < 0) {
+		close(in);
+		return -1;
+	}
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, (size_t)n) != n)
+			rc = -1;
+	if (n < 0 || close(out) < 0)
+		rc = -1;
+	close(in);
+	return rc;
+}
+
+/*
+ * A #! script's needs cannot be read from ELF headers: it gets the
+ * whole /usr view (its shell is there), the launch's note says so, and
+ * it runs (it execs a copy of the echo fixture beside it).
+ */
+static void
+test_conformance_sandbox_script_gets_usr_view(void)
+{
+	static const char script[] = "#!/bin/sh\nexec \"${0%/*}/echo\"\n";
+	char dir[] = "/tmp/sipc-view-XXXXXX", sh[64], echo[64];
+	struct sipc_hello hello;
+	struct sipc_frame f;
+	struct cw w;
+	int fd;
+
+	memset(&f, 0, sizeof(f));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+	snprintf(sh, sizeof(sh), "%s/run.sh", dir);
+	snprintf(echo, sizeof(echo), "%s/echo", dir);
+	CU_ASSERT_EQUAL_FATAL(copy_exec(tl_fixture("echo"), echo), 0);
+	fd = open(sh, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_EQUAL(write(fd, script, sizeof(script) - 1),
+	    (ssize_t)sizeof(script) - 1);
+	close(fd);
+	CU_ASSERT_EQUAL(cw_launch_path(&w, sh, NULL, NULL, NULL, NULL), 0);
+	printf("conformance: sandbox: script launch note: %s\n", w.ch.note);
+	CU_ASSERT_PTR_NOT_NULL(strstr(w.ch.note, "all of /usr"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(w.ch.note, "script"));
+	CU_ASSERT_EQUAL(cw_hello(&w, &hello), 0);
+	CU_ASSERT_EQUAL(cw_roundtrip(&w, 1, "x", 1, &f), 0);
+	if (f.payload != NULL)
+		free(f.payload);
+	cw_finish(&w);
+	unlink(sh);
+	unlink(echo);
+	rmdir(dir);
+}
+
 /*
  * The table: local | sandbox.  Every probe but the limits one fails on
  * the local adapter (its secrets row passes: it hands on only the launch
@@ -313,6 +495,12 @@ main(int argc, char **argv)
 	      test_conformance_sandbox_production_refused },
 	    { "test_conformance_sandbox_leftover_proven_only",
 	      test_conformance_sandbox_leftover_proven_only },
+	    { "test_conformance_sandbox_view_has_what_kernel_maps",
+	      test_conformance_sandbox_view_has_what_kernel_maps },
+	    { "test_conformance_sandbox_view_is_minimal",
+	      test_conformance_sandbox_view_is_minimal },
+	    { "test_conformance_sandbox_script_gets_usr_view",
+	      test_conformance_sandbox_script_gets_usr_view },
 	    { NULL, NULL } });
 	conf_register(&sipc__provider_sandbox, NULL);
 	tl_suite("conformance_table", (tl_test[]){
