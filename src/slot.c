@@ -97,7 +97,7 @@ note_containment(struct sipc__slot *sl, const struct sipc_provider_chan *ch)
 	    " (a descendant that calls setsid() escapes)" : "",
 	    in->cgroup ? "; cgroup: provided (cgroup.kill ends the whole "
 	    "tree)" : "",
-	    ch->note[0] ? "; stronger mode refused: " : "", ch->note);
+	    ch->note[0] ? "; " : "", ch->note);
 }
 
 /*

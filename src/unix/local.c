@@ -355,8 +355,9 @@ local_launch_finish(void *pending, struct sipc_provider_chan *ret_chan,
 	ret_chan->info.cgroup = p->cg != NULL;
 	ret_chan->info.limits = p->cg != NULL ? sipc__cg_limits(q->st->cg) : 0;
 	ret_chan->info.cgroup_err = q->cg_err;
-	snprintf(ret_chan->note, sizeof(ret_chan->note), "%s",
-	    p->mode == SIPC_CONTAIN_PID_NAMESPACE ? "" : q->why);
+	if (p->mode != SIPC_CONTAIN_PID_NAMESPACE && q->why[0] != '\0')
+		snprintf(ret_chan->note, sizeof(ret_chan->note),
+		    "stronger mode refused: %s", q->why);
 	local_id(p, &ret_chan->id);
 	*ret_handle = p;
 	q->p = NULL;
