@@ -357,7 +357,7 @@ local_launch_finish(void *pending, struct sipc_provider_chan *ret_chan,
 	ret_chan->info.cgroup_err = q->cg_err;
 	if (p->mode != SIPC_CONTAIN_PID_NAMESPACE && q->why[0] != '\0')
 		snprintf(ret_chan->note, sizeof(ret_chan->note),
-		    "stronger mode refused: %s", q->why);
+		    "stronger mode refused: %.72s", q->why);
 	local_id(p, &ret_chan->id);
 	*ret_handle = p;
 	q->p = NULL;
