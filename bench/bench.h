@@ -272,6 +272,43 @@ bench_chan_open(int kind, struct bench_chan *par, struct bench_chan *chi)
 	return 0;
 }
 
+/* Child of a pipelined baseline: parse length-prefixed frames (4-byte
+ * length, payload up to `maxsz`) out of reads of up to `chunk` bytes and
+ * echo each with one write().  Exits the process at EOF or on error. */
+static inline void
+bench_echo_frames(struct bench_chan c, size_t maxsz, size_t chunk)
+{
+	size_t cap = 2 * (4 + maxsz) + chunk, have = 0, off, flen;
+	uint8_t *buf = malloc(cap);
+	uint32_t len;
+	ssize_t n;
+
+	if (buf == NULL)
+		_exit(2);
+	for (;;) {
+		n = read(c.rd, buf + have, cap - have);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			_exit(0);
+		have += (size_t)n;
+		off = 0;
+		while (have - off >= 4) {
+			memcpy(&len, buf + off, 4);
+			flen = 4 + (size_t)len;
+			if (len > maxsz)
+				_exit(3);
+			if (have - off < flen)
+				break;
+			if (bench_write_all(c.wr, buf + off, flen) < 0)
+				_exit(4);
+			off += flen;
+		}
+		memmove(buf, buf + off, have - off);
+		have -= off;
+	}
+}
+
 /* ----------------------------------------------------------- placement */
 enum { BENCH_SAMECPU, BENCH_CROSSCPU, BENCH_NPLACE };
 static const char *const bench_place_name[BENCH_NPLACE] = {

@@ -58,41 +58,6 @@ struct fig {
 /* [channel][placement][size] */
 static struct fig F[BENCH_NCHAN][BENCH_NPLACE][NSIZES];
 
-/* Child: parse frames out of big reads, echo each with one write(). */
-static void
-child_echo(struct bench_chan c)
-{
-	size_t cap = 2 * (4 + MAXSZ) + CHUNK, have = 0, off, flen;
-	uint8_t *buf = malloc(cap);
-	uint32_t len;
-	ssize_t n;
-
-	if (buf == NULL)
-		_exit(2);
-	for (;;) {
-		n = read(c.rd, buf + have, cap - have);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			_exit(0);
-		have += (size_t)n;
-		off = 0;
-		while (have - off >= 4) {
-			memcpy(&len, buf + off, 4);
-			flen = 4 + (size_t)len;
-			if (len > MAXSZ)
-				_exit(3);
-			if (have - off < flen)
-				break;
-			if (bench_write_all(c.wr, buf + off, flen) < 0)
-				_exit(4);
-			off += flen;
-		}
-		memmove(buf, buf + off, have - off);
-		have -= off;
-	}
-}
-
 static void *
 writer_main(void *arg)
 {
@@ -245,7 +210,7 @@ placement(int kind, int pc, int cc, double dur, struct fig *figs)
 	if (pid == 0) {
 		bench_pin(cc);
 		bench_chan_close(&par);
-		child_echo(chi);
+		bench_echo_frames(chi, MAXSZ, CHUNK);
 	}
 	bench_chan_close(&chi);
 	bench_pin(pc);          /* the writer thread inherits it */

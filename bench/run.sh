@@ -13,7 +13,7 @@
 #   BENCH_RESULTS  where results go                  (bench/results)
 #   BENCH_QUICK=1  short smoke run (about a minute)
 #   BENCH_ONLY     parts to run, blank-separated (all): raw_pingpong
-#                  raw_pipelined newline_proto ppe spawn_cost and the
+#                  raw_pipelined raw_scale newline_proto ppe spawn_cost and the
 #                  sipc_bench sections (call pipe ... containment)
 #   BENCH_STALL_MS stall timeout of the stall test   (1000)
 #   PYTHON         interpreter for the ProcessPoolExecutor baseline (python3)
@@ -31,7 +31,7 @@ STALL_MS=${BENCH_STALL_MS:-1000}
 PY=${PYTHON:-python3}
 HERE=$(dirname "$0")
 
-parts="raw_pingpong raw_pipelined newline_proto ppe call pipe spawn mem scale
+parts="raw_pingpong raw_pipelined raw_scale newline_proto ppe call pipe spawn mem scale
 stall journal accept containment cost sandbox spawn_cost"
 for w in $ONLY; do
 	case " $(echo $parts) " in *" $w "*) ;; *)
@@ -103,13 +103,14 @@ env_notes() {
 	emit "note env load_average: $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min) at start"
 	emit "note placement raw_pingpong, raw_pipelined: each channel (sock: socketpair; pipe: two pipes; pipe1m: two pipes of 1 MiB) runs twice, parent and child pinned to one CPU (samecpu) and to two (crosscpu); the unsuffixed figure of a size is the best channel at its better placement, the limit every ratio uses (which one: the program's own note)"
 	emit "note placement newline_proto: runs twice, parent and child pinned to one CPU (_samecpu) and to two (_crosscpu); the unsuffixed figure is the better"
+	emit "note placement raw_scale: not pinned, like sipc's scale section (N echo children and one epoll parent thread; socketpair and two pipes, the unsuffixed figure is the better)"
 	emit "note placement ppe, spawn_cost, bare spawns of scale: not pinned (the scheduler places them)"
 	emit "note placement sipc_bench: not pinned (the library pins nothing; caller, writer, reader and worker threads go where the scheduler puts them)"
 }
 env_notes
 
 # ------------------------------------------------------------ baselines
-for p in raw_pingpong raw_pipelined newline_proto; do
+for p in raw_pingpong raw_pipelined raw_scale newline_proto; do
 	want "$p" || continue
 	if [ -x "$BIN/$p" ]; then
 		run "$p" 120 "$BIN/$p" $q
@@ -240,6 +241,15 @@ for ch in sock pipe pipe1m; do
 done
 info ctxsw_per_sync_call_vs_raw_pingpong sipc_cost_call_64_ctxsw raw_pingpong_64_ctxsw
 info scale_w16_vs_w4_64_msgs sipc_scale_w16_64_msgs sipc_scale_w4_64_msgs
+# What many processes cost without sipc (one epoll thread, no locks): the
+# share of the 4-child figure raw processes keep on this machine, and
+# sipc's scale figures against raw at the same process count.
+for n in 16 64 256; do
+	info "raw_scale_w${n}_vs_w4_64_msgs" "raw_scale_w${n}_64_msgs" raw_scale_w4_64_msgs
+done
+for n in 4 16 64 256; do
+	info "scale_w${n}_vs_raw_scale_w${n}_64_msgs" "sipc_scale_w${n}_64_msgs" "raw_scale_w${n}_64_msgs"
+done
 info req_64_vs_newline_proto_crosscpu sipc_pipe_w1_64_msgs newline_proto_64_crosscpu_reqs
 # The sandbox provider (bubblewrap) against the local adapter.
 for f in spawn_ready_1_p50 spawn_ready_64_p50 pipe_w4_64_msgs; do
