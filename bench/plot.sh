@@ -4,8 +4,8 @@
 # workers against the raw limit, the best channel of the run, the newline
 # prototype and ProcessPoolExecutor), synchronous round-trip latency by
 # payload size (sipc against the best channel and against each channel),
-# throughput as the pool grows as a fraction of the 4-worker figure with
-# memory per worker, and what one request costs (context switches and
+# throughput as the pool grows as a fraction of the 4-worker figure (sipc
+# and raw processes under one epoll thread) with memory per worker, and what one request costs (context switches and
 # futex calls per synchronous call, CPU per pipelined request) against
 # the raw baselines.  Called by run.sh.
 set -eu
@@ -38,14 +38,18 @@ series sipc_p50 sipc_call_ _p50
 series sipc_p99 sipc_call_ _p99
 series raw_sock_p50 raw_pingpong_ _sock_p50
 series raw_pipe_p50 raw_pingpong_ _pipe_p50
-# Throughput at N workers over the 4-worker figure of the same run.
-awk '$1 == "metric" && $2 == "sipc_scale_w4_64_msgs" { base = $3 }
-	$1 == "metric" && $2 ~ /^sipc_scale_w[0-9]+_64_msgs$/ {
-		w = $2; sub(/^sipc_scale_w/, "", w); sub(/_64_msgs$/, "", w)
-		v[w] = $3; order[++n] = w }
-	END { if (base > 0) for (i = 1; i <= n; i++)
-		print order[i], v[order[i]] / base }' \
-    "$res" > "$dir/scale_msgs.dat"
+# Throughput at N workers over the 4-worker figure of the same run, for
+# sipc (prefix sipc_scale_w) and for raw processes (raw_scale_w).
+share() {
+	awk -v pre="$1" '$1 == "metric" && $2 == pre "4_64_msgs" { base = $3 }
+		$1 == "metric" && index($2, pre) == 1 && $2 ~ /^[a-z_]+_w[0-9]+_64_msgs$/ {
+			w = substr($2, length(pre) + 1); sub(/_64_msgs$/, "", w)
+			v[w] = $3; order[++n] = w }
+		END { if (base > 0) for (i = 1; i <= n; i++)
+			print order[i], v[order[i]] / base }' "$res"
+}
+share sipc_scale_w > "$dir/scale_msgs.dat"
+share raw_scale_w > "$dir/scale_raw.dat"
 printf '64 0.7\n256 0.5\n' > "$dir/scale_target.dat"
 # What a request costs: label, sipc, raw ("?" = not measured).
 awk '$1 == "metric" { m[$2] = $3 }
@@ -87,6 +91,7 @@ lat=$(p raw_p50 'with linespoints lw 2 pt 7 lc rgb "black"' 'raw ping-pong p50 (
 	p raw_pipe_p50 'with linespoints lw 1 dt 4 pt 2 lc rgb "#8c564b"' 'raw two pipes p50 (better placement)')
 sep=""
 scale=$(p scale_msgs 'axes x1y1 with linespoints lw 2 pt 5 lc rgb "#1f77b4"' '64 B msgs/s over 4 workers (left)'
+	p scale_raw 'axes x1y1 with linespoints lw 1 dt 2 pt 4 lc rgb "black"' 'raw processes, one epoll thread, over 4 children (left)'
 	p scale_target 'axes x1y1 with points pt 9 ps 2 lc rgb "#2ca02c"' 'target (left)'
 	p scale_rss 'axes x1y2 with linespoints lw 2 pt 7 lc rgb "#d62728"' 'supervisor RSS per worker, kB (right)')
 [ -n "$tput" ] || exit 1
