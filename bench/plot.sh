@@ -5,8 +5,9 @@
 # prototype and ProcessPoolExecutor), synchronous round-trip latency by
 # payload size (sipc against the best channel and against each channel),
 # throughput as the pool grows as a fraction of the 4-worker figure (sipc
-# and raw processes under one epoll thread) with memory per worker, and what one request costs (context switches and
-# futex calls per synchronous call, CPU per pipelined request) against
+# and raw processes under one epoll thread) with memory per worker, and
+# what one request costs (context switches and futex calls per
+# synchronous call, CPU per pipelined request) against
 # the raw baselines.  Called by run.sh.
 set -eu
 res=$1; png=$2; dir=$3
