@@ -447,7 +447,7 @@ test_cgroup_crashed_instance_swept(void)
 {
 	char *const argv[] = { "echo", NULL };
 	struct sipc_config c;
-	char sup[256], w[300], live[300], *slash;
+	char sup[256], w[300], live[300], *slash, *ns;
 	sipc_supervisor *s = NULL;
 	int p[2], st;
 	ssize_t n;
@@ -480,10 +480,12 @@ test_cgroup_crashed_instance_swept(void)
 	snprintf(w, sizeof(w), "%s/w0.g1", sup);
 	CU_ASSERT_FATAL(!path_gone(w));
 	CU_ASSERT(tl_wait_until(unpopulated, w, WAIT_MS));
-	/* the same name shape, but its owner (this process) lives */
+	/* the same name shape (PID namespace included), but its owner
+	 * (this process) lives */
 	CU_ASSERT_FATAL((slash = strrchr(sup, '/')) != NULL);
-	snprintf(live, sizeof(live), "%.*s/sipc.%d.999", (int)(slash - sup),
-	    sup, (int)getpid());
+	CU_ASSERT_FATAL((ns = strrchr(slash, '.')) != NULL);
+	snprintf(live, sizeof(live), "%.*s/sipc.%d.999%s", (int)(slash - sup),
+	    sup, (int)getpid(), ns);
 	CU_ASSERT_FATAL(mkdir(live, 0755) == 0);
 	s = st_start(&c, 1, WAIT_MS);
 	CU_ASSERT(path_gone(w));
@@ -491,6 +493,73 @@ test_cgroup_crashed_instance_swept(void)
 	CU_ASSERT(!path_gone(live));
 	sipc_destroy(s);
 	CU_ASSERT(rmdir(live) == 0);
+}
+
+/*
+ * A pid in a cgroup's name means something only in the PID namespace
+ * that made it.  A supervisor started in another PID namespace under the
+ * same cgroup (a container that shares it, a test as PID 1) sees every
+ * host pid as gone: it must leave the cgroups of live owners alone.
+ * Here a name of this live process's shape (the live supervisor's own,
+ * with another sequence number) must survive such a supervisor's start.
+ */
+static int
+foreign_ns_start(struct sipc_config *c)
+{
+	sipc_supervisor *s = NULL;
+	pid_t p;
+	int st;
+
+	if (unshare(CLONE_NEWPID) < 0)
+		return 90;
+	if ((p = fork()) < 0)
+		return 91;
+	if (p == 0) {           /* PID 1 of the new namespace */
+		if (sipc_create(c, NULL, 0, &s) != 0)
+			_exit(2);
+		sipc_destroy(s);
+		_exit(0);
+	}
+	while (waitpid(p, &st, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 99;
+}
+
+static void
+test_cgroup_foreign_pid_namespace_spares_live_owner(void)
+{
+	char *const argv[] = { "echo", NULL };
+	struct sipc_config c;
+	char sup[256], live[300], *base, *seq, *rest;
+	sipc_supervisor *s;
+	pid_t p;
+	int st = 0;
+
+	st_cfg_base(&c, "echo", argv, 1);
+	c.containment = SIPC_CONTAIN_PROCESS_GROUP;
+	if (st_can_unshare(CLONE_NEWPID) < 0) {
+		tl_skip("no PID namespace here");
+		return;
+	}
+	if ((s = start_with_cgroup(&c, sup, sizeof(sup))) == NULL)
+		return;
+	/* "sipc.<pid>.<seq>[...]": the same name with sequence 999 */
+	CU_ASSERT_FATAL((base = strrchr(sup, '/')) != NULL);
+	CU_ASSERT_FATAL((seq = strchr(base + strlen("/sipc."), '.')) != NULL);
+	rest = strchr(seq + 1, '.');
+	snprintf(live, sizeof(live), "%.*s.999%s", (int)(seq - sup), sup,
+	    rest != NULL ? rest : "");
+	CU_ASSERT_FATAL(mkdir(live, 0755) == 0);
+	fflush(NULL);
+	CU_ASSERT_FATAL((p = fork()) >= 0);
+	if (p == 0)
+		_exit(foreign_ns_start(&c));
+	CU_ASSERT_EQUAL_FATAL(waitpid(p, &st, 0), p);
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CU_ASSERT(!path_gone(live));
+	CU_ASSERT(!path_gone(sup));
+	(void)rmdir(live);
+	sipc_destroy(s);
 }
 
 /* ------------------------------------------------------------- lost */
@@ -692,6 +761,8 @@ static const tl_test cgroup_tests[] = {
 	{ "test_cgroup_off", test_cgroup_off },
 	{ "test_cgroup_crashed_instance_swept",
 	  test_cgroup_crashed_instance_swept },
+	{ "test_cgroup_foreign_pid_namespace_spares_live_owner",
+	    test_cgroup_foreign_pid_namespace_spares_live_owner },
 	{ "test_cgroup_lost_worker_cgroup_still_killed",
 	  test_cgroup_lost_worker_cgroup_still_killed },
 	{ "test_cgroup_oom_is_its_own_exit_kind",

@@ -308,7 +308,26 @@ enable_controllers(int dirfd, const char *dir, unsigned bits, char *why,
  * the kernel refuses it for a cgroup that holds a process or a child
  * cgroup: what still holds a crashed instance's survivor is left as it
  * is, never killed, since nothing proves it ours.
+ *
+ * A pid means something only in the PID namespace that made the name,
+ * so the name carries that namespace (its nsfs inode) and only names of
+ * this process's own namespace are judged: a supervisor in a container
+ * or a test's PID namespace under the same cgroup would see every host
+ * pid as gone and empty the cgroups of live owners.  A name without a
+ * namespace is never removed.
  */
+
+/* This process's PID namespace (the inode of /proc/self/ns/pid), or 0
+ * when it cannot be read: then nothing is swept. */
+static unsigned long
+own_pidns(void)
+{
+	struct stat st;
+
+	return stat("/proc/self/ns/pid", &st) == 0 ?
+	    (unsigned long)st.st_ino : 0;
+}
+
 /* rmdir every empty worker cgroup (w*) under dirfd. */
 static void
 rmdir_workers(int dirfd)
@@ -332,19 +351,22 @@ rmdir_workers(int dirfd)
 static void
 sweep_stale(int pfd)
 {
+	unsigned long ns = own_pidns(), their_ns;
 	struct dirent *de;
 	int fd, cfd, pid;
 	unsigned n;
+	char end;
 	DIR *d;
 
-	if ((fd = dup(pfd)) < 0)
+	if (ns == 0 || (fd = dup(pfd)) < 0)
 		return;
 	if ((d = fdopendir(fd)) == NULL) {
 		close(fd);
 		return;
 	}
 	while ((de = readdir(d)) != NULL) {
-		if (sscanf(de->d_name, "sipc.%d.%u", &pid, &n) != 2 || pid <= 0 ||
+		if (sscanf(de->d_name, "sipc.%d.%u.%lu%c", &pid, &n, &their_ns,
+		    &end) != 3 || pid <= 0 || their_ns != ns ||
 		    kill(pid, 0) == 0 || errno != ESRCH)
 			continue;
 		if ((cfd = openat(pfd, de->d_name, O_RDONLY | O_DIRECTORY |
@@ -365,8 +387,9 @@ make_sup(struct sipc__cg *cg, const char *parent, char *why, size_t whylen)
 	int rc, tries = 0;
 
 	do {
-		if (snprintf(cg->path, sizeof(cg->path), "%s/sipc.%d.%u",
-		    parent, (int)getpid(), atomic_fetch_add(&cg_seq, 1)) >=
+		if (snprintf(cg->path, sizeof(cg->path), "%s/sipc.%d.%u.%lu",
+		    parent, (int)getpid(), atomic_fetch_add(&cg_seq, 1),
+		    own_pidns()) >=
 		    (int)sizeof(cg->path)) {
 			snprintf(why, whylen, "%s: path too long", parent);
 			return -ENAMETOOLONG;

@@ -8,8 +8,10 @@
  *   <own cgroup>/                  the host process's cgroup, untouched
  *                                  but for cgroup.subtree_control when a
  *                                  configured limit needs a controller
- *     sipc.<pid>.<n>/              one per supervisor; holds no process,
- *                                  so its subtree_control may enable the
+ *     sipc.<pid>.<n>.<pidns>/      one per supervisor (<pidns>: the inode
+ *                                  of the PID namespace <pid> belongs
+ *                                  to); holds no process, so its
+ *                                  subtree_control may enable the
  *                                  controllers the limits need
  *       w<slot>.g<generation>/     one per worker generation; a leaf: the
  *                                  worker (or its sipc-init) is cloned
