@@ -16,12 +16,15 @@
  * sipc_create()'s thread or the reaper, so their counters are atomics.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -115,6 +118,97 @@ static const struct sipc_provider_ops fake_base = {
 	.release = fake_release,
 	.leftover = fake_leftover,
 };
+
+/* ----------------------------------------------- a provider that "runs"
+ * A worker that never speaks: the channel's far end, a diagnostics pipe
+ * and an eventfd as the end descriptor, all held by the handle.  stop
+ * "ends" it (the eventfd turns readable); try_end then fails
+ * `mute_try_fails` times before it reports the end; sweep fails. */
+
+struct mute {
+	int peer, diag_w, end_fd;
+	atomic_bool ended;
+};
+
+static atomic_int mute_try_fails, n_try_end, n_sweep, n_release;
+
+static int
+mute_launch(void *state, const struct sipc_provider_launch *l,
+            struct sipc_provider_chan *ret_chan, void **ret_handle,
+            int *ret_errno)
+{
+	struct mute *m = calloc(1, sizeof(*m));
+	int sv[2], pf[2];
+
+	if (m == NULL)
+		return -ENOMEM;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+		free(m);
+		return -errno;
+	}
+	if (pipe2(pf, O_CLOEXEC) < 0 ||
+	    (m->end_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
+		close(sv[0]);
+		close(sv[1]);
+		free(m);
+		return -EMFILE;
+	}
+	m->peer = sv[1];
+	m->diag_w = pf[1];
+	memset(ret_chan, 0, sizeof(*ret_chan));
+	ret_chan->proto_fd = sv[0];
+	ret_chan->diag_fd = pf[0];
+	ret_chan->end_fd = m->end_fd;
+	ret_chan->contain = SIPC_CONTAIN_PROCESS_GROUP;
+	*ret_handle = m;
+	atomic_fetch_add(&n_launch, 1);
+	return 0;
+}
+
+static int
+mute_try_end(void *handle, struct sipc_exit *ret)
+{
+	struct mute *m = handle;
+
+	atomic_fetch_add(&n_try_end, 1);
+	if (!atomic_load(&m->ended))
+		return 0;
+	if (atomic_fetch_sub(&mute_try_fails, 1) > 0)
+		return -EIO;
+	memset(ret, 0, sizeof(*ret));
+	ret->kind = SIPC_EXIT_SIGNAL;
+	ret->signo = 9;
+	return 1;
+}
+
+static int
+mute_stop(void *handle, enum sipc_provider_stop how)
+{
+	struct mute *m = handle;
+	uint64_t one = 1;
+
+	atomic_store(&m->ended, true);
+	return write(m->end_fd, &one, sizeof(one)) == sizeof(one) ? 0 : -errno;
+}
+
+static int
+mute_sweep(void *handle)
+{
+	atomic_fetch_add(&n_sweep, 1);
+	return -ENOTRECOVERABLE;
+}
+
+static void
+mute_release(void *handle)
+{
+	struct mute *m = handle;
+
+	atomic_fetch_add(&n_release, 1);
+	close(m->peer);
+	close(m->diag_w);
+	close(m->end_fd);
+	free(m);
+}
 
 /* The configuration every provider test starts from: test environment,
  * one worker, a real executable (the provider never runs it). */
@@ -319,6 +413,50 @@ test_outside_provider_launch_errors_reach_wait_ready(void)
 	}
 	atomic_store(&launch_rc, -EIO);
 	atomic_store(&launch_errno, 0);
+}
+
+/* sipc_provider.h, try_end: "<0: error (the core logs it and asks
+ * again)"; sweep: "0 or a negative error (logged)"; release frees every
+ * handle.  A worker whose end the provider fails to report three times
+ * is still settled once it does, each error in the log, and nothing of
+ * the provider's is leaked (its descriptors close in release). */
+static void
+test_outside_provider_try_end_and_sweep_errors(void)
+{
+	static struct sipc_provider_ops o;
+	struct sipc_config c;
+	struct st_exit_want want = { 0, SIPC_EXIT_HANDSHAKE };
+	struct st_base base = st_baseline();
+	sipc_supervisor *s;
+	int tries, releases = atomic_load(&n_release);
+
+	o = fake_base;
+	o.name = "out-mute";
+	o.launch = mute_launch;
+	o.try_end = mute_try_end;
+	o.stop = mute_stop;
+	o.sweep = mute_sweep;
+	o.release = mute_release;
+	CU_ASSERT_EQUAL_FATAL(sipc_provider_register(&o), 0);
+	st_cfg_base(&c, "echo", NULL, 1);
+	c.provider = "out-mute";
+	c.handshake_ms = 100;       /* it never says HELLO */
+	c.restart_base_ms = 60000;
+	c.restart_cap_ms = 60000;
+	atomic_store(&mute_try_fails, 3);
+	tries = atomic_load(&n_try_end);
+	s = st_start(&c, 0, 0);
+	CU_ASSERT_EQUAL(sipc_wait_ready(s, 1, WAIT_MS), SIPC_E_HANDSHAKE);
+	CU_ASSERT(st_stats_wait(s, st_pred_exit_kind, &want, WAIT_MS));
+	CU_ASSERT(atomic_load(&n_try_end) >= tries + 4);
+	CU_ASSERT(st_log_has("observing worker: "));
+	CU_ASSERT(st_log_has(strerror(EIO)));
+	CU_ASSERT(st_log_has("sweeping worker: "));
+	CU_ASSERT(st_log_has(strerror(ENOTRECOVERABLE)));
+	CU_ASSERT(atomic_load(&n_sweep) >= 1);
+	CU_ASSERT_EQUAL(sipc_destroy(s), 0);
+	CU_ASSERT_EQUAL(atomic_load(&n_release), releases + 1);
+	st_check_nothing_left(&base, WAIT_MS);
 }
 
 /* sipc_stats_get(3): "cgroup_path names the supervisor's cgroup
@@ -714,6 +852,8 @@ main(void)
 	      test_outside_provider_without_declared_declares_nothing },
 	    { "test_outside_provider_launch_errors_reach_wait_ready",
 	      test_outside_provider_launch_errors_reach_wait_ready },
+	    { "test_outside_provider_try_end_and_sweep_errors",
+	      test_outside_provider_try_end_and_sweep_errors },
 	    { "test_outside_stats_cgroup_why_without_info_op",
 	      test_outside_stats_cgroup_why_without_info_op },
 	    { "test_outside_conf_man_ranges_are_enforced",
