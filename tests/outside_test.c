@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -547,15 +548,70 @@ man_number(const char *w)
 	return strtoll(w, NULL, 10);
 }
 
-/* sipc.conf(5), "Numbers": every row of the table (key, min..max) is a
- * key of the loader, min and max load, min - 1 and max + 1 do not.  The
- * table is read from the manual itself, so the page and the code cannot
- * drift apart unnoticed (pids_max, memory_max and cpu_max_percent had
- * no range test at all). */
+/* Where each numeric key lives in the public struct, to read the
+ * default sipc_config_init() gives it. */
+#define NK(f) { #f, offsetof(struct sipc_config, f), \
+	sizeof(((struct sipc_config *)0)->f) }
+static const struct { const char *key; size_t off, size; } num_keys[] = {
+	NK(workers), NK(max_inflight), NK(max_payload), NK(ring_frames),
+	NK(ring_bytes), NK(mem_ceiling), NK(diag_line_max),
+	NK(diag_tail_bytes), NK(handshake_ms), NK(grace_ms), NK(drain_ms),
+	NK(stall_ms), NK(cancel_grace_ms), NK(idempotent_retries),
+	NK(restart_base_ms), NK(restart_cap_ms), NK(restart_reset_ms),
+	NK(restart_intensity), NK(restart_window_ms),
+	NK(pool_restart_budget), NK(cooldown_ms), NK(worker_nproc_limit),
+	NK(group_commit_ms), NK(pids_max), NK(memory_max),
+	NK(cpu_max_percent),
+};
+
+/* sipc_config_init()'s value of numeric key `key`, or -1. */
+static long long
+default_of(const char *key)
+{
+	struct sipc_config c;
+	const unsigned char *p = (const unsigned char *)&c;
+	uint32_t v32;
+	uint64_t v64;
+	size_t i;
+
+	sipc_config_init(&c);
+	for (i = 0; i < sizeof(num_keys) / sizeof(num_keys[0]); i++) {
+		if (strcmp(num_keys[i].key, key) != 0)
+			continue;
+		if (num_keys[i].size == sizeof(v32)) {
+			memcpy(&v32, p + num_keys[i].off, sizeof(v32));
+			return v32;
+		}
+		memcpy(&v64, p + num_keys[i].off, sizeof(v64));
+		return (long long)v64;
+	}
+	return -1;
+}
+
+/* "[2]", "[16 MiB]", "[0, none]" as the manual writes a default. */
+static long long
+man_default(const char *w)
+{
+	char *end;
+	long long v = strtoll(w + 1, &end, 10);
+
+	if (strncmp(end, " KiB", 4) == 0)
+		v <<= 10;
+	else if (strncmp(end, " MiB", 4) == 0)
+		v <<= 20;
+	return v;
+}
+
+/* sipc.conf(5), "Numbers": every row of the table (key, min..max
+ * [default]) is a key of the loader, min and max load, min - 1 and
+ * max + 1 do not, and sipc_config_init() gives the default.  The table
+ * is read from the manual itself, so the page and the code cannot drift
+ * apart unnoticed (pids_max, memory_max and cpu_max_percent had no
+ * range or default test at all). */
 static void
 test_outside_conf_man_ranges_are_enforced(void)
 {
-	char buf[PATH_MAX], line[256], key[64], lo[32], hi[32];
+	char buf[PATH_MAX], line[256], key[64], lo[32], hi[32], def[32];
 	const char *path = tree_file("man/sipc.conf.5", buf, sizeof(buf));
 	FILE *f = fopen(path, "r");
 	bool in_table = false;
@@ -570,8 +626,8 @@ test_outside_conf_man_ranges_are_enforced(void)
 		}
 		if (strncmp(line, ".TE", 3) == 0)
 			break;
-		if (!in_table || sscanf(line, "%63[a-z_]\t%31[0-9^]..%31[0-9^]",
-		    key, lo, hi) != 3)
+		if (!in_table || sscanf(line, "%63[a-z_]\t%31[0-9^]..%31[0-9^]"
+		    "\t%31[^\n]", key, lo, hi, def) != 4)
 			continue;
 		rows++;
 		min = man_number(lo);
@@ -583,6 +639,12 @@ test_outside_conf_man_ranges_are_enforced(void)
 			fprintf(stderr, "\n    sipc.conf(5) says %s %lld..%lld: "
 			    "not what the loader enforces\n", key, min, max);
 			CU_FAIL("a documented range is not enforced");
+		}
+		if (default_of(key) != man_default(def)) {
+			fprintf(stderr, "\n    sipc.conf(5) says %s defaults to "
+			    "%s; sipc_config_init() gives %lld\n", key, def,
+			    default_of(key));
+			CU_FAIL("a documented default is not the default");
 		}
 	}
 	fclose(f);
