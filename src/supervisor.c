@@ -421,6 +421,7 @@ provider_open(struct sipc_supervisor *s, const struct sipc_provider_ops *p,
 	s->prov = p;
 	if (p->info == NULL)
 		return 0;
+	memset(&in, 0, sizeof(in));     /* a provider may leave text unset */
 	p->info(s->prov_state, &in);
 	sipc__log(s, in.cgroup || s->cfg.cgroup == SIPC_CGROUP_OFF ?
 	    SIPC_LOG_INFO : SIPC_LOG_WARN, NULL, "cgroup: %s (%s)",
@@ -547,6 +548,7 @@ int
 sipc_stats_get(sipc_supervisor *s, struct sipc_stats *ret)
 {
 	struct sipc_worker_stats *w;
+	struct sipc_provider_info in;
 	unsigned i;
 	int rc;
 
@@ -601,17 +603,20 @@ sipc_stats_get(sipc_supervisor *s, struct sipc_stats *ret)
 	pthread_mutex_unlock(&s->table.lock);
 	sipc__journal_note_stats(s, ret);
 	ret->mem_ceiling = s->cfg.mem_ceiling;
-	if (s->prov->info != NULL) {
-		struct sipc_provider_info in;
-
+	/* sipc_stats_get(3): an empty cgroup_path comes with a reason,
+	 * also from a provider that has no info op (it is optional). */
+	memset(&in, 0, sizeof(in));
+	if (s->prov->info != NULL)
 		s->prov->info(s->prov_state, &in);
-		if (in.cgroup)
-			snprintf(ret->cgroup_path, sizeof(ret->cgroup_path),
-			    "%s", in.text);
-		else
-			snprintf(ret->cgroup_why, sizeof(ret->cgroup_why),
-			    "%s", in.text);
-	}
+	else
+		snprintf(in.text, sizeof(in.text), "provider \"%s\" reports "
+		    "no cgroup", s->prov->name);
+	if (in.cgroup)
+		snprintf(ret->cgroup_path, sizeof(ret->cgroup_path), "%s",
+		    in.text);
+	else
+		snprintf(ret->cgroup_why, sizeof(ret->cgroup_why), "%s",
+		    in.text[0] != '\0' ? in.text : "not reported");
 	sipc__api_leave(s);
 	return 0;
 }
