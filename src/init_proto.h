@@ -15,6 +15,11 @@
 
 #define SIPC__INIT_REPORT_FD 4
 
+/* Set (to "1") by the sandbox provider: bubblewrap adds PWD=/ after its
+ * --chdir, so sipc-init removes PWD and this marker before the worker
+ * starts; the worker then gets the launch environment alone. */
+#define SIPC__INIT_NO_PWD "SIPC__INIT_NO_PWD"
+
 enum sipc__init_kind {
 	SIPC__INIT_STARTED = 1,       /* worker exec'd; value = its pid
 	                               * inside the namespace */

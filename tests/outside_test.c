@@ -517,8 +517,8 @@ probe_call(sipc_supervisor *s, const char *req, char *reply, size_t len)
  * CONTRACT.md SB2, SB7, SB9, PRODUCTION_BOUNDARY.md section 13, through
  * sipc_create() as a host configures it: the worker's environment is
  * the allow-list (env_allow, env_set, the SIPC_* variables) and nothing
- * of the host's; the one addition is PWD=/, which bubblewrap sets after
- * its --chdir whatever it was told (documented there); no host file
+ * of the host's (not even the PWD=/ bubblewrap sets after its --chdir:
+ * sipc-init removes it); no host file
  * outside the minimal view (/etc/passwd, /etc/hostname, /usr/bin/env),
  * a /proc of its own (it is PID 2, its init PID 1); a PID namespace
  * although process_group was asked for.
@@ -530,7 +530,7 @@ test_outside_sandbox_worker_view_through_create(void)
 	static const char *const set[] = { "OUTSIDE_SET=2", NULL };
 	static const char *const want[] = { "OUTSIDE_ALLOWED=1",
 	    "OUTSIDE_SET=2", "SIPC_FD=3", "SIPC_PARENT_PID=1",
-	    "SIPC_WORKER_ID=0", "SIPC_GENERATION=1", "PWD=/", NULL };
+	    "SIPC_WORKER_ID=0", "SIPC_GENERATION=1", NULL };
 	struct sipc_config c;
 	struct sipc_worker_stats w;
 	sipc_supervisor *s;

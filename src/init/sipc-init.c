@@ -203,6 +203,11 @@ main(int argc, char **argv)
 		    "refusing to run\n");
 		return 127;
 	}
+	/* Under the sandbox: bubblewrap's PWD=/ is not the launch's. */
+	if (getenv(SIPC__INIT_NO_PWD) != NULL) {
+		(void)unsetenv(SIPC__INIT_NO_PWD);
+		(void)unsetenv("PWD");
+	}
 	sigfillset(&all);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &all, NULL);

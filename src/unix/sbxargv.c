@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "elfdeps.h"
+#include "init_proto.h"
 #include "sandbox.h"
 
 static pthread_once_t bwrap_once = PTHREAD_ONCE_INIT;
@@ -208,9 +209,13 @@ sipc__sbx_argv_build(struct sipc__sbx_argv *a, const char *bwrap,
 	av_view(a, view);
 	av_add(a, "--chdir");
 	av_add(a, "/");
-	/* bwrap would add PWD=/: the environment is the launch's alone. */
-	av_add(a, "--unsetenv");
-	av_add(a, "PWD");
+	/* bwrap sets PWD=/ after --chdir, whatever --unsetenv says
+	 * (bubblewrap 0.8): this marker, which carries nothing of the
+	 * host's, has sipc-init drop both, so the worker gets the launch
+	 * environment alone (CONTRACT SB2). */
+	av_add(a, "--setenv");
+	av_add(a, SIPC__INIT_NO_PWD);
+	av_add(a, "1");
 	av_add(a, "--");
 	av_add(a, a->ipath);
 	av_add(a, a->wpath);
