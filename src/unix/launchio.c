@@ -1,18 +1,22 @@
 /*
  * launchio.c - descriptors, argv and reports around a worker launched
- * under sipc-init; see launchio.h.
+ * under sipc-init, and the worker's end; see launchio.h.
  *
- * Threads: any; no shared state.
+ * Threads: any; no shared state.  A struct sipc__wend belongs to one
+ * handle (reaper thread).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/pidfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "clone.h"
 #include "launchio.h"
 
@@ -165,4 +169,204 @@ sipc__exit_from_status(int st, struct sipc_exit *e)
 		e->signo = WTERMSIG(st);
 		e->core_dumped = WCOREDUMP(st);
 	}
+}
+
+bool
+sipc__pidfd_gone_within(int pidfd, int ms)
+{
+	struct pollfd pf = { .fd = pidfd, .events = POLLIN };
+	int r;
+
+	while ((r = poll(&pf, 1, ms)) < 0 && errno == EINTR)
+		;
+	return r == 1;
+}
+
+/* ------------------------------------------------------ the worker's end */
+
+void
+sipc__wend_init(struct sipc__wend *w)
+{
+	memset(w, 0, sizeof(*w));
+	w->pidfd = w->sig_fd = w->report_fd = -1;
+}
+
+/* Our child's own status.  fold128: bwrap folds a PID 1 killed by
+ * signal n into exit code 128+n. */
+static void
+exit_from_siginfo(const siginfo_t *si, bool fold128, struct sipc_exit *e)
+{
+	memset(e, 0, sizeof(*e));
+	switch (si->si_code) {
+	case CLD_EXITED:
+		if (fold128 && si->si_status > 128 &&
+		    si->si_status < 128 + NSIG) {
+			e->kind = SIPC_EXIT_SIGNAL;
+			e->signo = si->si_status - 128;
+			break;
+		}
+		e->kind = si->si_status == 0 ? SIPC_EXIT_CLEAN : SIPC_EXIT_CODE;
+		e->code = si->si_status;
+		break;
+	case CLD_DUMPED:
+		e->core_dumped = true;
+		/* FALLTHROUGH */
+	default:
+		e->kind = SIPC_EXIT_SIGNAL;
+		e->signo = si->si_status;
+		break;
+	}
+}
+
+/* Was the OOM killer at work in the worker's cgroup?  Its SIGKILL is
+ * then the kernel's, not ours or a stranger's.  Read before sweep
+ * removes the cgroup. */
+static int
+wend_ended(struct sipc__wend *w, struct sipc_exit *ret)
+{
+	sipc__cgw_note_oom(w->cg, ret);
+	w->exit = *ret;
+	w->ended = true;
+	return 1;
+}
+
+/*
+ * Terminal observation before the final reap: WNOWAIT leaves our child a
+ * zombie, which keeps its pid and group id from being reused, so sweep
+ * reaches only this worker's tree.  In the namespace modes there is
+ * nothing left to sweep once the init exited: its exit emptied the
+ * namespace before its pidfd (or bwrap's, which follows it) became
+ * readable.  The reap is sweep's.
+ */
+int
+sipc__wend_try_end(void *h, struct sipc_exit *ret)
+{
+	struct sipc__wend *w = h;
+	siginfo_t si;
+	int r;
+
+	if (w->ended) {
+		*ret = w->exit;
+		return 1;
+	}
+	r = sipc__pidfd_observe(w->pidfd, &si);
+	if (r == 0 && sipc__init_report_pending(w->report_fd)) {
+		/* The worker has ended and its init is on its way out (it
+		 * exits right after reporting; bwrap follows it at once):
+		 * wait for our child, so the end is seen as soon as the
+		 * worker's channel closes. */
+		(void)sipc__pidfd_wait_exit(w->pidfd);
+		r = sipc__pidfd_observe(w->pidfd, &si);
+	}
+	if (r == -ECHILD) {
+		/* Reaped by someone else (a host wait(-1)).  An init's
+		 * report says how the worker ended (a sandbox's init is
+		 * still ours by its pidfd: sweep ends it); without one the
+		 * end is lost. */
+		w->reaped = true;
+		if (!sipc__init_report_exit(w->report_fd, ret))
+			*ret = (struct sipc_exit){ .kind = SIPC_EXIT_LOST,
+			    .code = -1 };
+		return wend_ended(w, ret);
+	}
+	if (r <= 0)
+		return r;
+	exit_from_siginfo(&si, w->fold128, ret);
+	/* The worker's own status, when sipc-init lived to report it just
+	 * before exiting; no report means the init itself was killed. */
+	(void)sipc__init_report_exit(w->report_fd, ret);
+	return wend_ended(w, ret);
+}
+
+int
+sipc__wend_stop(void *h, enum sipc_provider_stop how)
+{
+	struct sipc__wend *w = h;
+	int sig = how == SIPC_STOP_FORCED ? SIGKILL : SIGTERM;
+	siginfo_t si;
+	int r;
+
+	if (w->ended || w->sig_fd < 0)
+		return 0;
+	/* Every member of its cgroup, whatever became of our child. */
+	if (sig == SIGKILL && w->cg != NULL)
+		(void)sipc__cgw_kill(w->cg);
+	/* Namespace modes: the init passes TERM on; KILL to the init
+	 * empties the namespace. */
+	if (pidfd_send_signal(w->sig_fd, sig, NULL, 0) < 0) {
+		if (errno != ESRCH)
+			return -errno;
+		/* Exited (an init: its namespace with it).  Our zombie
+		 * still pins the group id; a child reaped by someone else
+		 * does not, and its group id may already name a stranger's
+		 * group: try_end classifies it (reported, or lost). */
+		if (w->pgid <= 0 ||
+		    (r = sipc__pidfd_observe(w->pidfd, &si)) == -ECHILD)
+			return 0;
+		if (r < 0)
+			return r;
+	}
+	if (w->pgid > 0)
+		(void)kill(-w->pgid, sig);
+	return 0;
+}
+
+/*
+ * After the end, whatever is left goes: the process behind our child
+ * (a sandbox's init, by its pidfd: a no-op when it already exited) is
+ * killed and waited for; the group (while our zombie still pins its id;
+ * never once someone else reaped our child); the reap; then the
+ * cgroup: kill what is left in it (setsid() escapees), wait for it to
+ * empty (bounded), remove it.
+ */
+int
+sipc__wend_sweep(void *h)
+{
+	struct sipc__wend *w = h;
+	struct sipc__cgw *cg = w->cg;
+
+	if (!w->ended || w->swept)
+		return 0;
+	w->swept = true;
+	if (w->sig_fd >= 0 && w->sig_fd != w->pidfd) {
+		(void)pidfd_send_signal(w->sig_fd, SIGKILL, NULL, 0);
+		(void)sipc__pidfd_gone_within(w->sig_fd, SIPC__INIT_END_MS);
+		close(w->sig_fd);
+		w->sig_fd = -1;
+	}
+	if (!w->reaped) {
+		if (w->pgid > 0)
+			(void)kill(-w->pgid, SIGKILL);
+		(void)sipc__pidfd_reap(w->pidfd);
+		w->reaped = true;
+	}
+	w->cg = NULL;
+	return sipc__cgw_remove(cg);
+}
+
+void
+sipc__wend_release(void *h)
+{
+	struct sipc__wend *w = h;
+	struct sipc_exit e;
+
+	if (w == NULL)
+		return;
+	if (!w->ended) {
+		/* Never leave an unowned process behind: kill the tree,
+		 * then observe, sweep and reap like a normal end. */
+		(void)sipc__wend_stop(w, SIPC_STOP_FORCED);
+		(void)sipc__pidfd_wait_exit(w->pidfd);
+		(void)sipc__wend_try_end(w, &e);
+	}
+	(void)sipc__wend_sweep(w);
+	if (w->sig_fd >= 0 && w->sig_fd != w->pidfd)
+		close(w->sig_fd);
+	if (w->pidfd >= 0)
+		close(w->pidfd);
+	if (w->report_fd >= 0)
+		close(w->report_fd);
+	/* not swept (its end could not be observed): still removed */
+	(void)sipc__cgw_remove(w->cg);
+	free(h);
 }
