@@ -12,11 +12,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/pidfd.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "clock.h"
 #include "clone.h"
 #include "launchio.h"
 
@@ -189,6 +192,52 @@ sipc__wend_init(struct sipc__wend *w)
 {
 	memset(w, 0, sizeof(*w));
 	w->pidfd = w->sig_fd = w->report_fd = -1;
+	w->ep = w->ev_fd = w->tm_fd = -1;
+}
+
+int
+sipc__wend_prepare(struct sipc__wend *w)
+{
+	if (w->cg != NULL && (w->ep = epoll_create1(EPOLL_CLOEXEC)) < 0) {
+		w->ep = -1;
+		return -errno;
+	}
+	return 0;
+}
+
+int
+sipc__wend_end_fd(struct sipc__wend *w)
+{
+	struct epoll_event in = { .events = EPOLLIN };
+
+	if (w->ep >= 0 && epoll_ctl(w->ep, EPOLL_CTL_ADD, w->pidfd, &in) < 0) {
+		/* without the set, sweep waits for the cgroup (bounded) */
+		close(w->ep);
+		w->ep = -1;
+	}
+	return w->ep >= 0 ? w->ep : w->pidfd;
+}
+
+/* Closing them takes them out of the epoll set. */
+static void
+drain_close(struct sipc__wend *w)
+{
+	if (w->ev_fd >= 0)
+		close(w->ev_fd);
+	if (w->tm_fd >= 0)
+		close(w->tm_fd);
+	w->ev_fd = w->tm_fd = -1;
+}
+
+void
+sipc__wend_drop(struct sipc__wend *w)
+{
+	drain_close(w);
+	if (w->ep >= 0)
+		close(w->ep);
+	w->ep = -1;
+	(void)sipc__cgw_remove(w->cg);
+	w->cg = NULL;
 }
 
 /* Our child's own status.  fold128: bwrap folds a PID 1 killed by
@@ -311,23 +360,92 @@ sipc__wend_stop(void *h, enum sipc_provider_stop how)
 	return 0;
 }
 
+/* The end set now waits for a change of cgroup.events (POLLPRI) or the
+ * deadline, no longer for our child (its pidfd stays readable). */
+static int
+drain_start(struct sipc__wend *w)
+{
+	struct epoll_event in = { .events = EPOLLIN };
+	struct epoll_event pri = { .events = EPOLLPRI };
+	struct itimerspec its;
+
+	memset(&its, 0, sizeof(its));
+	its.it_value.tv_sec = SIPC__CG_EMPTY_MS / 1000;
+	its.it_value.tv_nsec = (SIPC__CG_EMPTY_MS % 1000) * 1000000L;
+	if (w->ep < 0 || (w->ev_fd = sipc__cgw_events_open(w->cg)) < 0 ||
+	    (w->tm_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC |
+	    TFD_NONBLOCK)) < 0 ||
+	    timerfd_settime(w->tm_fd, 0, &its, NULL) < 0 ||
+	    epoll_ctl(w->ep, EPOLL_CTL_ADD, w->ev_fd, &pri) < 0 ||
+	    epoll_ctl(w->ep, EPOLL_CTL_ADD, w->tm_fd, &in) < 0 ||
+	    epoll_ctl(w->ep, EPOLL_CTL_DEL, w->pidfd, NULL) < 0) {
+		if (w->ev_fd < 0)
+			w->ev_fd = -1;
+		drain_close(w);
+		return -1;
+	}
+	return 0;
+}
+
+/* Empty, or no longer worth waiting for (deadline past, or
+ * cgroup.events unreadable: the removal's own look says what is left).
+ * Each look re-arms the descriptor's POLLPRI. */
+static bool
+drain_over(struct sipc__wend *w)
+{
+	return sipc__cg_events_empty(w->ev_fd) != 0 ||
+	    sipc__now_ms() >= w->drain_until;
+}
+
+/* A killed tree normally empties within a few milliseconds: wait that
+ * long (SIPC__CG_QUICK_MS at most, woken by cgroup.events) so the common
+ * sweep completes in one call; a slower tree drains asynchronously. */
+static bool
+drain_briefly(struct sipc__wend *w)
+{
+	struct pollfd pf = { .fd = w->ev_fd, .events = POLLPRI };
+	int64_t until = sipc__now_ms() + SIPC__CG_QUICK_MS, left;
+	bool over;
+
+	while (!(over = drain_over(w)) && (left = until - sipc__now_ms()) > 0)
+		(void)poll(&pf, 1, (int)left);
+	return over;
+}
+
+/* Remove the cgroup, waiting out what is left of the bound (nothing
+ * after a drain that ran out; the rest of it in release). */
+static int
+sweep_finish(struct sipc__wend *w)
+{
+	struct sipc__cgw *cg = w->cg;
+	int64_t left = w->drain_until - sipc__now_ms();
+
+	drain_close(w);
+	w->draining = false;
+	w->swept = true;
+	w->cg = NULL;
+	return sipc__cgw_remove_within(cg, left > 0 ? (int)left : 0);
+}
+
 /*
- * After the end, whatever is left goes: the process behind our child
- * (a sandbox's init, by its pidfd: a no-op when it already exited) is
+ * After the end, whatever is left goes: the process behind our child (a
+ * sandbox's init, by its pidfd: a no-op when it already exited) is
  * killed and waited for; the group (while our zombie still pins its id;
- * never once someone else reaped our child); the reap; then the
- * cgroup: kill what is left in it (setsid() escapees), wait for it to
- * empty (bounded), remove it.
+ * never once someone else reaped our child); the reap; then the cgroup:
+ * every member killed (setsid() escapees), and removed once it holds
+ * no process.  That wait (SIPC__CG_EMPTY_MS at most) does not block:
+ * past a brief one, sweep returns 1 and the end set wakes the caller to
+ * call it again (cgroup.events changed, or the deadline).
  */
 int
 sipc__wend_sweep(void *h)
 {
 	struct sipc__wend *w = h;
-	struct sipc__cgw *cg = w->cg;
 
 	if (!w->ended || w->swept)
 		return 0;
-	w->swept = true;
+	if (w->draining)
+		return drain_over(w) ? sweep_finish(w) : 1;
 	if (w->sig_fd >= 0 && w->sig_fd != w->pidfd) {
 		(void)pidfd_send_signal(w->sig_fd, SIGKILL, NULL, 0);
 		(void)sipc__pidfd_gone_within(w->sig_fd, SIPC__INIT_END_MS);
@@ -340,8 +458,17 @@ sipc__wend_sweep(void *h)
 		(void)sipc__pidfd_reap(w->pidfd);
 		w->reaped = true;
 	}
-	w->cg = NULL;
-	return sipc__cgw_remove(cg);
+	if (w->cg == NULL) {
+		w->swept = true;
+		return 0;
+	}
+	(void)sipc__cgw_kill(w->cg);
+	w->drain_until = sipc__now_ms() + SIPC__CG_EMPTY_MS;
+	/* no end set to wait on: the removal waits (bounded) in place */
+	if (drain_start(w) < 0)
+		return sweep_finish(w);
+	w->draining = true;
+	return drain_briefly(w) ? sweep_finish(w) : 1;
 }
 
 void
@@ -359,7 +486,9 @@ sipc__wend_release(void *h)
 		(void)sipc__pidfd_wait_exit(w->pidfd);
 		(void)sipc__wend_try_end(w, &e);
 	}
-	(void)sipc__wend_sweep(w);
+	/* still draining: the rest of the bound is waited out here */
+	if (sipc__wend_sweep(w) == 1)
+		(void)sweep_finish(w);
 	if (w->sig_fd >= 0 && w->sig_fd != w->pidfd)
 		close(w->sig_fd);
 	if (w->pidfd >= 0)
@@ -367,6 +496,6 @@ sipc__wend_release(void *h)
 	if (w->report_fd >= 0)
 		close(w->report_fd);
 	/* not swept (its end could not be observed): still removed */
-	(void)sipc__cgw_remove(w->cg);
+	sipc__wend_drop(w);
 	free(h);
 }

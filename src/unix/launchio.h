@@ -13,6 +13,7 @@
 #define SIPC_LAUNCHIO_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "init_proto.h"
@@ -93,6 +94,12 @@ bool sipc__pidfd_gone_within(int pidfd, int ms);
  *              code 128+n (bwrap): read it back as signal n.
  *   cg         the worker generation's cgroup, or NULL: FORCED writes
  *              cgroup.kill, the end notes an OOM kill, sweep removes it.
+ *
+ * With a cgroup, sweep kills its members and removes it once it holds
+ * no process, at most SIPC__CG_EMPTY_MS later, without blocking: past
+ * a brief wait it returns 1 (not done: call again) and the end
+ * descriptor (an epoll set: our child's pidfd, then cgroup.events and
+ * a deadline timer) wakes the caller for the next look.
  * Threads: the reaper thread only (a handle needs no lock).
  */
 struct sipc__wend {
@@ -102,18 +109,33 @@ struct sipc__wend {
 	pid_t pgid;
 	bool fold128;
 	bool ended;
+	bool draining;                /* swept but its cgroup not yet empty */
 	bool reaped;                  /* by sweep, or behind our back */
 	bool swept;
 	struct sipc__cgw *cg;
+	int ep;                       /* the end descriptor with a cgroup */
+	int ev_fd;                    /* while draining: cgroup.events */
+	int tm_fd;                    /* while draining: its deadline */
+	int64_t drain_until;          /* monotonic ms: give up waiting */
 	struct sipc_exit exit;        /* once ended: how */
 };
 
 /* Every descriptor -1, nothing ended. */
 void sipc__wend_init(struct sipc__wend *w);
+/* Once w->cg is set (or is known NULL), before the clone: what the end
+ * descriptor needs.  0 or -errno. */
+int sipc__wend_prepare(struct sipc__wend *w);
+/* Once pidfd is set: the channel's end descriptor (chan.end_fd). */
+int sipc__wend_end_fd(struct sipc__wend *w);
+/* A launch that did not start (its child, if any, reaped): close what
+ * prepare opened, remove the cgroup. */
+void sipc__wend_drop(struct sipc__wend *w);
 /* The ops (sipc_provider.h), h a handle whose first member is a struct
- * sipc__wend.  release frees h with free(), after closing what the
- * struct sipc__wend holds: a provider keeps nothing else to release in
- * its handle. */
+ * sipc__wend.  sweep: 0, 1 (its cgroup not empty yet: call again once
+ * the end descriptor polls readable) or -errno (-ETIMEDOUT: it did not
+ * empty in time; it stays for sipc__cg_close).  release frees h with
+ * free(), after closing what the struct sipc__wend holds: a provider
+ * keeps nothing else to release in its handle. */
 int sipc__wend_try_end(void *h, struct sipc_exit *ret);
 int sipc__wend_stop(void *h, enum sipc_provider_stop how);
 int sipc__wend_sweep(void *h);

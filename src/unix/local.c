@@ -273,7 +273,7 @@ pending_drop(struct local_pending *q)
 {
 	sipc__launch_fds_close(&q->f);
 	if (q->p != NULL)
-		(void)sipc__cgw_remove(q->p->w.cg); /* its child is reaped */
+		sipc__wend_drop(&q->p->w); /* its child is reaped */
 	free(q->p);
 	free(q);
 }
@@ -310,6 +310,8 @@ local_launch_start(void *state, const struct sipc_provider_launch *l,
 			goto fail;
 		q->cg_err = rc;
 	}
+	if ((rc = sipc__wend_prepare(&q->p->w)) < 0)
+		goto fail;
 	if ((rc = start_from(q)) < 0)
 		goto fail;
 	*ret_pending = q;
@@ -346,7 +348,7 @@ local_launch_finish(void *pending, struct sipc_provider_chan *ret_chan,
 	ret_chan->proto_fd = q->f.sv[0];
 	ret_chan->diag_fd = q->f.dp[0];
 	q->f.sv[0] = q->f.dp[0] = -1;
-	ret_chan->end_fd = p->w.pidfd;
+	ret_chan->end_fd = sipc__wend_end_fd(&p->w);
 	ret_chan->display_pid = p->pid;
 	ret_chan->contain = p->mode;
 	ret_chan->info.cgroup = p->w.cg != NULL;

@@ -126,7 +126,7 @@ pending_drop(struct sbx_pending *q)
 {
 	sipc__launch_fds_close(&q->f);
 	if (q->p != NULL)
-		(void)sipc__cgw_remove(q->p->w.cg); /* its child is reaped */
+		sipc__wend_drop(&q->p->w); /* its child is reaped */
 	free(q->p);
 	free(q);
 }
@@ -233,6 +233,8 @@ sbx_launch_start(void *state, const struct sipc_provider_launch *l,
 			goto fail;
 		q->cg_err = rc;
 	}
+	if ((rc = sipc__wend_prepare(&q->p->w)) < 0)
+		goto fail;
 	if ((rc = sbx_clone(q, bwrap)) < 0)
 		goto fail;
 	*ret_pending = q;
@@ -369,7 +371,7 @@ sbx_launch_finish(void *pending, struct sipc_provider_chan *ret_chan,
 	ret_chan->proto_fd = q->f.sv[0];
 	ret_chan->diag_fd = q->f.dp[0];
 	q->f.sv[0] = q->f.dp[0] = -1;
-	ret_chan->end_fd = p->w.pidfd;
+	ret_chan->end_fd = sipc__wend_end_fd(&p->w);
 	ret_chan->display_pid = p->init_pid;
 	ret_chan->contain = SIPC_CONTAIN_PID_NAMESPACE;
 	snprintf(ret_chan->note, sizeof(ret_chan->note), "%s", q->view_note);
