@@ -11,7 +11,9 @@
  * populated cgroup fails (EBUSY), and a SIGKILLed member leaves it a
  * moment after cgroup.kill, not at once.  The wait is bounded
  * (SIPC__CG_EMPTY_MS, woken by cgroup.events changes); what is still
- * populated then is swept again at sipc__cg_close().
+ * populated then is swept again at sipc__cg_close().  A worker's end
+ * waits without blocking instead (launchio.c: cgroup.events polled
+ * through sipc__cgw_events_open), then removes with no wait left.
  *
  * Threads: see cgroup.h.  No locks: a struct sipc__cgw belongs to one
  * worker handle (reaper thread), a struct sipc__cg is read-only while

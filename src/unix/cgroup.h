@@ -29,7 +29,7 @@
  *
  * Threads: sipc__cg_open / sipc__cg_close on the thread that creates or
  * destroys the supervisor (no worker exists then); the sipc__cgw_* calls
- * on the reaper thread (through the local provider).  A struct sipc__cg
+ * on the reaper thread (through the providers).  A struct sipc__cg
  * is read-only between open and close.
  */
 #ifndef SIPC_CGROUP_H
