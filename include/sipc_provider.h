@@ -166,7 +166,11 @@ struct sipc_provider_ops {
 	/* After try_end returned 1: reclaim what the worker left (members
 	 * of its tree still running, its cgroup, scratch files) and release
 	 * its process resources.  Bounded (it may wait briefly for a killed
-	 * tree to empty).  0 or a negative error (logged); may be NULL. */
+	 * tree to empty).  0 or a negative error (logged); may be NULL.
+	 * 1: not done, what was killed has not gone yet: the core calls it
+	 * again (after try_end, which keeps returning 1) when end_fd polls
+	 * readable or on its timer, and settles the worker's end only once
+	 * sweep returned 0 or an error; release finishes it (bounded). */
 	int (*sweep)(void *handle);
 	/* Free the handle (end_fd is closed here).  A worker not yet ended
 	 * is killed and swept first: nothing is ever left unowned. */

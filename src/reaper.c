@@ -134,9 +134,13 @@ tick_slot(struct sipc__slot *sl, int64_t now, int64_t *next,
 		memset(&e, 0, sizeof(e));
 		r = s->prov->try_end(sl->handle, &e);
 		if (r == 1) {
-			/* what the worker left goes before its end is settled */
+			/* what the worker left goes before its end is settled;
+			 * 1: not gone yet, its end_fd wakes us to ask again
+			 * (no other slot waits for it meanwhile) */
 			if (s->prov->sweep != NULL &&
-			    (r = s->prov->sweep(sl->handle)) < 0)
+			    (r = s->prov->sweep(sl->handle)) == 1)
+				return;
+			if (r < 0)
 				sipc__log(s, SIPC_LOG_ERROR, sl, "sweeping worker: "
 				    "%s", sipc_strerror(r));
 			sipc__slot_on_end(sl, &e, now);

@@ -11,7 +11,9 @@
  * populated cgroup fails (EBUSY), and a SIGKILLed member leaves it a
  * moment after cgroup.kill, not at once.  The wait is bounded
  * (SIPC__CG_EMPTY_MS, woken by cgroup.events changes); what is still
- * populated then is swept again at sipc__cg_close().
+ * populated then is swept again at sipc__cg_close().  A worker's end
+ * waits without blocking instead (launchio.c: cgroup.events polled
+ * through sipc__cgw_events_open), then removes with no wait left.
  *
  * Threads: see cgroup.h.  No locks: a struct sipc__cgw belongs to one
  * worker handle (reaper thread), a struct sipc__cg is read-only while
@@ -123,17 +125,14 @@ has_word(const char *list, const char *word)
 	return false;
 }
 
-int
-sipc__cg_read_key(int dirfd, const char *file, const char *key,
-                  uint64_t *ret)
+/* The value of `key` in the text of a flat-keyed file (buf, changed). */
+static int
+find_key(char *buf, const char *key, uint64_t *ret)
 {
-	char buf[FILE_CAP], *line, *save = NULL;
+	char *line, *save = NULL;
 	size_t klen = strlen(key);
 	unsigned long long v;
-	ssize_t n;
 
-	if ((n = read_at(dirfd, file, buf, sizeof(buf))) < 0)
-		return (int)n;
 	for (line = strtok_r(buf, "\n", &save); line != NULL;
 	    line = strtok_r(NULL, "\n", &save))
 		if (strncmp(line, key, klen) == 0 && line[klen] == ' ' &&
@@ -142,6 +141,18 @@ sipc__cg_read_key(int dirfd, const char *file, const char *key,
 			return 0;
 		}
 	return -ENOENT;
+}
+
+int
+sipc__cg_read_key(int dirfd, const char *file, const char *key,
+                  uint64_t *ret)
+{
+	char buf[FILE_CAP];
+	ssize_t n;
+
+	if ((n = read_at(dirfd, file, buf, sizeof(buf))) < 0)
+		return (int)n;
+	return find_key(buf, key, ret);
 }
 
 /* -------------------------------------------------------- discovery */
@@ -611,12 +622,12 @@ wait_empty(int fd, int timeout_ms)
 
 /* Kill, wait for empty, rmdir the child `name` of dirfd. */
 static int
-remove_child(int dirfd, int fd, const char *name)
+remove_child(int dirfd, int fd, const char *name, int ms)
 {
 	int rc;
 
 	(void)write_at(fd, "cgroup.kill", "1");
-	if ((rc = wait_empty(fd, SIPC__CG_EMPTY_MS)) < 0)
+	if ((rc = wait_empty(fd, ms)) < 0)
 		return rc;
 	return unlinkat(dirfd, name, AT_REMOVEDIR) < 0 ? -errno : 0;
 }
@@ -714,16 +725,51 @@ sipc__cgw_note_oom(const struct sipc__cgw *w, struct sipc_exit *e)
 }
 
 int
-sipc__cgw_remove(struct sipc__cgw *w)
+sipc__cgw_remove_within(struct sipc__cgw *w, int ms)
 {
 	int rc;
 
 	if (w == NULL)
 		return 0;
-	rc = remove_child(w->cg->dirfd, w->fd, w->name);
+	rc = remove_child(w->cg->dirfd, w->fd, w->name, ms);
 	close(w->fd);
 	free(w);
 	return rc;
+}
+
+int
+sipc__cgw_remove(struct sipc__cgw *w)
+{
+	return sipc__cgw_remove_within(w, SIPC__CG_EMPTY_MS);
+}
+
+int
+sipc__cgw_events_open(const struct sipc__cgw *w)
+{
+	int fd = openat(w->fd, "cgroup.events", O_RDONLY | O_CLOEXEC);
+
+	return fd < 0 ? -errno : fd;
+}
+
+/* Read through the descriptor that is polled: that read is what tells
+ * the kernel the change was seen (POLLPRI stays set until then). */
+int
+sipc__cg_events_empty(int events_fd)
+{
+	char buf[FILE_CAP];
+	uint64_t populated;
+	ssize_t n;
+	int rc;
+
+	while ((n = pread(events_fd, buf, sizeof(buf) - 1, 0)) < 0 &&
+	    errno == EINTR)
+		;
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	if ((rc = find_key(buf, "populated", &populated)) < 0)
+		return rc;
+	return populated == 0;
 }
 
 /* ------------------------------------------------------------- close */
@@ -747,7 +793,8 @@ sipc__cg_close(struct sipc__cg *cg)
 			if ((cfd = openat(cg->dirfd, de->d_name, O_RDONLY |
 			    O_DIRECTORY | O_CLOEXEC)) < 0)
 				continue;
-			(void)remove_child(cg->dirfd, cfd, de->d_name);
+			(void)remove_child(cg->dirfd, cfd, de->d_name,
+			    SIPC__CG_EMPTY_MS);
 			close(cfd);
 		}
 		closedir(d);

@@ -31,7 +31,7 @@
  *
  * Threads: sipc__cg_open / sipc__cg_close on the thread that creates or
  * destroys the supervisor (no worker exists then); the sipc__cgw_* calls
- * on the reaper thread (through the local provider).  A struct sipc__cg
+ * on the reaper thread (through the providers).  A struct sipc__cg
  * is read-only between open and close.
  */
 #ifndef SIPC_CGROUP_H
@@ -53,6 +53,9 @@ struct sipc__cg_limits {
 
 /* Bound on waiting for a killed worker cgroup to empty before rmdir. */
 #define SIPC__CG_EMPTY_MS 2000
+/* Of that, how long a worker's end waits in place (on the reaper
+ * thread) before the rest is waited for without blocking (launchio.h). */
+#define SIPC__CG_QUICK_MS 100
 
 /*
  * Make the supervisor's cgroup.  mode OFF: *ret = NULL, why "off".
@@ -114,8 +117,17 @@ uint64_t sipc__cgw_oom_kills(const struct sipc__cgw *w);
 void sipc__cgw_note_oom(const struct sipc__cgw *w, struct sipc_exit *e);
 /* Kill, wait (up to SIPC__CG_EMPTY_MS) until it holds no process, rmdir
  * and free.  A cgroup that did not empty in time stays for
- * sipc__cg_close().  0 or -errno.  Accepts NULL. */
+ * sipc__cg_close() (-ETIMEDOUT).  0 or -errno.  Accepts NULL. */
 int sipc__cgw_remove(struct sipc__cgw *w);
+/* The same, waiting at most ms (0: only a look). */
+int sipc__cgw_remove_within(struct sipc__cgw *w, int ms);
+/* Its cgroup.events, opened for poll() / epoll: POLLPRI when it changes
+ * ("populated" included), until it is read again through this
+ * descriptor (sipc__cg_events_empty).  The descriptor or -errno. */
+int sipc__cgw_events_open(const struct sipc__cgw *w);
+/* Read an open cgroup.events: 1 when it says "populated 0", 0 while a
+ * process is in the cgroup or below, or -errno. */
+int sipc__cg_events_empty(int events_fd);
 
 /* Value of `key` in a flat-keyed cgroup file ("key value" lines) under
  * directory dirfd.  0, -ENOENT when the file or the key is missing, or

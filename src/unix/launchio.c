@@ -1,18 +1,25 @@
 /*
  * launchio.c - descriptors, argv and reports around a worker launched
- * under sipc-init; see launchio.h.
+ * under sipc-init, and the worker's end; see launchio.h.
  *
- * Threads: any; no shared state.
+ * Threads: any; no shared state.  A struct sipc__wend belongs to one
+ * handle (reaper thread).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/pidfd.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cgroup.h"
+#include "clock.h"
 #include "clone.h"
 #include "launchio.h"
 
@@ -165,4 +172,330 @@ sipc__exit_from_status(int st, struct sipc_exit *e)
 		e->signo = WTERMSIG(st);
 		e->core_dumped = WCOREDUMP(st);
 	}
+}
+
+bool
+sipc__pidfd_gone_within(int pidfd, int ms)
+{
+	struct pollfd pf = { .fd = pidfd, .events = POLLIN };
+	int r;
+
+	while ((r = poll(&pf, 1, ms)) < 0 && errno == EINTR)
+		;
+	return r == 1;
+}
+
+/* ------------------------------------------------------ the worker's end */
+
+void
+sipc__wend_init(struct sipc__wend *w)
+{
+	memset(w, 0, sizeof(*w));
+	w->pidfd = w->sig_fd = w->report_fd = -1;
+	w->ep = w->ev_fd = w->tm_fd = -1;
+}
+
+int
+sipc__wend_prepare(struct sipc__wend *w)
+{
+	if (w->cg != NULL && (w->ep = epoll_create1(EPOLL_CLOEXEC)) < 0) {
+		w->ep = -1;
+		return -errno;
+	}
+	return 0;
+}
+
+int
+sipc__wend_end_fd(struct sipc__wend *w)
+{
+	struct epoll_event in = { .events = EPOLLIN };
+
+	if (w->ep >= 0 && epoll_ctl(w->ep, EPOLL_CTL_ADD, w->pidfd, &in) < 0) {
+		/* without the set, sweep waits for the cgroup (bounded) */
+		close(w->ep);
+		w->ep = -1;
+	}
+	return w->ep >= 0 ? w->ep : w->pidfd;
+}
+
+/* Closing them takes them out of the epoll set. */
+static void
+drain_close(struct sipc__wend *w)
+{
+	if (w->ev_fd >= 0)
+		close(w->ev_fd);
+	if (w->tm_fd >= 0)
+		close(w->tm_fd);
+	w->ev_fd = w->tm_fd = -1;
+}
+
+void
+sipc__wend_drop(struct sipc__wend *w)
+{
+	drain_close(w);
+	if (w->ep >= 0)
+		close(w->ep);
+	w->ep = -1;
+	(void)sipc__cgw_remove(w->cg);
+	w->cg = NULL;
+}
+
+/* Our child's own status.  fold128: bwrap folds a PID 1 killed by
+ * signal n into exit code 128+n. */
+static void
+exit_from_siginfo(const siginfo_t *si, bool fold128, struct sipc_exit *e)
+{
+	memset(e, 0, sizeof(*e));
+	switch (si->si_code) {
+	case CLD_EXITED:
+		if (fold128 && si->si_status > 128 &&
+		    si->si_status < 128 + NSIG) {
+			e->kind = SIPC_EXIT_SIGNAL;
+			e->signo = si->si_status - 128;
+			break;
+		}
+		e->kind = si->si_status == 0 ? SIPC_EXIT_CLEAN : SIPC_EXIT_CODE;
+		e->code = si->si_status;
+		break;
+	case CLD_DUMPED:
+		e->core_dumped = true;
+		/* FALLTHROUGH */
+	default:
+		e->kind = SIPC_EXIT_SIGNAL;
+		e->signo = si->si_status;
+		break;
+	}
+}
+
+/* Was the OOM killer at work in the worker's cgroup?  Its SIGKILL is
+ * then the kernel's, not ours or a stranger's.  Read before sweep
+ * removes the cgroup. */
+static int
+wend_ended(struct sipc__wend *w, struct sipc_exit *ret)
+{
+	sipc__cgw_note_oom(w->cg, ret);
+	w->exit = *ret;
+	w->ended = true;
+	return 1;
+}
+
+/*
+ * Terminal observation before the final reap: WNOWAIT leaves our child a
+ * zombie, which keeps its pid and group id from being reused, so sweep
+ * reaches only this worker's tree.  In the namespace modes there is
+ * nothing left to sweep once the init exited: its exit emptied the
+ * namespace before its pidfd (or bwrap's, which follows it) became
+ * readable.  The reap is sweep's.
+ */
+int
+sipc__wend_try_end(void *h, struct sipc_exit *ret)
+{
+	struct sipc__wend *w = h;
+	siginfo_t si;
+	int r;
+
+	if (w->ended) {
+		*ret = w->exit;
+		return 1;
+	}
+	r = sipc__pidfd_observe(w->pidfd, &si);
+	if (r == 0 && sipc__init_report_pending(w->report_fd)) {
+		/* The worker has ended and its init is on its way out (it
+		 * exits right after reporting; bwrap follows it at once):
+		 * wait for our child, so the end is seen as soon as the
+		 * worker's channel closes. */
+		(void)sipc__pidfd_wait_exit(w->pidfd);
+		r = sipc__pidfd_observe(w->pidfd, &si);
+	}
+	if (r == -ECHILD) {
+		/* Reaped by someone else (a host wait(-1)).  An init's
+		 * report says how the worker ended (a sandbox's init is
+		 * still ours by its pidfd: sweep ends it); without one the
+		 * end is lost. */
+		w->reaped = true;
+		if (!sipc__init_report_exit(w->report_fd, ret))
+			*ret = (struct sipc_exit){ .kind = SIPC_EXIT_LOST,
+			    .code = -1 };
+		return wend_ended(w, ret);
+	}
+	if (r <= 0)
+		return r;
+	exit_from_siginfo(&si, w->fold128, ret);
+	/* The worker's own status, when sipc-init lived to report it just
+	 * before exiting; no report means the init itself was killed. */
+	(void)sipc__init_report_exit(w->report_fd, ret);
+	return wend_ended(w, ret);
+}
+
+int
+sipc__wend_stop(void *h, enum sipc_provider_stop how)
+{
+	struct sipc__wend *w = h;
+	int sig = how == SIPC_STOP_FORCED ? SIGKILL : SIGTERM;
+	siginfo_t si;
+	int r;
+
+	if (w->ended || w->sig_fd < 0)
+		return 0;
+	/* Every member of its cgroup, whatever became of our child. */
+	if (sig == SIGKILL && w->cg != NULL)
+		(void)sipc__cgw_kill(w->cg);
+	/* Namespace modes: the init passes TERM on; KILL to the init
+	 * empties the namespace. */
+	if (pidfd_send_signal(w->sig_fd, sig, NULL, 0) < 0) {
+		if (errno != ESRCH)
+			return -errno;
+		/* Exited (an init: its namespace with it).  Our zombie
+		 * still pins the group id; a child reaped by someone else
+		 * does not, and its group id may already name a stranger's
+		 * group: try_end classifies it (reported, or lost). */
+		if (w->pgid <= 0 ||
+		    (r = sipc__pidfd_observe(w->pidfd, &si)) == -ECHILD)
+			return 0;
+		if (r < 0)
+			return r;
+	}
+	if (w->pgid > 0)
+		(void)kill(-w->pgid, sig);
+	return 0;
+}
+
+/* The end set now waits for a change of cgroup.events (POLLPRI) or the
+ * deadline, no longer for our child (its pidfd stays readable). */
+static int
+drain_start(struct sipc__wend *w)
+{
+	struct epoll_event in = { .events = EPOLLIN };
+	struct epoll_event pri = { .events = EPOLLPRI };
+	struct itimerspec its;
+
+	memset(&its, 0, sizeof(its));
+	its.it_value.tv_sec = SIPC__CG_EMPTY_MS / 1000;
+	its.it_value.tv_nsec = (SIPC__CG_EMPTY_MS % 1000) * 1000000L;
+	if (w->ep < 0 || (w->ev_fd = sipc__cgw_events_open(w->cg)) < 0 ||
+	    (w->tm_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC |
+	    TFD_NONBLOCK)) < 0 ||
+	    timerfd_settime(w->tm_fd, 0, &its, NULL) < 0 ||
+	    epoll_ctl(w->ep, EPOLL_CTL_ADD, w->ev_fd, &pri) < 0 ||
+	    epoll_ctl(w->ep, EPOLL_CTL_ADD, w->tm_fd, &in) < 0 ||
+	    epoll_ctl(w->ep, EPOLL_CTL_DEL, w->pidfd, NULL) < 0) {
+		if (w->ev_fd < 0)
+			w->ev_fd = -1;
+		drain_close(w);
+		return -1;
+	}
+	return 0;
+}
+
+/* Empty, or no longer worth waiting for (deadline past, or
+ * cgroup.events unreadable: the removal's own look says what is left).
+ * Each look re-arms the descriptor's POLLPRI. */
+static bool
+drain_over(struct sipc__wend *w)
+{
+	return sipc__cg_events_empty(w->ev_fd) != 0 ||
+	    sipc__now_ms() >= w->drain_until;
+}
+
+/* A killed tree normally empties within a few milliseconds: wait that
+ * long (SIPC__CG_QUICK_MS at most, woken by cgroup.events) so the common
+ * sweep completes in one call; a slower tree drains asynchronously. */
+static bool
+drain_briefly(struct sipc__wend *w)
+{
+	struct pollfd pf = { .fd = w->ev_fd, .events = POLLPRI };
+	int64_t until = sipc__now_ms() + SIPC__CG_QUICK_MS, left;
+	bool over;
+
+	while (!(over = drain_over(w)) && (left = until - sipc__now_ms()) > 0)
+		(void)poll(&pf, 1, (int)left);
+	return over;
+}
+
+/* Remove the cgroup, waiting out what is left of the bound (nothing
+ * after a drain that ran out; the rest of it in release). */
+static int
+sweep_finish(struct sipc__wend *w)
+{
+	struct sipc__cgw *cg = w->cg;
+	int64_t left = w->drain_until - sipc__now_ms();
+
+	drain_close(w);
+	w->draining = false;
+	w->swept = true;
+	w->cg = NULL;
+	return sipc__cgw_remove_within(cg, left > 0 ? (int)left : 0);
+}
+
+/*
+ * After the end, whatever is left goes: the process behind our child (a
+ * sandbox's init, by its pidfd: a no-op when it already exited) is
+ * killed and waited for; the group (while our zombie still pins its id;
+ * never once someone else reaped our child); the reap; then the cgroup:
+ * every member killed (setsid() escapees), and removed once it holds
+ * no process.  That wait (SIPC__CG_EMPTY_MS at most) does not block:
+ * past a brief one, sweep returns 1 and the end set wakes the caller to
+ * call it again (cgroup.events changed, or the deadline).
+ */
+int
+sipc__wend_sweep(void *h)
+{
+	struct sipc__wend *w = h;
+
+	if (!w->ended || w->swept)
+		return 0;
+	if (w->draining)
+		return drain_over(w) ? sweep_finish(w) : 1;
+	if (w->sig_fd >= 0 && w->sig_fd != w->pidfd) {
+		(void)pidfd_send_signal(w->sig_fd, SIGKILL, NULL, 0);
+		(void)sipc__pidfd_gone_within(w->sig_fd, SIPC__INIT_END_MS);
+		close(w->sig_fd);
+		w->sig_fd = -1;
+	}
+	if (!w->reaped) {
+		if (w->pgid > 0)
+			(void)kill(-w->pgid, SIGKILL);
+		(void)sipc__pidfd_reap(w->pidfd);
+		w->reaped = true;
+	}
+	if (w->cg == NULL) {
+		w->swept = true;
+		return 0;
+	}
+	(void)sipc__cgw_kill(w->cg);
+	w->drain_until = sipc__now_ms() + SIPC__CG_EMPTY_MS;
+	/* no end set to wait on: the removal waits (bounded) in place */
+	if (drain_start(w) < 0)
+		return sweep_finish(w);
+	w->draining = true;
+	return drain_briefly(w) ? sweep_finish(w) : 1;
+}
+
+void
+sipc__wend_release(void *h)
+{
+	struct sipc__wend *w = h;
+	struct sipc_exit e;
+
+	if (w == NULL)
+		return;
+	if (!w->ended) {
+		/* Never leave an unowned process behind: kill the tree,
+		 * then observe, sweep and reap like a normal end. */
+		(void)sipc__wend_stop(w, SIPC_STOP_FORCED);
+		(void)sipc__pidfd_wait_exit(w->pidfd);
+		(void)sipc__wend_try_end(w, &e);
+	}
+	/* still draining: the rest of the bound is waited out here */
+	if (sipc__wend_sweep(w) == 1)
+		(void)sweep_finish(w);
+	if (w->sig_fd >= 0 && w->sig_fd != w->pidfd)
+		close(w->sig_fd);
+	if (w->pidfd >= 0)
+		close(w->pidfd);
+	if (w->report_fd >= 0)
+		close(w->report_fd);
+	/* not swept (its end could not be observed): still removed */
+	sipc__wend_drop(w);
+	free(h);
 }

@@ -53,16 +53,14 @@
  * and destroy.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/pidfd.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cgroup.h"
@@ -81,19 +79,16 @@
 #define INIT_START_MS 10000
 
 
+/* The end (launchio.h): pidfd and sig_fd are the leader's (or the
+ * init's) pidfd, the end descriptor until release; report_fd the init's
+ * reports (namespace modes); pgid the leader's group in process-group
+ * mode only. */
 struct local_proc {
+	struct sipc__wend w;          /* first: the end ops take the handle */
 	pid_t pid;                    /* leader (or init), host pid */
-	pid_t pgid;
-	int pidfd;                    /* until release: the end descriptor */
-	int report_fd;                /* namespace modes: init's reports */
 	enum sipc_containment mode;
-	bool ended;
-	bool reaped;                  /* by us (sweep) or behind our back */
-	bool lost;                    /* reaped behind our back */
-	bool swept;
-	struct sipc__cgw *cg;         /* own cgroup, or NULL */
-	struct sipc_exit exit;        /* once ended: how */
 };
+_Static_assert(offsetof(struct local_proc, w) == 0, "handle is its end");
 
 /* argv for sipc-init: init, worker path, the worker's argv. */
 static char **
@@ -159,9 +154,9 @@ mode_start(struct local_pending *q, enum sipc_containment mode)
 		sp.argv = argv;
 		sp.envp = env;
 	}
-	if (q->p->cg != NULL) {
+	if (q->p->w.cg != NULL) {
 		sp.flags |= SIPC__SPAWN_CGROUP;
-		sp.cgroup_fd = sipc__cgw_fd(q->p->cg);
+		sp.cgroup_fd = sipc__cgw_fd(q->p->w.cg);
 	}
 	if ((rc = sipc__spawn_start(&sp, &q->sd)) == 0)
 		sipc__launch_fds_close_child(f);
@@ -184,11 +179,13 @@ mode_finish(struct local_pending *q, enum sipc_containment mode,
 
 	if ((rc = sipc__spawn_finish(&q->sd, ret_errno)) < 0)
 		return rc;
-	p->pid = p->pgid = q->sd.pid;
-	p->pidfd = q->sd.pidfd;
+	p->pid = q->sd.pid;
+	p->w.pidfd = p->w.sig_fd = q->sd.pidfd;
 	p->mode = mode;
-	if (mode == SIPC_CONTAIN_PROCESS_GROUP)
+	if (mode == SIPC_CONTAIN_PROCESS_GROUP) {
+		p->w.pgid = p->pid;
 		return 0;
+	}
 	rc = sipc__init_report_read(q->f.rp[0], INIT_START_MS, &m, NULL);
 	if (rc == 1 && m.kind == SIPC__INIT_STARTED)
 		return 0;
@@ -198,10 +195,10 @@ mode_finish(struct local_pending *q, enum sipc_containment mode,
 	} else {
 		rc = rc < 0 ? rc : -EPROTO;
 	}
-	(void)pidfd_send_signal(p->pidfd, SIGKILL, NULL, 0);
-	(void)sipc__pidfd_reap(p->pidfd);
-	close(p->pidfd);
-	p->pidfd = -1;
+	(void)pidfd_send_signal(p->w.pidfd, SIGKILL, NULL, 0);
+	(void)sipc__pidfd_reap(p->w.pidfd);
+	close(p->w.pidfd);
+	p->w.pidfd = p->w.sig_fd = -1;
 	return rc;
 }
 
@@ -263,7 +260,7 @@ local_id(const struct local_proc *p, struct sipc_provider_id *ret)
 
 	memset(&k, 0, sizeof(k));
 	k.pid = p->pid;
-	k.pgid = p->pgid;
+	k.pgid = p->pid;              /* it leads its group in every mode */
 	if (sipc__proc_starttime(p->pid, &k.starttime) < 0)
 		k.starttime = 0;
 	if (sipc__boot_id(k.boot_id) < 0)
@@ -276,7 +273,7 @@ pending_drop(struct local_pending *q)
 {
 	sipc__launch_fds_close(&q->f);
 	if (q->p != NULL)
-		(void)sipc__cgw_remove(q->p->cg); /* its child is reaped */
+		sipc__wend_drop(&q->p->w); /* its child is reaped */
 	free(q->p);
 	free(q);
 }
@@ -302,17 +299,19 @@ local_launch_start(void *state, const struct sipc_provider_launch *l,
 		rc = -ENOMEM;
 		goto fail;
 	}
-	q->p->pidfd = q->p->report_fd = -1;
+	sipc__wend_init(&q->p->w);
 	/* A configured limit is enforced or the worker does not start;
 	 * without one, a worker that gets no cgroup runs, reported. */
 	/* no state (a test driving the ops by hand): no cgroup */
 	if (st != NULL && st->cg != NULL &&
 	    (rc = sipc__cgw_create(st->cg, l->worker_id,
-	    l->generation, &q->p->cg)) < 0) {
+	    l->generation, &q->p->w.cg)) < 0) {
 		if (sipc__cg_limits(st->cg) != 0)
 			goto fail;
 		q->cg_err = rc;
 	}
+	if ((rc = sipc__wend_prepare(&q->p->w)) < 0)
+		goto fail;
 	if ((rc = start_from(q)) < 0)
 		goto fail;
 	*ret_pending = q;
@@ -342,18 +341,18 @@ local_launch_finish(void *pending, struct sipc_provider_chan *ret_chan,
 			goto fail;
 	}
 	if (p->mode != SIPC_CONTAIN_PROCESS_GROUP) {
-		p->report_fd = q->f.rp[0];
+		p->w.report_fd = q->f.rp[0];
 		q->f.rp[0] = -1;
 	}
 	memset(ret_chan, 0, sizeof(*ret_chan));
 	ret_chan->proto_fd = q->f.sv[0];
 	ret_chan->diag_fd = q->f.dp[0];
 	q->f.sv[0] = q->f.dp[0] = -1;
-	ret_chan->end_fd = p->pidfd;
+	ret_chan->end_fd = sipc__wend_end_fd(&p->w);
 	ret_chan->display_pid = p->pid;
 	ret_chan->contain = p->mode;
-	ret_chan->info.cgroup = p->cg != NULL;
-	ret_chan->info.limits = p->cg != NULL ? sipc__cg_limits(q->st->cg) : 0;
+	ret_chan->info.cgroup = p->w.cg != NULL;
+	ret_chan->info.limits = p->w.cg != NULL ? sipc__cg_limits(q->st->cg) : 0;
 	ret_chan->info.cgroup_err = q->cg_err;
 	if (p->mode != SIPC_CONTAIN_PID_NAMESPACE && q->why[0] != '\0')
 		snprintf(ret_chan->note, sizeof(ret_chan->note),
@@ -379,167 +378,6 @@ local_launch(void *state, const struct sipc_provider_launch *l,
 	if ((rc = local_launch_start(state, l, &q)) < 0)
 		return rc;
 	return local_launch_finish(q, ret_chan, ret_handle, ret_errno);
-}
-
-static void
-classify(const siginfo_t *si, struct sipc_exit *e)
-{
-	memset(e, 0, sizeof(*e));
-	switch (si->si_code) {
-	case CLD_EXITED:
-		e->kind = si->si_status == 0 ? SIPC_EXIT_CLEAN : SIPC_EXIT_CODE;
-		e->code = si->si_status;
-		break;
-	case CLD_DUMPED:
-		e->core_dumped = true;
-		/* FALLTHROUGH */
-	default:
-		e->kind = SIPC_EXIT_SIGNAL;
-		e->signo = si->si_status;
-		break;
-	}
-}
-
-/* Was the OOM killer at work in the worker's cgroup?  Its SIGKILL is
- * then the kernel's, not ours or a stranger's.  Read before sweep
- * removes the cgroup. */
-static int
-ended(struct local_proc *p, struct sipc_exit *ret)
-{
-	sipc__cgw_note_oom(p->cg, ret);
-	p->exit = *ret;
-	p->ended = true;
-	return 1;
-}
-
-/*
- * Terminal observation before the final reap: WNOWAIT leaves the zombie
- * in place, and the zombie keeps its pid and process group id from being
- * reused, so sweep's group kill can only reach this worker's tree.  In
- * the namespace modes there is nothing left to sweep: the init's exit
- * emptied the namespace first.  The reap is sweep's.
- */
-static int
-local_try_end(void *h, struct sipc_exit *ret)
-{
-	struct local_proc *p = h;
-	siginfo_t si;
-	int r;
-
-	if (p->ended) {
-		*ret = p->exit;
-		return 1;
-	}
-	if ((r = sipc__pidfd_observe(p->pidfd, &si)) == -ECHILD) {
-		/* Reaped by someone else.  A namespace's init reported the
-		 * worker's status before it exited, and its exit emptied the
-		 * namespace: nothing is lost.  Otherwise it is. */
-		p->reaped = true;
-		if (sipc__init_report_exit(p->report_fd, ret))
-			return ended(p, ret);
-		p->lost = true;
-		*ret = (struct sipc_exit){ .kind = SIPC_EXIT_LOST, .code = -1 };
-		return ended(p, ret);
-	}
-	if (r == 0 && sipc__init_report_pending(p->report_fd)) {
-		/* The worker has ended and its init is on its way out (it
-		 * exits right after reporting): wait for it, so the end is
-		 * seen as soon as the worker's channel closes. */
-		(void)sipc__pidfd_wait_exit(p->pidfd);
-		r = sipc__pidfd_observe(p->pidfd, &si);
-		if (r == -ECHILD)
-			return local_try_end(h, ret);
-	}
-	if (r <= 0)
-		return r;
-	classify(&si, ret);
-	/* The init reports the worker's own status just before exiting;
-	 * no report means the init itself was killed (our KILL). */
-	(void)sipc__init_report_exit(p->report_fd, ret);
-	return ended(p, ret);
-}
-
-/* After the end: the group (while our zombie still pins its id; never
- * once someone else reaped the leader), the reap, then the cgroup:
- * kill what is left in it (setsid() escapees), wait for it to empty
- * (bounded), remove it. */
-static int
-local_sweep(void *h)
-{
-	struct local_proc *p = h;
-	int rc = 0;
-
-	if (!p->ended || p->swept)
-		return 0;
-	p->swept = true;
-	if (!p->reaped) {
-		if (p->mode == SIPC_CONTAIN_PROCESS_GROUP)
-			(void)kill(-p->pgid, SIGKILL);
-		(void)sipc__pidfd_reap(p->pidfd);
-		p->reaped = true;
-	}
-	if (p->cg != NULL)
-		rc = sipc__cgw_remove(p->cg);
-	p->cg = NULL;
-	return rc;
-}
-
-static int
-local_stop(void *h, enum sipc_provider_stop how)
-{
-	struct local_proc *p = h;
-	int sig = how == SIPC_STOP_FORCED ? SIGKILL : SIGTERM;
-	siginfo_t si;
-	int r;
-
-	if (p->ended)
-		return 0;
-	/* Every member of its cgroup, whatever became of the leader. */
-	if (sig == SIGKILL && p->cg != NULL)
-		(void)sipc__cgw_kill(p->cg);
-	/* Namespace modes: the init passes TERM on; KILL to the init
-	 * empties the namespace. */
-	if (pidfd_send_signal(p->pidfd, sig, NULL, 0) < 0) {
-		if (errno != ESRCH)
-			return -errno;
-		/* Exited.  Our zombie still pins the group id; a child
-		 * reaped by someone else does not, and its group id may
-		 * already name a stranger's group. */
-		if ((r = sipc__pidfd_observe(p->pidfd, &si)) == -ECHILD) {
-			/* try_end classifies it (reported, or lost) */
-			return 0;
-		}
-		if (r < 0)
-			return r;
-	}
-	if (p->mode == SIPC_CONTAIN_PROCESS_GROUP)
-		(void)kill(-p->pgid, sig);
-	return 0;
-}
-
-static void
-local_release(void *h)
-{
-	struct local_proc *p = h;
-	struct sipc_exit e;
-
-	if (p == NULL)
-		return;
-	if (!p->ended) {
-		/* Never leave an unowned process behind: kill the tree,
-		 * then observe, sweep and reap like a normal end. */
-		(void)local_stop(p, SIPC_STOP_FORCED);
-		(void)sipc__pidfd_wait_exit(p->pidfd);
-		(void)local_try_end(p, &e);
-	}
-	(void)local_sweep(p);
-	if (p->pidfd >= 0)
-		close(p->pidfd);
-	if (p->report_fd >= 0)
-		close(p->report_fd);
-	if (p->cg != NULL)
-		(void)sipc__cgw_remove(p->cg);
-	free(p);
 }
 
 /* A journalled local identity of a previous instance: proven (pinned by
@@ -568,9 +406,9 @@ const struct sipc_provider_ops sipc__provider_local = {
 	.launch = local_launch,
 	.launch_start = local_launch_start,
 	.launch_finish = local_launch_finish,
-	.try_end = local_try_end,
-	.stop = local_stop,
-	.sweep = local_sweep,
-	.release = local_release,
+	.try_end = sipc__wend_try_end,
+	.stop = sipc__wend_stop,
+	.sweep = sipc__wend_sweep,
+	.release = sipc__wend_release,
 	.leftover = local_leftover,
 };

@@ -62,7 +62,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -70,7 +70,6 @@
 #include <string.h>
 #include <sys/pidfd.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cgroup.h"
@@ -86,8 +85,6 @@
 #endif
 /* Bound on sipc-init's first report (bwrap set up, worker exec'd). */
 #define INIT_START_MS 10000
-/* Bound on the namespace's end after its init was killed. */
-#define INIT_END_MS 5000
 
 /* One supervisor's state: its cgroup (cgroup.h), or why it has none,
  * and the view of its worker program, made once (its path is fixed). */
@@ -96,20 +93,17 @@ struct sbx_state {
 	struct sipc__sbx_view view;
 };
 
+/* The end (launchio.h): pidfd is the outer bwrap's, the end descriptor
+ * until release; sig_fd sipc-init's pidfd once proven (every signal
+ * goes there), -1 before or when it was gone already; report_fd its
+ * reports; fold128 since bwrap folds its PID 1's signal n into 128+n. */
 struct sbx_proc {
+	struct sipc__wend w;          /* first: the end ops take the handle */
 	pid_t bwrap_pid;              /* outer bwrap: our child */
-	int bwrap_fd;                 /* its pidfd: the end descriptor,
-	                               * until release */
 	pid_t init_pid;               /* sipc-init, host pid (proven) */
-	int init_fd;                  /* its pidfd; every signal goes here */
-	int report_fd;                /* sipc-init's reports */
 	struct sipc__sbx_id id;
-	bool ended;
-	bool reaped;                  /* bwrap: by sweep, or behind our back */
-	bool swept;
-	struct sipc__cgw *cg;         /* own cgroup, or NULL */
-	struct sipc_exit exit;        /* once ended: how */
 };
+_Static_assert(offsetof(struct sbx_proc, w) == 0, "handle is its end");
 
 /* ---------------------------------------------------------------- launch */
 
@@ -132,7 +126,7 @@ pending_drop(struct sbx_pending *q)
 {
 	sipc__launch_fds_close(&q->f);
 	if (q->p != NULL)
-		(void)sipc__cgw_remove(q->p->cg); /* its child is reaped */
+		sipc__wend_drop(&q->p->w); /* its child is reaped */
 	free(q->p);
 	free(q);
 }
@@ -185,9 +179,9 @@ sbx_clone(struct sbx_pending *q, const char *bwrap)
 	}
 	sp.argv = (char *const *)a->v;
 	sp.envp = env;
-	if (q->p->cg != NULL) {
+	if (q->p->w.cg != NULL) {
 		sp.flags |= SIPC__SPAWN_CGROUP;
-		sp.cgroup_fd = sipc__cgw_fd(q->p->cg);
+		sp.cgroup_fd = sipc__cgw_fd(q->p->w.cg);
 	}
 	if ((rc = sipc__spawn_start(&sp, &q->sd)) == 0)
 		sipc__launch_fds_close_child(f);
@@ -221,7 +215,8 @@ sbx_launch_start(void *state, const struct sipc_provider_launch *l,
 		rc = -ENOMEM;
 		goto fail;
 	}
-	q->p->bwrap_fd = q->p->init_fd = q->p->report_fd = -1;
+	sipc__wend_init(&q->p->w);
+	q->p->w.fold128 = true;
 	/* Without bwrap, the worker or sipc-init the launch fails as an
 	 * exec failure would: the finish reports it with its errno. */
 	if ((rc = sipc__sandbox_bwrap(&bwrap)) < 0 ||
@@ -233,11 +228,13 @@ sbx_launch_start(void *state, const struct sipc_provider_launch *l,
 	}
 	/* A configured limit is enforced or the worker does not start. */
 	if (st != NULL && st->cgs.cg != NULL && (rc = sipc__cgw_create(st->cgs.cg,
-	    l->worker_id, l->generation, &q->p->cg)) < 0) {
+	    l->worker_id, l->generation, &q->p->w.cg)) < 0) {
 		if (sipc__cg_limits(st->cgs.cg) != 0)
 			goto fail;
 		q->cg_err = rc;
 	}
+	if ((rc = sipc__wend_prepare(&q->p->w)) < 0)
+		goto fail;
 	if ((rc = sbx_clone(q, bwrap)) < 0)
 		goto fail;
 	*ret_pending = q;
@@ -287,7 +284,7 @@ init_prove(struct sbx_proc *p, pid_t pid)
 		goto fail;
 	}
 	p->init_pid = pid;
-	p->init_fd = fd;
+	p->w.sig_fd = fd;
 	p->id.init_pid = pid;
 	p->id.init_start = st.starttime;
 	p->id.bwrap_pid = p->bwrap_pid;
@@ -296,7 +293,7 @@ init_prove(struct sbx_proc *p, pid_t pid)
 		goto fail_pinned;
 	return 0;
 fail_pinned:
-	p->init_fd = -1;
+	p->w.sig_fd = -1;
 fail:
 	close(fd);
 	return rc;
@@ -306,15 +303,15 @@ fail:
 static void
 start_abort(struct sbx_proc *p)
 {
-	if (p->init_fd >= 0)
-		(void)pidfd_send_signal(p->init_fd, SIGKILL, NULL, 0);
-	(void)pidfd_send_signal(p->bwrap_fd, SIGKILL, NULL, 0);
-	(void)sipc__pidfd_reap(p->bwrap_fd);
-	close(p->bwrap_fd);
-	p->bwrap_fd = -1;
-	if (p->init_fd >= 0)
-		close(p->init_fd);
-	p->init_fd = -1;
+	if (p->w.sig_fd >= 0)
+		(void)pidfd_send_signal(p->w.sig_fd, SIGKILL, NULL, 0);
+	(void)pidfd_send_signal(p->w.pidfd, SIGKILL, NULL, 0);
+	(void)sipc__pidfd_reap(p->w.pidfd);
+	close(p->w.pidfd);
+	p->w.pidfd = -1;
+	if (p->w.sig_fd >= 0)
+		close(p->w.sig_fd);
+	p->w.sig_fd = -1;
 }
 
 /* bwrap exec'd; wait for sipc-init to say the worker did (or not). */
@@ -329,7 +326,7 @@ sbx_started(struct sbx_pending *q, int *ret_errno)
 	if ((rc = sipc__spawn_finish(&q->sd, ret_errno)) < 0)
 		return rc;
 	p->bwrap_pid = q->sd.pid;
-	p->bwrap_fd = q->sd.pidfd;
+	p->w.pidfd = q->sd.pidfd;
 	rc = sipc__init_report_read(q->f.rp[0], INIT_START_MS, &m, &from);
 	if (rc == 1 && m.kind == SIPC__INIT_STARTED) {
 		/* An init already gone (its worker ended at once) took the
@@ -368,18 +365,18 @@ sbx_launch_finish(void *pending, struct sipc_provider_chan *ret_chan,
 	}
 	if ((rc = sbx_started(q, ret_errno)) < 0)
 		goto fail;
-	p->report_fd = q->f.rp[0];
+	p->w.report_fd = q->f.rp[0];
 	q->f.rp[0] = -1;
 	memset(ret_chan, 0, sizeof(*ret_chan));
 	ret_chan->proto_fd = q->f.sv[0];
 	ret_chan->diag_fd = q->f.dp[0];
 	q->f.sv[0] = q->f.dp[0] = -1;
-	ret_chan->end_fd = p->bwrap_fd;
+	ret_chan->end_fd = sipc__wend_end_fd(&p->w);
 	ret_chan->display_pid = p->init_pid;
 	ret_chan->contain = SIPC_CONTAIN_PID_NAMESPACE;
 	snprintf(ret_chan->note, sizeof(ret_chan->note), "%s", q->view_note);
-	ret_chan->info.cgroup = p->cg != NULL;
-	ret_chan->info.limits = p->cg != NULL ? sipc__cg_limits(q->st->cgs.cg) : 0;
+	ret_chan->info.cgroup = p->w.cg != NULL;
+	ret_chan->info.limits = p->w.cg != NULL ? sipc__cg_limits(q->st->cgs.cg) : 0;
 	ret_chan->info.cgroup_err = q->cg_err;
 	sipc__sbx_id_encode(&p->id, &ret_chan->id);
 	*ret_handle = p;
@@ -404,156 +401,7 @@ sbx_launch(void *state, const struct sipc_provider_launch *l,
 	return sbx_launch_finish(q, ret_chan, ret_handle, ret_errno);
 }
 
-/* ---------------------------------------------------------------- end */
-
-/* Wait up to ms for the process behind pidfd to exit: true if it did. */
-static bool
-pidfd_gone_within(int pidfd, int ms)
-{
-	struct pollfd pf = { .fd = pidfd, .events = POLLIN };
-	int r;
-
-	while ((r = poll(&pf, 1, ms)) < 0 && errno == EINTR)
-		;
-	return r == 1;
-}
-
-/* The OOM killer at work in its cgroup: a SIGKILL that is the kernel's.
- * Read before sweep removes the cgroup. */
-static int
-ended(struct sbx_proc *p, struct sipc_exit *ret)
-{
-	sipc__cgw_note_oom(p->cg, ret);
-	p->exit = *ret;
-	p->ended = true;
-	return 1;
-}
-
-/* bwrap's own status: an exit code, or 128+n for a PID 1 killed by
- * signal n (what bwrap makes of it). */
-static void
-exit_from_bwrap(const siginfo_t *si, struct sipc_exit *e)
-{
-	memset(e, 0, sizeof(*e));
-	if (si->si_code == CLD_EXITED && si->si_status > 128 &&
-	    si->si_status < 128 + NSIG) {
-		e->kind = SIPC_EXIT_SIGNAL;
-		e->signo = si->si_status - 128;
-	} else if (si->si_code == CLD_EXITED) {
-		e->kind = si->si_status == 0 ? SIPC_EXIT_CLEAN : SIPC_EXIT_CODE;
-		e->code = si->si_status;
-	} else {
-		e->kind = SIPC_EXIT_SIGNAL;
-		e->signo = si->si_status;
-	}
-}
-
-/* Observed (WNOWAIT: bwrap stays our zombie until sweep), classified by
- * sipc-init's report of the worker's status, else by bwrap's. */
-static int
-sbx_try_end(void *h, struct sipc_exit *ret)
-{
-	struct sbx_proc *p = h;
-	siginfo_t si;
-	int r;
-
-	if (p->ended) {
-		*ret = p->exit;
-		return 1;
-	}
-	r = sipc__pidfd_observe(p->bwrap_fd, &si);
-	if (r == 0 && sipc__init_report_pending(p->report_fd)) {
-		/* The worker ended and its init is on its way out: wait for
-		 * bwrap, which follows it at once. */
-		(void)sipc__pidfd_wait_exit(p->bwrap_fd);
-		r = sipc__pidfd_observe(p->bwrap_fd, &si);
-	}
-	if (r == -ECHILD) {
-		/* bwrap reaped behind our back (a host wait(-1)): the init
-		 * is still ours by its pidfd (sweep ends it); its report
-		 * says how the worker ended, or nothing does. */
-		p->reaped = true;
-		if (!sipc__init_report_exit(p->report_fd, ret))
-			*ret = (struct sipc_exit){ .kind = SIPC_EXIT_LOST,
-			    .code = -1 };
-		return ended(p, ret);
-	}
-	if (r <= 0)
-		return r;
-	exit_from_bwrap(&si, ret);
-	/* The worker's own status, when sipc-init lived to report it. */
-	(void)sipc__init_report_exit(p->report_fd, ret);
-	return ended(p, ret);
-}
-
-/*
- * After the end, everything of the sandbox goes: its init killed by its
- * pidfd (a no-op when it already exited, which emptied the namespace)
- * and waited for, bwrap reaped, its cgroup killed, emptied (bounded) and
- * removed.
- */
-static int
-sbx_sweep(void *h)
-{
-	struct sbx_proc *p = h;
-	int rc = 0;
-
-	if (!p->ended || p->swept)
-		return 0;
-	p->swept = true;
-	if (p->init_fd >= 0) {
-		(void)pidfd_send_signal(p->init_fd, SIGKILL, NULL, 0);
-		(void)pidfd_gone_within(p->init_fd, INIT_END_MS);
-		close(p->init_fd);
-		p->init_fd = -1;
-	}
-	if (!p->reaped) {
-		(void)sipc__pidfd_reap(p->bwrap_fd);
-		p->reaped = true;
-	}
-	if (p->cg != NULL)
-		rc = sipc__cgw_remove(p->cg);
-	p->cg = NULL;
-	return rc;
-}
-
-static int
-sbx_stop(void *h, enum sipc_provider_stop how)
-{
-	struct sbx_proc *p = h;
-	int sig = how == SIPC_STOP_FORCED ? SIGKILL : SIGTERM;
-
-	if (p->ended || p->init_fd < 0)
-		return 0;
-	if (sig == SIGKILL && p->cg != NULL)
-		(void)sipc__cgw_kill(p->cg);
-	/* ESRCH: the init has exited, the namespace with it. */
-	if (pidfd_send_signal(p->init_fd, sig, NULL, 0) < 0 && errno != ESRCH)
-		return -errno;
-	return 0;
-}
-
-static void
-sbx_release(void *h)
-{
-	struct sbx_proc *p = h;
-	struct sipc_exit e;
-
-	if (p == NULL)
-		return;
-	if (!p->ended) {
-		/* Never leave an unowned process behind. */
-		(void)sbx_stop(p, SIPC_STOP_FORCED);
-		(void)sipc__pidfd_wait_exit(p->bwrap_fd);
-		(void)sbx_try_end(p, &e);
-	}
-	(void)sbx_sweep(p);
-	if (p->bwrap_fd >= 0)
-		close(p->bwrap_fd);
-	if (p->report_fd >= 0)
-		close(p->report_fd);
-	free(p);
-}
+/* ------------------------------------------------- end (launchio.c), leftover */
 
 /*
  * A sandbox of a dead supervisor instance, proven by its init: same
@@ -583,12 +431,12 @@ sipc__sandbox_leftover(const struct sipc__sbx_id *id, unsigned grace_ms)
 	rc = 1;
 	if (pidfd_send_signal(fd, SIGTERM, NULL, 0) < 0 && errno != ESRCH)
 		rc = -errno;
-	else if (pidfd_gone_within(fd, (int)grace_ms))
+	else if (sipc__pidfd_gone_within(fd, (int)grace_ms))
 		goto out;
 	else if (pidfd_send_signal(fd, SIGKILL, NULL, 0) < 0 &&
 	    errno != ESRCH)
 		rc = -errno;
-	else if (!pidfd_gone_within(fd, INIT_END_MS))
+	else if (!sipc__pidfd_gone_within(fd, SIPC__INIT_END_MS))
 		rc = -ETIMEDOUT;
 out:
 	close(fd);
@@ -737,9 +585,9 @@ const struct sipc_provider_ops sipc__provider_sandbox = {
 	.launch = sbx_launch,
 	.launch_start = sbx_launch_start,
 	.launch_finish = sbx_launch_finish,
-	.try_end = sbx_try_end,
-	.stop = sbx_stop,
-	.sweep = sbx_sweep,
-	.release = sbx_release,
+	.try_end = sipc__wend_try_end,
+	.stop = sipc__wend_stop,
+	.sweep = sipc__wend_sweep,
+	.release = sipc__wend_release,
 	.leftover = sbx_leftover,
 };

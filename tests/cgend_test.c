@@ -1,0 +1,208 @@
+/*
+ * cgend_test.c - a worker's end waits for its cgroup to empty without
+ * holding up any other slot (CONTRACT CG2, T4).
+ *
+ * A worker generation is reported ended only once its cgroup holds no
+ * process.  That wait used to sit on the reaper thread (up to 2 s), so
+ * one slow-to-die tree delayed the end and restart of every other
+ * worker.  The slow tree here is certain: a member of the worker's
+ * cgroup sits in a frozen cgroup v1 freezer group, where even SIGKILL
+ * waits until it is thawed.
+ *
+ * Local provider, process-group mode: the leader can end while the
+ * member lives on (in a PID namespace the init's exit would wait for
+ * the frozen member).  Skipped without a cgroup v2 for the workers or a
+ * writable v1 freezer.
+ */
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sipc.h"
+#include "sipctest.h"
+#include "testlib.h"
+
+#define WAIT_MS 10000
+/* Far below the 2 s a cgroup may take to empty. */
+#define RESTART_MS 1000
+#define FREEZER_ROOT "/sys/fs/cgroup/freezer"
+
+static bool
+write_str(const char *dir, const char *file, const char *text)
+{
+	char path[256];
+	FILE *f;
+	bool ok;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	if ((f = fopen(path, "we")) == NULL)
+		return false;
+	ok = fputs(text, f) >= 0;
+	return fclose(f) == 0 && ok;
+}
+
+static bool
+frozen(void *dir)
+{
+	char path[256], buf[32] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/freezer.state", (char *)dir);
+	if ((f = fopen(path, "re")) == NULL)
+		return false;
+	if (fgets(buf, sizeof(buf), f) == NULL)
+		buf[0] = '\0';
+	fclose(f);
+	return strncmp(buf, "FROZEN", 6) == 0;
+}
+
+/* SIGKILL pending on a (frozen) process: its group or cgroup was
+ * killed, which happens once its worker's end was observed. */
+static bool
+kill_pending(void *arg)
+{
+	char path[64], line[128];
+	unsigned long long mask;
+	bool yes = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", *(int *)arg);
+	if ((f = fopen(path, "re")) == NULL)
+		return false;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if ((sscanf(line, "ShdPnd: %llx", &mask) == 1 ||
+		    sscanf(line, "SigPnd: %llx", &mask) == 1) &&
+		    (mask & (1ULL << (SIGKILL - 1))))
+			yes = true;
+	fclose(f);
+	return yes;
+}
+
+static bool
+gone(void *arg)
+{
+	return st_proc_stat(*(pid_t *)arg, NULL, NULL, NULL) < 0;
+}
+
+/* The zleader's lingering child, and which slot's worker forked it. */
+static bool
+find_kid(sipc_supervisor *s, pid_t *ret_kid, unsigned *ret_slot)
+{
+	struct sipc_result r;
+	char buf[32];
+	pid_t ppid;
+
+	st_call_cmd(s, NULL, WAIT_MS, 0, &r);
+	if (r.outcome != SIPC_OUTCOME_OK || r.reply_len >= sizeof(buf)) {
+		sipc_result_release(&r);
+		return false;
+	}
+	memcpy(buf, r.reply, r.reply_len);
+	buf[r.reply_len] = '\0';
+	sipc_result_release(&r);
+	if (sscanf(buf, "kid=%d", ret_kid) != 1 ||
+	    st_proc_stat(*ret_kid, NULL, &ppid, NULL) < 0)
+		return false;
+	for (*ret_slot = 0; *ret_slot < 2; (*ret_slot)++)
+		if (st_worker_stats(s, *ret_slot).pid == ppid)
+			return true;
+	return false;
+}
+
+/*
+ * Slot a's worker ends while a member of its cgroup cannot die yet;
+ * slot b's worker then crashes.  b must be back and serving well within
+ * the 2 s a's cgroup may take, and a's end must not be reported while
+ * its member lives: it is, once thawed.
+ */
+static void
+test_cgend_slow_tree_does_not_stall_other_slots(void)
+{
+	char *const argv[] = { "zleader", NULL };
+	struct sipc_worker_stats wa, wb, now_a;
+	struct st_gen_want want;
+	struct sipc_config c;
+	struct sipc_result r;
+	sipc_supervisor *s;
+	char dir[128], num[24];
+	unsigned a = 0, b;
+	int64_t t0, took;
+	pid_t kid = 0;
+	bool back, ok;
+
+	if (st_skip_sandboxed("reads the worker's host pid"))
+		return;
+	snprintf(dir, sizeof(dir), FREEZER_ROOT "/sipc-cgend-test-%d",
+	    (int)getpid());
+	if (mkdir(dir, 0755) < 0) {
+		tl_skip("no writable cgroup v1 freezer (needs root)");
+		return;
+	}
+	st_cfg_base(&c, "zleader", argv, 2);
+	c.containment = SIPC_CONTAIN_PROCESS_GROUP;
+	s = st_start(&c, 2, WAIT_MS);
+	if (!st_worker_stats(s, 0).cgroup) {
+		tl_skip("workers get no cgroup v2 here");
+		goto out;
+	}
+	CU_ASSERT_FATAL(find_kid(s, &kid, &a));
+	b = 1 - a;
+	wa = st_worker_stats(s, a);
+	wb = st_worker_stats(s, b);
+	snprintf(num, sizeof(num), "%d", (int)kid);
+	CU_ASSERT_FATAL(write_str(dir, "cgroup.procs", num));
+	/* from here on no fatal assertion: the member is thawed at out */
+	ok = write_str(dir, "freezer.state", "FROZEN") &&
+	    tl_wait_until(frozen, dir, WAIT_MS) && kill(wa.pid, SIGKILL) == 0 &&
+	    /* a's end observed: its tree killed, the member cannot die */
+	    tl_wait_until(kill_pending, &kid, WAIT_MS);
+	CU_ASSERT(ok);
+	if (!ok)
+		goto out;
+	t0 = tl_now_ms();
+	CU_ASSERT(kill(wb.pid, SIGKILL) == 0);
+	want = (struct st_gen_want){ b, wb.generation + 1 };
+	back = st_stats_wait(s, st_pred_gen_ready, &want, WAIT_MS);
+	took = tl_now_ms() - t0;
+	printf("(slot %u back in %lld ms) ", b, (long long)took);
+	CU_ASSERT(back);
+	CU_ASSERT(took < RESTART_MS);
+	/* a's generation is not reported ended while its member lives */
+	now_a = st_worker_stats(s, a);
+	CU_ASSERT_EQUAL(now_a.generation, wa.generation);
+	CU_ASSERT(memcmp(&now_a.last_exit, &wa.last_exit,
+	    sizeof(wa.last_exit)) == 0);
+	st_call_cmd(s, NULL, WAIT_MS, 0, &r);
+	CU_ASSERT_EQUAL(r.outcome, SIPC_OUTCOME_OK);
+	sipc_result_release(&r);
+
+	/* thawed, the member dies; a's end is reported and a comes back */
+	CU_ASSERT(write_str(dir, "freezer.state", "THAWED"));
+	CU_ASSERT(tl_wait_until(gone, &kid, WAIT_MS));
+	want = (struct st_gen_want){ a, wa.generation + 1 };
+	CU_ASSERT(st_stats_wait(s, st_pred_gen_ready, &want, WAIT_MS));
+	now_a = st_worker_stats(s, a);
+	CU_ASSERT_EQUAL(now_a.last_exit.kind, SIPC_EXIT_SIGNAL);
+	CU_ASSERT_EQUAL(now_a.last_exit.signo, SIGKILL);
+out:
+	(void)write_str(dir, "freezer.state", "THAWED");
+	sipc_destroy(s);
+	(void)rmdir(dir);
+}
+
+static const tl_test cgend_tests[] = {
+	{ "test_cgend_slow_tree_does_not_stall_other_slots",
+	  test_cgend_slow_tree_does_not_stall_other_slots },
+	{ NULL, NULL },
+};
+
+int
+main(void)
+{
+	st_no_core_files();
+	tl_suite("cgend", cgend_tests);
+	return tl_run();
+}
