@@ -9,7 +9,6 @@
  * deadlines; the one negative check ("no signal reached the kid") waits
  * a bounded time for a death that must not come.
  */
-#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -50,13 +49,6 @@ proc_close(struct proc *p)
 {
 	close(p->ch.proto_fd);
 	close(p->ch.diag_fd);
-}
-
-/* No such process, not even a zombie (for the library's own children). */
-static bool
-gone(void *arg)
-{
-	return kill(*(pid_t *)arg, 0) < 0 && errno == ESRCH;
 }
 
 static bool
@@ -154,7 +146,7 @@ release_live(enum sipc_containment mode)
 	CU_ASSERT_FATAL(kid > 0);
 	pid = p.ch.display_pid;
 	sipc__provider_local.release(p.h);
-	CU_ASSERT(gone(&pid));
+	CU_ASSERT(st_pid_gone(&pid));
 	proc_close(&p);
 	if (mode == SIPC_CONTAIN_PROCESS_GROUP) {
 		/* its group went with it (the kid's pid is host-visible) */

@@ -159,15 +159,6 @@ test_owner_pid1_no_zombie_while_workers_churn(void)
 
 /* ------------------------------------------- whose children it reaps */
 
-static bool
-gone(void *arg)
-{
-	char path[64];
-
-	snprintf(path, sizeof(path), "/proc/%d", *(pid_t *)arg);
-	return access(path, F_OK) < 0;
-}
-
 static char
 state_of(pid_t pid)
 {
@@ -235,7 +226,7 @@ test_owner_reaps_host_orphan_spares_host_child(void)
 	/* the daemon is adopted (subreaper); when it ends, the library
 	 * reaps it: it never lingers as our zombie */
 	close(go);
-	CU_ASSERT(tl_wait_until(gone, &daemon, WAIT_MS));
+	CU_ASSERT(tl_wait_until(st_pid_gone, &daemon, WAIT_MS));
 	/* crashes and restarts meanwhile: SIGCHLD after SIGCHLD */
 	for (int i = 0; i < 3; i++) {
 		st_call_cmd(s, NULL, WAIT_MS, 0, &r);
@@ -409,9 +400,9 @@ test_owner_destroy_waits_for_unreapable_zombie_member(void)
 	thaw_when_due(dir, kid, &d);
 	pthread_join(th, NULL);
 	/* it ended after the thaw, and destroy had reaped it */
-	CU_ASSERT(tl_wait_until(gone, &kid, WAIT_MS));
+	CU_ASSERT(tl_wait_until(st_pid_gone, &kid, WAIT_MS));
 	CU_ASSERT_EQUAL(tl_count_zombie_children(), 0);
-	if (!gone(&kid))
+	if (!st_pid_gone(&kid))
 		(void)waitpid(kid, NULL, WNOHANG | __WALL);
 	(void)rmdir(dir);
 	st_unblock_sigchld();   /* owner mode left it blocked here */

@@ -388,6 +388,12 @@ st_pid_dead(void *arg)
 }
 
 bool
+st_pid_gone(void *arg)
+{
+	return kill(*(pid_t *)arg, 0) < 0 && errno == ESRCH;
+}
+
+bool
 st_pid_zombie(void *arg)
 {
 	char s = '?';
