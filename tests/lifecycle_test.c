@@ -638,14 +638,6 @@ test_lifecycle_deadline_while_queued(void)
 
 /* ------------------------------------------------------------ host child */
 
-static char
-proc_state(pid_t pid)
-{
-	char st;
-
-	return st_proc_stat(pid, &st, NULL, NULL) == 0 ? st : '?';
-}
-
 /* The host's own child, spawned beside a supervisor that keeps reaping
  * and restarting crashing workers, stays waitable by the host (in owner
  * mode too: it is the host's child, not an orphan). */
@@ -687,7 +679,7 @@ host_child(bool owner)
 	restarts0 += 3;
 	CU_ASSERT(st_stats_wait(s, pred_restarts_at_least, &restarts0, WAIT_MS));
 	/* still our zombie: nobody reaped it behind our back */
-	CU_ASSERT_EQUAL(proc_state(child), 'Z');
+	CU_ASSERT(st_pid_zombie(&child));
 	w = waitpid(child, &status, WNOHANG);
 	CU_ASSERT_EQUAL(w, child);
 	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);

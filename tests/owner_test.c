@@ -159,15 +159,6 @@ test_owner_pid1_no_zombie_while_workers_churn(void)
 
 /* ------------------------------------------- whose children it reaps */
 
-static char
-state_of(pid_t pid)
-{
-	char s = '?';
-
-	(void)st_proc_stat(pid, &s, NULL, NULL);
-	return s;
-}
-
 /* A daemon of the host's own: double fork and setsid(); the grandchild
  * waits for a byte, then exits.  Returns its pid (the host's adoptee). */
 static pid_t
@@ -233,7 +224,7 @@ test_owner_reaps_host_orphan_spares_host_child(void)
 		sipc_result_release(&r);
 	}
 	/* the host's child was seen by the same walks, and left alone */
-	CU_ASSERT_EQUAL(state_of(child), 'Z');
+	CU_ASSERT(st_pid_zombie(&child));
 	CU_ASSERT_EQUAL(waitpid(child, &status, WNOHANG), child);
 	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 7);
 	sipc_destroy(s);
