@@ -13,7 +13,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -30,25 +29,6 @@
 #include "testlib.h"
 
 #define WAIT_MS 10000
-
-/* The "0::" path of a process, "" when unreadable. */
-static void
-proc_cgroup(pid_t pid, char *ret, size_t len)
-{
-	char path[64], line[512];
-	FILE *f;
-
-	ret[0] = '\0';
-	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
-	if ((f = fopen(path, "re")) == NULL)
-		return;
-	while (fgets(line, sizeof(line), f) != NULL)
-		if (strncmp(line, "0::", 3) == 0) {
-			line[strcspn(line, "\n")] = '\0';
-			snprintf(ret, len, "%s", line + 3);
-		}
-	fclose(f);
-}
 
 static bool
 path_gone(void *arg)
@@ -111,7 +91,7 @@ own_cgroup_case(enum sipc_containment mode)
 	CU_ASSERT_EQUAL(w.limits, 0);
 	CU_ASSERT_EQUAL(w.containment, mode);
 	worker_dir(sup, &w, dir1, sizeof(dir1));
-	proc_cgroup(w.pid, cg, sizeof(cg));
+	tl_proc_cgroup(w.pid, cg, sizeof(cg));
 	/* the kernel's path is relative to the mount: compare the tail */
 	snprintf(dir, sizeof(dir), "%s/w0.g%u", strrchr(sup, '/'),
 	    w.generation);
@@ -221,7 +201,7 @@ escapee_case(bool with_cgroup)
 		s = st_start(&c, 1, WAIT_MS);
 	}
 	tree_read(s, &t0);
-	proc_cgroup(t0.escapee, cg, sizeof(cg));
+	tl_proc_cgroup(t0.escapee, cg, sizeof(cg));
 	CU_ASSERT_EQUAL(with_cgroup, strstr(cg, "/w0.g1") != NULL);
 	/* the worker dies on its own: the end of its cgroup ends the tree */
 	CU_ASSERT(kill(t0.leader, SIGKILL) == 0);
@@ -271,7 +251,7 @@ controller_here(const char *ctrl)
 	FILE *f;
 	bool yes = false;
 
-	proc_cgroup(getpid(), own, sizeof(own));
+	tl_proc_cgroup(getpid(), own, sizeof(own));
 	/* the usual mounts: pure v2 and hybrid */
 	snprintf(dir, sizeof(dir), "/sys/fs/cgroup/unified%s/cgroup.controllers",
 	    strcmp(own, "/") == 0 ? "" : own);
@@ -406,8 +386,8 @@ test_cgroup_off(void)
 	sipc_stats_release(&st);
 	w = st_worker_stats(s, 0);
 	CU_ASSERT_FALSE(w.cgroup);
-	proc_cgroup(getpid(), mine, sizeof(mine));
-	proc_cgroup(w.pid, its, sizeof(its));
+	tl_proc_cgroup(getpid(), mine, sizeof(mine));
+	tl_proc_cgroup(w.pid, its, sizeof(its));
 	CU_ASSERT_STRING_EQUAL(mine, its);
 	CU_ASSERT(st_log_has("cgroup: not provided (off)"));
 	sipc_destroy(s);
@@ -564,27 +544,6 @@ test_cgroup_foreign_pid_namespace_spares_live_owner(void)
 
 /* ------------------------------------------------------------- lost */
 
-/* Read "kid=PID" from pgkid's diagnostics pipe; -1 when none came. */
-static pid_t
-read_kid(int fd)
-{
-	char buf[64];
-	size_t len = 0;
-	ssize_t n;
-	int kid = 0;
-
-	while (len < sizeof(buf) - 1 && memchr(buf, '\n', len) == NULL) {
-		struct pollfd pf = { .fd = fd, .events = POLLIN };
-
-		if (poll(&pf, 1, WAIT_MS) != 1 ||
-		    (n = read(fd, buf + len, sizeof(buf) - 1 - len)) <= 0)
-			break;
-		len += (size_t)n;
-	}
-	buf[len] = '\0';
-	return sscanf(buf, "kid=%d", &kid) == 1 ? kid : -1;
-}
-
 /*
  * A process-group worker reaped behind the provider's back (a host
  * wait): its group id is no longer pinned, so the group is left alone
@@ -624,7 +583,7 @@ test_cgroup_lost_worker_cgroup_still_killed(void)
 	CU_ASSERT_FATAL(sipc__provider_local.launch(st, &l, &ch, &h,
 	    &eno) == 0);
 	CU_ASSERT(ch.info.cgroup);
-	kid = read_kid(ch.diag_fd);
+	kid = st_read_kid(ch.diag_fd, WAIT_MS);
 	CU_ASSERT_FATAL(kid > 0);
 	snprintf(dir, sizeof(dir), "%s/w0.g1", in.text);
 	/* the host kills and reaps the library's child */

@@ -9,9 +9,7 @@
  * deadlines; the one negative check ("no signal reached the kid") waits
  * a bounded time for a death that must not come.
  */
-#include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,44 +51,6 @@ proc_close(struct proc *p)
 	close(p->ch.diag_fd);
 }
 
-/* Read "kid=PID" from the diagnostics pipe (pgkid). */
-static pid_t
-read_kid(struct proc *p)
-{
-	struct pollfd pf = { .fd = p->ch.diag_fd, .events = POLLIN };
-	char buf[64];
-	size_t len = 0;
-	ssize_t n;
-	int kid = 0;
-
-	while (len < sizeof(buf) - 1 && memchr(buf, '\n', len) == NULL) {
-		if (poll(&pf, 1, WAIT_MS) != 1)
-			break;
-		if ((n = read(p->ch.diag_fd, buf + len,
-		    sizeof(buf) - 1 - len)) <= 0)
-			break;
-		len += (size_t)n;
-	}
-	buf[len] = '\0';
-	if (sscanf(buf, "kid=%d", &kid) != 1)
-		return -1;
-	return kid;
-}
-
-/* No such process, not even a zombie (for the library's own children). */
-static bool
-gone(void *arg)
-{
-	return kill(*(pid_t *)arg, 0) < 0 && errno == ESRCH;
-}
-
-/* Dead: gone, or a zombie (a grandchild whose reaper is not us). */
-static bool
-dead(void *arg)
-{
-	return !tl_pid_alive(*(pid_t *)arg);
-}
-
 static bool
 ended(void *arg)
 {
@@ -118,7 +78,7 @@ test_contain_reaped_elsewhere_is_lost_and_group_spared(void)
 
 	CU_ASSERT_FATAL(launch(&p, "pgkid", argv,
 	    SIPC_CONTAIN_PROCESS_GROUP) == 0);
-	kid = read_kid(&p);
+	kid = st_read_kid(p.ch.diag_fd, WAIT_MS);
 	CU_ASSERT_FATAL(kid > 0);
 	CU_ASSERT_EQUAL(getpgid(kid), p.ch.display_pid);
 	/* the host kills and reaps the library's child behind its back */
@@ -126,7 +86,7 @@ test_contain_reaped_elsewhere_is_lost_and_group_spared(void)
 	CU_ASSERT(waitid(P_PID, (id_t)p.ch.display_pid, &si, WEXITED | __WALL) == 0);
 	CU_ASSERT_EQUAL(sipc__provider_local.stop(p.h, SIPC_STOP_GRACEFUL), 0);
 	CU_ASSERT_EQUAL(sipc__provider_local.stop(p.h, SIPC_STOP_FORCED), 0);
-	CU_ASSERT_FALSE(tl_wait_until(dead, &kid, QUIET_MS));
+	CU_ASSERT_FALSE(tl_wait_until(st_pid_dead, &kid, QUIET_MS));
 	CU_ASSERT_EQUAL(sipc__provider_local.try_end(p.h, &e), 1);
 	CU_ASSERT_EQUAL(e.kind, SIPC_EXIT_LOST);
 	sipc__provider_local.release(p.h);
@@ -148,11 +108,11 @@ test_contain_zombie_leader_group_still_signalled(void)
 
 	CU_ASSERT_FATAL(launch(&p, "pgkid", argv,
 	    SIPC_CONTAIN_PROCESS_GROUP) == 0);
-	kid = read_kid(&p);
+	kid = st_read_kid(p.ch.diag_fd, WAIT_MS);
 	CU_ASSERT_FATAL(kid > 0);
 	CU_ASSERT(kill(p.ch.display_pid, SIGKILL) == 0);
 	CU_ASSERT(sipc__provider_local.stop(p.h, SIPC_STOP_GRACEFUL) == 0);
-	CU_ASSERT(tl_wait_until(dead, &kid, WAIT_MS));
+	CU_ASSERT(tl_wait_until(st_pid_dead, &kid, WAIT_MS));
 	CU_ASSERT(tl_wait_until(ended, &p, WAIT_MS));
 	CU_ASSERT_EQUAL(sipc__provider_local.try_end(p.h, &e), 1);
 	CU_ASSERT_EQUAL(e.kind, SIPC_EXIT_SIGNAL);
@@ -182,15 +142,15 @@ release_live(enum sipc_containment mode)
 		return;
 	}
 	CU_ASSERT_EQUAL(p.ch.contain, mode);
-	kid = read_kid(&p);
+	kid = st_read_kid(p.ch.diag_fd, WAIT_MS);
 	CU_ASSERT_FATAL(kid > 0);
 	pid = p.ch.display_pid;
 	sipc__provider_local.release(p.h);
-	CU_ASSERT(gone(&pid));
+	CU_ASSERT(st_pid_gone(&pid));
 	proc_close(&p);
 	if (mode == SIPC_CONTAIN_PROCESS_GROUP) {
 		/* its group went with it (the kid's pid is host-visible) */
-		CU_ASSERT(tl_wait_until(dead, &kid, WAIT_MS));
+		CU_ASSERT(tl_wait_until(st_pid_dead, &kid, WAIT_MS));
 	}
 }
 

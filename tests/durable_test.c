@@ -49,13 +49,6 @@ cfg_for(const char *dir, enum sipc_durability d)
 	return c;
 }
 
-static void __attribute__((noreturn))
-child_fail(int fd, const char *what, int rc)
-{
-	dprintf(fd, "fail %s: %s\n", what, sipc_strerror(rc));
-	_exit(1);
-}
-
 /*
  * The instance whose journal fills up: a real file size limit
  * (RLIMIT_FSIZE, SIGXFSZ ignored so that write() says EFBIG) lets the
@@ -70,10 +63,15 @@ child_fail(int fd, const char *what, int rc)
 static size_t fault_room;
 static bool fault_clean;
 
+/* Where the forked instance runs. */
+struct inst_at { const char *dir; enum sipc_durability d; };
+
 static void __attribute__((noreturn))
-child_journal_fault(int fd, const char *dir, enum sipc_durability d)
+child_journal_fault(int fd, void *arg)
 {
-	struct sipc_config c = cfg_for(dir, d);
+	const struct inst_at *in = arg;
+	const char *dir = in->dir;
+	struct sipc_config c = cfg_for(dir, in->d);
 	struct sipc_request r = { .payload = fault_payload, .len = fault_len,
 	    .flags = fault_flags };
 	unsigned long long frames = 0;
@@ -89,29 +87,29 @@ child_journal_fault(int fd, const char *dir, enum sipc_durability d)
 	c.log = st_log_fn;
 	sigemptyset(&sa.sa_mask);
 	if (sigaction(SIGXFSZ, &sa, NULL) < 0)
-		child_fail(fd, "sigaction", -errno);
+		sd_child_fail(fd, "sigaction", -errno);
 	st_log_reset();
 	if ((rc = sipc_create(&c, NULL, 0, &s)) < 0)
-		child_fail(fd, "create", rc);
+		sd_child_fail(fd, "create", rc);
 	if ((rc = sipc_wait_ready(s, fault_workers, DEADLINE_MS)) < 0)
-		child_fail(fd, "ready", rc);
+		sd_child_fail(fd, "ready", rc);
 	/* Nothing else appends now: a worker's record comes before its
 	 * HELLO, and the group commit only syncs. */
 	snprintf(path, sizeof(path), "%s/journal", dir);
 	if (stat(path, &sb) < 0 || getrlimit(RLIMIT_FSIZE, &rl) < 0)
-		child_fail(fd, "journal size", -errno);
+		sd_child_fail(fd, "journal size", -errno);
 	rl.rlim_cur = (rlim_t)sb.st_size + fault_room;
 	if (setrlimit(RLIMIT_FSIZE, &rl) < 0)
-		child_fail(fd, "setrlimit", -errno);
+		sd_child_fail(fd, "setrlimit", -errno);
 	r.idempotency_key = "k-a";
 	if ((rc = sipc_call(s, &r, &a)) < 0)
-		child_fail(fd, "call k-a", rc);
+		sd_child_fail(fd, "call k-a", rc);
 	r = (struct sipc_request){ .payload = "beta", .len = 4,
 	    .idempotency_key = "k-b" };
 	if ((rc = sipc_call(s, &r, &b)) < 0)
-		child_fail(fd, "call k-b", rc);
+		sd_child_fail(fd, "call k-b", rc);
 	if ((rc = sipc_stats_get(s, &st)) < 0)
-		child_fail(fd, "stats", rc);
+		sd_child_fail(fd, "stats", rc);
 	for (unsigned i = 0; i < st.nworkers; i++)
 		frames += st.workers[i].frames_out;
 	dprintf(fd, "ready %d %d %d %d %d %llu %d %d\n", (int)a.outcome,
@@ -126,33 +124,6 @@ child_journal_fault(int fd, const char *dir, enum sipc_durability d)
 	}
 	for (;;)
 		pause();
-}
-
-/* Fork child_journal_fault(); its first line in `line` ("ready ..."). */
-static pid_t
-spawn_fault(const char *dir, enum sipc_durability d, char *line, size_t len)
-{
-	int p[2];
-	pid_t pid;
-
-	CU_ASSERT_FATAL(pipe2(p, O_CLOEXEC) == 0);
-	pid = fork();
-	CU_ASSERT_FATAL(pid >= 0);
-	if (pid == 0) {
-		close(p[0]);
-		child_journal_fault(p[1], dir, d);
-	}
-	close(p[1]);
-	if (!sd_read_line(p[0], line, len, DEADLINE_MS) ||
-	    strncmp(line, "ready ", 6) != 0) {
-		fprintf(stderr, "child: %s\n", line);
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-		close(p[0]);
-		CU_FAIL_FATAL("child failed");
-	}
-	close(p[0]);
-	return pid;
 }
 
 static sipc_supervisor *
@@ -189,6 +160,7 @@ static struct fault_report
 journal_fault(const char *dir, enum sipc_durability d, size_t room,
     bool clean)
 {
+	struct inst_at in = { dir, d };
 	struct fault_report f;
 	char line[256];
 	pid_t pid;
@@ -196,14 +168,13 @@ journal_fault(const char *dir, enum sipc_durability d, size_t room,
 
 	fault_room = room;
 	fault_clean = clean;
-	pid = spawn_fault(dir, d, line, sizeof(line));
+	pid = sd_fork_instance(child_journal_fault, &in, line, sizeof(line),
+	    DEADLINE_MS);
 	CU_ASSERT_FATAL(sscanf(line + 6, "%d %d %d %d %d %llu %d %d",
 	    &f.a_outcome, &f.a_error, &f.b_outcome, &f.b_error, &f.jerr,
 	    &f.frames, &f.logged, &f.a_ran) == 8);
 	if (!clean) {
-		CU_ASSERT(kill(pid, SIGKILL) == 0);
-		CU_ASSERT(waitpid(pid, &st, 0) == pid);
-		CU_ASSERT(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+		sd_kill_instance(pid);
 		return f;
 	}
 	CU_ASSERT(waitpid(pid, &st, 0) == pid);
@@ -375,8 +346,9 @@ blocking_from_log(void *arg, enum sipc_log_level lvl, uint32_t wid,
 }
 
 static void __attribute__((noreturn))
-child_blocking_in_log(int fd, const char *dir)
+child_blocking_in_log(int fd, void *arg)
 {
+	const char *dir = arg;
 	struct sipc_config c = cfg_for(dir, SIPC_DURABLE_EACH);
 	struct sipc_request r = { .payload = "alpha", .len = 5,
 	    .idempotency_key = "k-a" };
@@ -391,19 +363,19 @@ child_blocking_in_log(int fd, const char *dir)
 	inner_host = pthread_self();
 	sigemptyset(&sa.sa_mask);
 	if (sigaction(SIGXFSZ, &sa, NULL) < 0)
-		child_fail(fd, "sigaction", -errno);
+		sd_child_fail(fd, "sigaction", -errno);
 	if ((rc = sipc_create(&c, NULL, 0, &inner_sup)) < 0)
-		child_fail(fd, "create", rc);
+		sd_child_fail(fd, "create", rc);
 	if ((rc = sipc_wait_ready(inner_sup, 1, DEADLINE_MS)) < 0)
-		child_fail(fd, "ready", rc);
+		sd_child_fail(fd, "ready", rc);
 	snprintf(path, sizeof(path), "%s/journal", dir);
 	if (stat(path, &sb) < 0 || getrlimit(RLIMIT_FSIZE, &rl) < 0)
-		child_fail(fd, "journal size", -errno);
+		sd_child_fail(fd, "journal size", -errno);
 	rl.rlim_cur = (rlim_t)sb.st_size;     /* no room for ACCEPTED */
 	if (setrlimit(RLIMIT_FSIZE, &rl) < 0)
-		child_fail(fd, "setrlimit", -errno);
+		sd_child_fail(fd, "setrlimit", -errno);
 	if ((rc = sipc_call(inner_sup, &r, &res)) < 0)
-		child_fail(fd, "call", rc);
+		sd_child_fail(fd, "call", rc);
 	sipc_result_release(&res);
 	dprintf(fd, "ready %d %d %d %d\n", inner_seen, inner_destroy_rc,
 	    inner_call_rc, inner_ready_rc);
@@ -415,24 +387,13 @@ static void
 test_durable_blocking_call_in_host_log_callback_refused(void)
 {
 	char *dir = sd_make(), line[256];
-	int p[2], seen = 0, d = 0, c = 0, w = 0, st;
+	int seen = 0, d = 0, c = 0, w = 0, st;
 	pid_t pid;
 
-	CU_ASSERT_FATAL(pipe2(p, O_CLOEXEC) == 0);
-	pid = fork();
-	CU_ASSERT_FATAL(pid >= 0);
-	if (pid == 0) {
-		close(p[0]);
-		child_blocking_in_log(p[1], dir);
-	}
-	close(p[1]);
-	if (!sd_read_line(p[0], line, sizeof(line), DEADLINE_MS) ||
-	    sscanf(line, "ready %d %d %d %d", &seen, &d, &c, &w) != 4) {
-		fprintf(stderr, "child: %s\n", line);
-		kill(pid, SIGKILL);
-		CU_FAIL("the child hung or failed");
-	}
-	close(p[0]);
+	/* a hang fails here: no report within the deadline */
+	pid = sd_fork_instance(child_blocking_in_log, dir, line, sizeof(line),
+	    DEADLINE_MS);
+	CU_ASSERT(sscanf(line, "ready %d %d %d %d", &seen, &d, &c, &w) == 4);
 	CU_ASSERT(waitpid(pid, &st, 0) == pid);
 	CU_ASSERT(seen == 1);
 	CU_ASSERT_EQUAL(d, -EDEADLK);
@@ -461,16 +422,9 @@ test_durable_v1_worker_record_still_terminated(void)
 	size_t n, len = 0, i;
 	sipc_supervisor *s;
 	pid_t pid;
-	int fd, st;
+	int fd, st = 0;
 
-	CU_ASSERT_FATAL((pid = fork()) >= 0);
-	if (pid == 0) {
-		setpgid(0, 0);
-		alarm(600);
-		for (;;)
-			pause();
-	}
-	setpgid(pid, pid);
+	CU_ASSERT_FATAL((pid = tl_spawn_idle(NULL, true)) > 0);
 	CU_ASSERT_EQUAL_FATAL(sipc__ident_of(pid, &k), 0);
 	memset(&inst, 0, sizeof(inst));
 	inst.type = SIPC__JR_INSTANCE;
@@ -497,8 +451,7 @@ test_durable_v1_worker_record_still_terminated(void)
 	/* terminated by then: already waitable (no wait in a failure) */
 	if (waitpid(pid, &st, WNOHANG) != pid) {
 		CU_FAIL("the v1 leftover was not terminated");
-		kill(pid, SIGKILL);
-		waitpid(pid, &st, 0);
+		tl_kill_reap(pid);
 	}
 	CU_ASSERT(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM);
 	CU_ASSERT_FATAL(sipc_reconcile_leftovers(s, &l, &n) == 0);

@@ -206,7 +206,7 @@ signalfd_host(void *arg)
 		if (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
 			host_reap_nohang();
 		else
-			usleep(1000);
+			usleep(1000);   /* paces the poll until told to stop */
 	}
 	return NULL;
 }

@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,43 +20,6 @@
 #include "unix/ident.h"
 #include "sipctest.h"
 #include "testlib.h"
-
-/* Fork a child that optionally renames itself, leads its own group,
- * reports readiness on a pipe and waits to be killed. */
-static pid_t
-spawn_sleeper(const char *comm, bool own_group)
-{
-	int p[2];
-	pid_t pid;
-	char c;
-
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return -1;
-	if ((pid = fork()) == 0) {
-		if (own_group)
-			setpgid(0, 0);
-		if (comm != NULL)
-			prctl(PR_SET_NAME, comm);
-		(void)!write(p[1], "r", 1);
-		for (;;)
-			pause();
-	}
-	if (pid > 0 && own_group)
-		setpgid(pid, pid);
-	close(p[1]);
-	if (pid > 0 && read(p[0], &c, 1) != 1)
-		pid = -1;
-	close(p[0]);
-	return pid;
-}
-
-static void
-reap(pid_t pid)
-{
-	kill(pid, SIGKILL);
-	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-		;
-}
 
 static void
 test_ident_stat_parse_hostile_text(void)
@@ -79,7 +41,7 @@ static void
 test_ident_starttime_comm_with_parens(void)
 {
 	struct sipc__proc_stat st, me;
-	pid_t pid = spawn_sleeper(") (x) y", true);
+	pid_t pid = tl_spawn_idle(") (x) y", true);
 	char path[64], buf[256];
 	FILE *f;
 
@@ -97,7 +59,7 @@ test_ident_starttime_comm_with_parens(void)
 	CU_ASSERT_EQUAL(st.pgid, pid);
 	CU_ASSERT(st.state != '\0' && strchr("RSD", st.state) != NULL);
 	CU_ASSERT(st.starttime >= me.starttime);
-	reap(pid);
+	tl_kill_reap(pid);
 	CU_ASSERT_EQUAL(sipc__proc_starttime(pid, &st.starttime), -ESRCH);
 }
 
@@ -115,7 +77,7 @@ static void
 test_ident_verify_live_child(void)
 {
 	struct sipc__ident rec, bad;
-	pid_t pid = spawn_sleeper(NULL, true);
+	pid_t pid = tl_spawn_idle(NULL, true);
 
 	CU_ASSERT_FATAL(pid > 0);
 	CU_ASSERT_EQUAL_FATAL(sipc__ident_of(pid, &rec), 0);
@@ -130,7 +92,7 @@ test_ident_verify_live_child(void)
 	bad = rec;
 	bad.pgid = getpgrp();
 	CU_ASSERT_EQUAL(sipc__ident_verify(&bad), 0);
-	reap(pid);
+	tl_kill_reap(pid);
 	CU_ASSERT_EQUAL(sipc__ident_verify(&rec), 0);
 }
 
@@ -139,7 +101,7 @@ test_ident_verify_zombie_is_proven(void)
 {
 	struct sipc__ident rec;
 	siginfo_t si;
-	pid_t pid = spawn_sleeper(NULL, true);
+	pid_t pid = tl_spawn_idle(NULL, true);
 
 	CU_ASSERT_FATAL(pid > 0);
 	CU_ASSERT_EQUAL_FATAL(sipc__ident_of(pid, &rec), 0);
@@ -147,7 +109,7 @@ test_ident_verify_zombie_is_proven(void)
 	/* Wait for the exit without reaping: the zombie pins the pid. */
 	CU_ASSERT_EQUAL(waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT), 0);
 	CU_ASSERT_EQUAL(sipc__ident_verify(&rec), 1);
-	reap(pid);
+	tl_kill_reap(pid);
 	CU_ASSERT_EQUAL(sipc__ident_verify(&rec), 0);
 }
 
@@ -155,7 +117,7 @@ static void
 test_ident_terminate_refuses_unproven(void)
 {
 	struct sipc__ident rec;
-	pid_t pid = spawn_sleeper(NULL, true);
+	pid_t pid = tl_spawn_idle(NULL, true);
 
 	CU_ASSERT_FATAL(pid > 0);
 	CU_ASSERT_EQUAL_FATAL(sipc__ident_of(pid, &rec), 0);
@@ -163,7 +125,7 @@ test_ident_terminate_refuses_unproven(void)
 	CU_ASSERT_EQUAL(sipc__ident_terminate(&rec, 100), 0);
 	CU_ASSERT(tl_pid_alive(pid));
 	rec.starttime -= 1;
-	reap(pid);
+	tl_kill_reap(pid);
 	/* Gone and reaped: nothing to prove, nothing signalled. */
 	CU_ASSERT_EQUAL(sipc__ident_terminate(&rec, 100), 0);
 }
@@ -184,11 +146,11 @@ reuse_in_namespace(void)
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
 	    mount("proc", "/proc", "proc", 0, NULL) < 0)
 		return 2;
-	if ((a = spawn_sleeper(NULL, true)) < 0)
+	if ((a = tl_spawn_idle(NULL, true)) < 0)
 		return 3;
 	if (sipc__ident_of(a, &rec) < 0 || rec.pgid != a)
 		return 4;
-	reap(a);
+	tl_kill_reap(a);
 	/* The impostor must start in a later clock tick than the victim,
 	 * else start times (10 ms granularity) cannot tell them apart. */
 	do {
@@ -202,7 +164,7 @@ reuse_in_namespace(void)
 	if (write(fd, buf, (size_t)n) != n)
 		return 6;
 	close(fd);
-	if ((b = spawn_sleeper("impostor", true)) != a)
+	if ((b = tl_spawn_idle("impostor", true)) != a)
 		return 7;         /* the pid was not reused */
 	if (sipc__ident_verify(&rec) != 0)
 		return 8;         /* reused pid must not be proven */
@@ -212,7 +174,7 @@ reuse_in_namespace(void)
 		return 10;        /* the impostor must be alive */
 	if (sipc__ident_of(b, &imp) < 0 || sipc__ident_verify(&imp) != 1)
 		return 11;        /* positive control */
-	reap(b);
+	tl_kill_reap(b);
 	return 0;
 }
 
@@ -249,12 +211,6 @@ test_ident_pid_reuse_not_proven(void)
 
 /* ------------------------------------------ terminate a real leftover */
 
-static bool
-gone(void *arg)
-{
-	return !tl_pid_alive(*(pid_t *)arg);
-}
-
 static void
 test_ident_terminate_leftover_and_group(void)
 {
@@ -264,7 +220,7 @@ test_ident_terminate_leftover_and_group(void)
 	int64_t t0;
 
 	/* A decoy in its own group, started by the test: must survive. */
-	decoy = spawn_sleeper("decoy", true);
+	decoy = tl_spawn_idle("decoy", true);
 	CU_ASSERT_FATAL(decoy > 0);
 	CU_ASSERT_FATAL(pipe2(p, O_CLOEXEC) == 0);
 	/* mid forks the leader and exits, so the leader is reparented: like
@@ -311,11 +267,11 @@ test_ident_terminate_leftover_and_group(void)
 	CU_ASSERT_EQUAL(sipc__ident_terminate(&rec, 300), 1);
 	/* The member ignored SIGTERM, so the grace was used. */
 	CU_ASSERT(tl_now_ms() - t0 >= 250);
-	CU_ASSERT(tl_wait_until(gone, &pids[0], 10000));
-	CU_ASSERT(tl_wait_until(gone, &pids[1], 10000));
+	CU_ASSERT(tl_wait_until(st_pid_dead, &pids[0], 10000));
+	CU_ASSERT(tl_wait_until(st_pid_dead, &pids[1], 10000));
 	CU_ASSERT(tl_pid_alive(decoy));
 	CU_ASSERT(tl_pid_alive(getpid()));
-	reap(decoy);
+	tl_kill_reap(decoy);
 }
 
 /* The local provider's opaque identity: this process's own facts go

@@ -638,20 +638,6 @@ test_lifecycle_deadline_while_queued(void)
 
 /* ------------------------------------------------------------ host child */
 
-static char
-proc_state(pid_t pid)
-{
-	char st;
-
-	return st_proc_stat(pid, &st, NULL, NULL) == 0 ? st : '?';
-}
-
-static bool
-is_zombie(void *arg)
-{
-	return proc_state(*(pid_t *)arg) == 'Z';
-}
-
 /* The host's own child, spawned beside a supervisor that keeps reaping
  * and restarting crashing workers, stays waitable by the host (in owner
  * mode too: it is the host's child, not an orphan). */
@@ -681,7 +667,7 @@ host_child(bool owner)
 		CU_ASSERT_EQUAL(r.outcome, SIPC_OUTCOME_UNKNOWN);
 		sipc_result_release(&r);
 	}
-	CU_ASSERT_FATAL(tl_wait_until(is_zombie, &child, WAIT_MS));
+	CU_ASSERT_FATAL(tl_wait_until(st_pid_zombie, &child, WAIT_MS));
 	CU_ASSERT_FATAL(sipc_stats_get(s, &st) == 0);
 	restarts0 = st.restarts;
 	sipc_stats_release(&st);
@@ -693,7 +679,7 @@ host_child(bool owner)
 	restarts0 += 3;
 	CU_ASSERT(st_stats_wait(s, pred_restarts_at_least, &restarts0, WAIT_MS));
 	/* still our zombie: nobody reaped it behind our back */
-	CU_ASSERT_EQUAL(proc_state(child), 'Z');
+	CU_ASSERT(st_pid_zombie(&child));
 	w = waitpid(child, &status, WNOHANG);
 	CU_ASSERT_EQUAL(w, child);
 	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);

@@ -298,7 +298,7 @@ hold_done(void *arg, struct sipc_result *res)
 {
 	atomic_store(&hold.inside, true);
 	while (!atomic_load(&hold.release))
-		usleep(1000);
+		usleep(1000);   /* paces the poll of a flag the test sets */
 	sipc_result_release(res);
 }
 

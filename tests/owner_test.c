@@ -35,13 +35,6 @@
 
 /* ------------------------------------------------------ PID 1 in a ns */
 
-static bool
-no_zombie(void *arg)
-{
-	(void)arg;
-	return tl_count_zombie_children() == 0;
-}
-
 static pid_t
 worker_pid(sipc_supervisor *s, unsigned i)
 {
@@ -83,7 +76,7 @@ churn(sipc_supervisor *s)
 				return 31;
 			if (!tl_wait_until(respawned, &r, WAIT_MS))
 				return 32;
-			if (!tl_wait_until(no_zombie, NULL, WAIT_MS))
+			if (!tl_wait_until(st_no_zombie_children, NULL, WAIT_MS))
 				return 33;
 		}
 	return 0;
@@ -120,7 +113,7 @@ pid1_host(void)
 	else
 		rc = churn(s);
 	sipc_destroy(s);
-	if (rc == 0 && !tl_wait_until(no_zombie, NULL, WAIT_MS))
+	if (rc == 0 && !tl_wait_until(st_no_zombie_children, NULL, WAIT_MS))
 		rc = 40;
 	if (rc == 0 && tl_count_children() != 0)
 		rc = 41;          /* every adopted orphan ended and was reaped */
@@ -165,30 +158,6 @@ test_owner_pid1_no_zombie_while_workers_churn(void)
 }
 
 /* ------------------------------------------- whose children it reaps */
-
-static bool
-gone(void *arg)
-{
-	char path[64];
-
-	snprintf(path, sizeof(path), "/proc/%d", *(pid_t *)arg);
-	return access(path, F_OK) < 0;
-}
-
-static char
-state_of(pid_t pid)
-{
-	char s = '?';
-
-	(void)st_proc_stat(pid, &s, NULL, NULL);
-	return s;
-}
-
-static bool
-is_zombie(void *arg)
-{
-	return state_of(*(pid_t *)arg) == 'Z';
-}
 
 /* A daemon of the host's own: double fork and setsid(); the grandchild
  * waits for a byte, then exits.  Returns its pid (the host's adoptee). */
@@ -243,19 +212,19 @@ test_owner_reaps_host_orphan_spares_host_child(void)
 	CU_ASSERT_FATAL((child = fork()) >= 0);
 	if (child == 0)
 		_exit(7);
-	CU_ASSERT_FATAL(tl_wait_until(is_zombie, &child, WAIT_MS));
+	CU_ASSERT_FATAL(tl_wait_until(st_pid_zombie, &child, WAIT_MS));
 	daemon = host_daemon(&go);
 	/* the daemon is adopted (subreaper); when it ends, the library
 	 * reaps it: it never lingers as our zombie */
 	close(go);
-	CU_ASSERT(tl_wait_until(gone, &daemon, WAIT_MS));
+	CU_ASSERT(tl_wait_until(st_pid_gone, &daemon, WAIT_MS));
 	/* crashes and restarts meanwhile: SIGCHLD after SIGCHLD */
 	for (int i = 0; i < 3; i++) {
 		st_call_cmd(s, NULL, WAIT_MS, 0, &r);
 		sipc_result_release(&r);
 	}
 	/* the host's child was seen by the same walks, and left alone */
-	CU_ASSERT_EQUAL(state_of(child), 'Z');
+	CU_ASSERT(st_pid_zombie(&child));
 	CU_ASSERT_EQUAL(waitpid(child, &status, WNOHANG), child);
 	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 7);
 	sipc_destroy(s);
@@ -416,15 +385,15 @@ test_owner_destroy_waits_for_unreapable_zombie_member(void)
 	buf[r.reply_len] = '\0';
 	sipc_result_release(&r);
 	CU_ASSERT_FATAL(sscanf(buf, "kid=%d", &kid) == 1);
-	CU_ASSERT_FATAL(tl_wait_until(is_zombie, &kid, WAIT_MS));
+	CU_ASSERT_FATAL(tl_wait_until(st_pid_zombie, &kid, WAIT_MS));
 	CU_ASSERT_FATAL(freeze(dir, kid));
 	CU_ASSERT_FATAL(pthread_create(&th, NULL, destroy_thread, &d) == 0);
 	thaw_when_due(dir, kid, &d);
 	pthread_join(th, NULL);
 	/* it ended after the thaw, and destroy had reaped it */
-	CU_ASSERT(tl_wait_until(gone, &kid, WAIT_MS));
+	CU_ASSERT(tl_wait_until(st_pid_gone, &kid, WAIT_MS));
 	CU_ASSERT_EQUAL(tl_count_zombie_children(), 0);
-	if (!gone(&kid))
+	if (!st_pid_gone(&kid))
 		(void)waitpid(kid, NULL, WNOHANG | __WALL);
 	(void)rmdir(dir);
 	st_unblock_sigchld();   /* owner mode left it blocked here */

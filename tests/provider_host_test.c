@@ -18,14 +18,12 @@
  * run on the library's reaper thread.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "provider.h"
@@ -270,9 +268,9 @@ test_provider_host_no_end_fd_refused_in_production(void)
 /* --------------------------------------------------- crash and leftover */
 
 static void __attribute__((noreturn))
-child_run(int fd, const char *dir)
+child_run(int fd, void *arg)
 {
-	struct sipc_config c = cfg_for(dir, "survivor");
+	struct sipc_config c = cfg_for(arg, "survivor");
 	struct sipc_request q = { .payload = "x", .len = 1 };
 	struct sipc_result r;
 	struct sipc_stats st;
@@ -297,26 +295,7 @@ child_run(int fd, const char *dir)
 	for (;;)
 		pause();
 fail:
-	dprintf(fd, "fail %s\n", sipc_strerror(rc));
-	_exit(1);
-}
-
-/* Collect the reparented leftover; true when it ended by `sig`. */
-static bool
-reap_leftover(pid_t pid, int sig)
-{
-	int64_t end = tl_now_ms() + DEADLINE_MS;
-	int st;
-	pid_t r;
-
-	for (;;) {
-		r = waitpid(pid, &st, WNOHANG);
-		if (r == pid)
-			return WIFSIGNALED(st) && WTERMSIG(st) == sig;
-		if (r < 0 || tl_now_ms() >= end)
-			return false;
-		usleep(2000);
-	}
+	sd_child_fail(fd, "supervisor", rc);
 }
 
 /* Run a supervisor on `dir` in a child, SIGKILL the child; return the
@@ -326,24 +305,14 @@ crash_instance(const char *dir)
 {
 	unsigned launches = 0, creates = 0;
 	char line[128];
-	int p[2], st, worker = 0;
+	int worker = 0;
 	pid_t pid;
 
-	CU_ASSERT_FATAL(pipe2(p, O_CLOEXEC) == 0);
-	CU_ASSERT_FATAL((pid = fork()) >= 0);
-	if (pid == 0) {
-		close(p[0]);
-		child_run(p[1], dir);
-	}
-	close(p[1]);
-	line[0] = '\0';
-	(void)sd_read_line(p[0], line, sizeof(line), DEADLINE_MS);
-	close(p[0]);
-	if (sscanf(line, "ready %d %u %u", &worker, &launches,
-	    &creates) != 3)
-		fprintf(stderr, "provider_host_test: child: %s\n", line);
-	CU_ASSERT(kill(pid, SIGKILL) == 0);
-	CU_ASSERT(waitpid(pid, &st, 0) == pid);
+	pid = sd_fork_instance(child_run, (void *)dir, line, sizeof(line),
+	    DEADLINE_MS);
+	CU_ASSERT(sscanf(line, "ready %d %u %u", &worker, &launches,
+	    &creates) == 3);
+	sd_kill_instance(pid);
 	CU_ASSERT_FATAL(worker > 0);
 	/* the child's supervisor ran through our ops */
 	CU_ASSERT(launches >= 1);
@@ -367,7 +336,7 @@ test_provider_host_leftover_goes_to_its_provider(void)
 	s = st_start(&c, 1, DEADLINE_MS);
 	/* Our op got our identity ("HW" + local), and proved it. */
 	CU_ASSERT_EQUAL(atomic_load(&n_leftover_hw), before + 1);
-	CU_ASSERT(reap_leftover(worker, SIGTERM));
+	CU_ASSERT(tl_reap_signaled(worker, SIGTERM, DEADLINE_MS));
 	CU_ASSERT_FATAL(sipc_reconcile_leftovers(s, &l, &n) == 0);
 	CU_ASSERT_EQUAL_FATAL(n, 1);
 	CU_ASSERT_STRING_EQUAL(l[0].provider, "hostwrap");
@@ -420,7 +389,7 @@ test_provider_host_leftover_of_unknown_provider_left_alone(void)
 	/* With the provider back, the next instance ends it. */
 	c.provider = "hostwrap";
 	s = st_start(&c, 0, 0);
-	CU_ASSERT(reap_leftover(worker, SIGTERM));
+	CU_ASSERT(tl_reap_signaled(worker, SIGTERM, DEADLINE_MS));
 	CU_ASSERT_EQUAL(sipc_destroy(s), 0);
 	sd_remove(dir);
 }

@@ -93,31 +93,24 @@ noop_cb(void *arg, struct sipc_result *res)
 	sipc_result_release(res);
 }
 
-static void __attribute__((noreturn))
-child_fail(int fd, const char *what, int rc)
+/* Slot 0 wrote at least `frames_out` frames and queues `queued`. */
+struct sent_want { uint64_t frames_out; unsigned queued; };
+
+static bool
+pred_sent(const struct sipc_stats *st, void *arg)
 {
-	dprintf(fd, "fail %s: %s\n", what, sipc_strerror(rc));
-	_exit(1);
+	const struct sent_want *w = arg;
+
+	return st->workers[0].frames_out >= w->frames_out &&
+	    st->workers[0].queued >= w->queued;
 }
 
 static bool
 child_wait_stats(sipc_supervisor *s, uint64_t frames_out, unsigned queued)
 {
-	int64_t end = tl_now_ms() + DEADLINE_MS;
-	struct sipc_stats st;
-	bool ok;
+	struct sent_want w = { frames_out, queued };
 
-	while (tl_now_ms() < end) {
-		if (sipc_stats_get(s, &st) < 0)
-			return false;
-		ok = st.workers[0].frames_out >= frames_out &&
-		    st.workers[0].queued >= queued;
-		sipc_stats_release(&st);
-		if (ok)
-			return true;
-		usleep(2000);
-	}
-	return false;
+	return st_stats_wait(s, pred_sent, &w, DEADLINE_MS);
 }
 
 static pid_t
@@ -145,41 +138,45 @@ done_seen(void *arg)
 	return atomic_load(&child_done_seen);
 }
 
+/* Where a forked instance runs. */
+struct inst_at { const char *dir; enum sipc_durability d; };
+
 static void __attribute__((noreturn))
-child_crash_run(int fd, const char *dir, enum sipc_durability d)
+child_crash_run(int fd, void *arg)
 {
-	struct sipc_config c = cfg_for(dir, "survivor", d);
+	const struct inst_at *in = arg;
+	struct sipc_config c = cfg_for(in->dir, "survivor", in->d);
 	struct sipc_request r = { .payload = "alpha", .len = 5 };
 	sipc_supervisor *s = NULL;
 	char key[16];
 	int rc, i;
 
 	if ((rc = sipc_create(&c, NULL, 0, &s)) < 0)
-		child_fail(fd, "create", rc);
+		sd_child_fail(fd, "create", rc);
 	if ((rc = sipc_wait_ready(s, 1, DEADLINE_MS)) < 0)
-		child_fail(fd, "ready", rc);
+		sd_child_fail(fd, "ready", rc);
 	r.idempotency_key = "k-done";
 	if ((rc = sipc_submit(s, &r, block_cb, NULL, NULL)) < 0)
-		child_fail(fd, "submit done", rc);
+		sd_child_fail(fd, "submit done", rc);
 	if (!tl_wait_until(done_seen, NULL, DEADLINE_MS))
-		child_fail(fd, "outcome of k-done", -ETIMEDOUT);
+		sd_child_fail(fd, "outcome of k-done", -ETIMEDOUT);
 	r.payload = "\0CMDhang";
 	r.len = 8;
 	r.idempotency_key = "k-hang";
 	if ((rc = sipc_submit(s, &r, noop_cb, NULL, NULL)) < 0)
-		child_fail(fd, "submit hang", rc);
+		sd_child_fail(fd, "submit hang", rc);
 	if (!child_wait_stats(s, 2, 0))
-		child_fail(fd, "hang written", -ETIMEDOUT);
+		sd_child_fail(fd, "hang written", -ETIMEDOUT);
 	for (i = 1; i <= NQUEUED; i++) {
 		snprintf(key, sizeof(key), "k-q%d", i);
 		r.payload = key;
 		r.len = strlen(key);
 		r.idempotency_key = key;
 		if ((rc = sipc_submit(s, &r, noop_cb, NULL, NULL)) < 0)
-			child_fail(fd, "submit queued", rc);
+			sd_child_fail(fd, "submit queued", rc);
 	}
 	if (!child_wait_stats(s, 2, NQUEUED))
-		child_fail(fd, "queued", -ETIMEDOUT);
+		sd_child_fail(fd, "queued", -ETIMEDOUT);
 	dprintf(fd, "ready %d\n", (int)child_worker_pid(s));
 	for (;;)
 		pause();
@@ -191,22 +188,18 @@ child_crash_run(int fd, const char *dir, enum sipc_durability d)
  * and execve when its supervisor is killed.  Reports the child's pid.
  */
 static void __attribute__((noreturn))
-child_fork_holder(int fd, const char *dir)
+child_fork_holder(int fd, void *arg)
 {
-	struct sipc_config c = cfg_for(dir, "echo", SIPC_DURABLE_EACH);
+	const struct inst_at *in = arg;
+	struct sipc_config c = cfg_for(in->dir, "echo", SIPC_DURABLE_EACH);
 	sipc_supervisor *s = NULL;
 	pid_t kid;
 	int rc;
 
 	if ((rc = sipc_create(&c, NULL, 0, &s)) < 0)
-		child_fail(fd, "create", rc);
-	if ((kid = fork()) < 0)
-		child_fail(fd, "fork", -errno);
-	if (kid == 0) {
-		alarm(600);
-		for (;;)
-			pause();
-	}
+		sd_child_fail(fd, "create", rc);
+	if ((kid = tl_spawn_idle(NULL, false)) < 0)
+		sd_child_fail(fd, "fork", -errno);
 	dprintf(fd, "ready %d\n", (int)kid);
 	for (;;)
 		pause();
@@ -214,13 +207,15 @@ child_fork_holder(int fd, const char *dir)
 
 /*
  * The instance that crashes during reconciliation: resolves the first
- * `nresolve` listed entries, reports "ready <worker pid> <n listed>
+ * two listed entries, reports "ready <worker pid> <n listed>
  * <resolved keys...>" and waits to be killed.
  */
 static void __attribute__((noreturn))
-child_half_resolve(int fd, const char *dir, size_t nresolve)
+child_half_resolve(int fd, void *arg)
 {
-	struct sipc_config c = cfg_for(dir, "survivor", SIPC_DURABLE_EACH);
+	const struct inst_at *in = arg;
+	struct sipc_config c = cfg_for(in->dir, "survivor", SIPC_DURABLE_EACH);
+	const size_t nresolve = 2;
 	struct sipc_unresolved *u = NULL;
 	sipc_supervisor *s = NULL;
 	char line[1024];
@@ -228,16 +223,16 @@ child_half_resolve(int fd, const char *dir, size_t nresolve)
 	int rc;
 
 	if ((rc = sipc_create(&c, NULL, 0, &s)) < 0)
-		child_fail(fd, "create", rc);
+		sd_child_fail(fd, "create", rc);
 	if ((rc = sipc_wait_ready(s, 1, DEADLINE_MS)) < 0)
-		child_fail(fd, "ready", rc);
+		sd_child_fail(fd, "ready", rc);
 	if ((rc = sipc_reconcile_list(s, &u, &n)) < 0)
-		child_fail(fd, "list", rc);
+		sd_child_fail(fd, "list", rc);
 	off = (size_t)snprintf(line, sizeof(line), "ready %d %zu",
 	    (int)child_worker_pid(s), n);
 	for (i = 0; i < nresolve && i < n; i++) {
 		if ((rc = sipc_reconcile_resolve(s, &u[i])) < 0)
-			child_fail(fd, "resolve", rc);
+			sd_child_fail(fd, "resolve", rc);
 		off += (size_t)snprintf(line + off, sizeof(line) - off, " %s",
 		    u[i].key);
 	}
@@ -248,50 +243,14 @@ child_half_resolve(int fd, const char *dir, size_t nresolve)
 
 /* ------------------------------------------------------ parent side */
 
-/* Fork a child running `fn`; returns its first line in `line`. */
+/* Fork an instance running `fn` on dir; its first line in `line`. */
 static pid_t
-spawn_child(int mode, const char *dir, enum sipc_durability d,
-    char *line, size_t len)
+spawn_child(void (*fn)(int, void *), const char *dir,
+            enum sipc_durability d, char *line, size_t len)
 {
-	int p[2];
-	pid_t pid;
+	struct inst_at in = { dir, d };
 
-	CU_ASSERT_FATAL(pipe2(p, O_CLOEXEC) == 0);
-	pid = fork();
-	CU_ASSERT_FATAL(pid >= 0);
-	if (pid == 0) {
-		close(p[0]);
-		if (mode == 0)
-			child_crash_run(p[1], dir, d);
-		if (mode == 2)
-			child_fork_holder(p[1], dir);
-		child_half_resolve(p[1], dir, 2);
-	}
-	close(p[1]);
-	if (!sd_read_line(p[0], line, len, DEADLINE_MS)) {
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-		close(p[0]);
-		CU_FAIL_FATAL("child did not report");
-	}
-	close(p[0]);
-	if (strncmp(line, "ready ", 6) != 0) {
-		fprintf(stderr, "child: %s\n", line);
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-		CU_FAIL_FATAL("child failed");
-	}
-	return pid;
-}
-
-static void
-kill_child(pid_t pid)
-{
-	int st;
-
-	CU_ASSERT(kill(pid, SIGKILL) == 0);
-	CU_ASSERT(waitpid(pid, &st, 0) == pid);
-	CU_ASSERT(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	return sd_fork_instance(fn, &in, line, len, DEADLINE_MS);
 }
 
 /* Crash an instance with requests in every state; report its worker. */
@@ -301,10 +260,10 @@ crash_instance(const char *dir, enum sipc_durability d)
 	struct crash_info ci;
 	char line[256];
 
-	ci.child = spawn_child(0, dir, d, line, sizeof(line));
+	ci.child = spawn_child(child_crash_run, dir, d, line, sizeof(line));
 	ci.worker = (pid_t)atoi(line + 6);
 	CU_ASSERT_FATAL(ci.worker > 0);
-	kill_child(ci.child);
+	sd_kill_instance(ci.child);
 	return ci;
 }
 
@@ -314,50 +273,6 @@ open_next(const char *dir, const char *fixture)
 	struct sipc_config c = cfg_for(dir, fixture, SIPC_DURABLE_EACH);
 
 	return st_start(&c, 0, 0);      /* reconcile needs no ready worker */
-}
-
-/* Collect a leftover reparented to us; true when it ended by `sig`. */
-static bool
-reap_leftover(pid_t pid, int sig, int timeout_ms)
-{
-	int64_t end = tl_now_ms() + timeout_ms;
-	int st;
-	pid_t r;
-
-	for (;;) {
-		r = waitpid(pid, &st, WNOHANG);
-		if (r == pid)
-			return WIFSIGNALED(st) && WTERMSIG(st) == sig;
-		if (r < 0 || tl_now_ms() >= end)
-			return false;
-		usleep(2000);
-	}
-}
-
-/* A decoy in a process group of its own, unrelated to any supervisor. */
-static pid_t
-start_decoy(void)
-{
-	pid_t pid = fork();
-
-	CU_ASSERT_FATAL(pid >= 0);
-	if (pid == 0) {
-		setpgid(0, 0);
-		alarm(600);
-		for (;;)
-			pause();
-	}
-	setpgid(pid, pid);
-	return pid;
-}
-
-static void
-stop_decoy(pid_t pid)
-{
-	int st;
-
-	kill(pid, SIGKILL);
-	waitpid(pid, &st, 0);
 }
 
 /* The five entries a crash_instance() leaves, each in its state. */
@@ -416,7 +331,7 @@ test_reconcile_states_after_crash(void)
 	CU_ASSERT_EQUAL(n, 0);
 	sipc_reconcile_free(u);
 	sipc_destroy(s);
-	CU_ASSERT(reap_leftover(ci.worker, SIGTERM, DEADLINE_MS));
+	CU_ASSERT(tl_reap_signaled(ci.worker, SIGTERM, DEADLINE_MS));
 
 	/* A clean restart has nothing left to reconcile. */
 	s = open_next(dir, "echo");
@@ -447,7 +362,7 @@ test_reconcile_group_commit_crash_lists_the_same(void)
 	check_crash_list(u, n);
 	sipc_reconcile_free(u);
 	sipc_destroy(s);
-	CU_ASSERT(reap_leftover(ci.worker, SIGTERM, DEADLINE_MS));
+	CU_ASSERT(tl_reap_signaled(ci.worker, SIGTERM, DEADLINE_MS));
 	sd_remove(dir);
 }
 
@@ -464,18 +379,20 @@ test_reconcile_leftover_worker_terminated_decoy_survives(void)
 	ci = crash_instance(dir, SIPC_DURABLE_OFF);
 	/* The supervisor is dead; its worker did not notice. */
 	CU_ASSERT_FATAL(tl_pid_alive(ci.worker));
-	decoy = start_decoy();
-	CU_ASSERT_FATAL(tl_pid_alive(decoy));
+	/* A decoy in a process group of its own, unrelated to any
+	 * supervisor. */
+	decoy = tl_spawn_idle(NULL, true);
+	CU_ASSERT_FATAL(decoy > 0 && tl_pid_alive(decoy));
 
 	/* Opening the state directory proves and terminates it. */
 	s = open_next(dir, "echo");
-	CU_ASSERT(reap_leftover(ci.worker, SIGTERM, DEADLINE_MS));
+	CU_ASSERT(tl_reap_signaled(ci.worker, SIGTERM, DEADLINE_MS));
 	CU_ASSERT(!tl_pid_alive(ci.worker));
 	CU_ASSERT(tl_pid_alive(decoy));
 	CU_ASSERT(sipc_wait_ready(s, 1, DEADLINE_MS) == 0);
 	sipc_destroy(s);
 	CU_ASSERT(tl_pid_alive(decoy));
-	stop_decoy(decoy);
+	tl_kill_reap(decoy);
 	sd_remove(dir);
 }
 
@@ -496,9 +413,10 @@ test_reconcile_idempotent_across_second_crash(void)
 		return;
 	ci = crash_instance(dir, SIPC_DURABLE_OFF);
 	/* Instance B resolves two of the five, then dies as well. */
-	b = spawn_child(1, dir, SIPC_DURABLE_EACH, line, sizeof(line));
-	kill_child(b);
-	CU_ASSERT(reap_leftover(ci.worker, SIGTERM, DEADLINE_MS));
+	b = spawn_child(child_half_resolve, dir, SIPC_DURABLE_EACH, line,
+	    sizeof(line));
+	sd_kill_instance(b);
+	CU_ASSERT(tl_reap_signaled(ci.worker, SIGTERM, DEADLINE_MS));
 	tok = strtok_r(line + 6, " ", &save);
 	bworker = (pid_t)atoi(tok);
 	tok = strtok_r(NULL, " ", &save);
@@ -510,7 +428,7 @@ test_reconcile_idempotent_across_second_crash(void)
 	/* Instance C: the resolved ones stay resolved, the rest is listed
 	 * again, and B's own leftover is proven and terminated too. */
 	s = open_next(dir, "echo");
-	CU_ASSERT(reap_leftover(bworker, SIGTERM, DEADLINE_MS));
+	CU_ASSERT(tl_reap_signaled(bworker, SIGTERM, DEADLINE_MS));
 	CU_ASSERT_FATAL(sipc_reconcile_list(s, &u, &n) == 0);
 	CU_ASSERT_EQUAL(n, 2 + NQUEUED - 2);
 	for (i = 0; i < (size_t)nres; i++)
@@ -556,7 +474,8 @@ test_reconcile_lock_names_holder(void)
 
 	if (st_skip_sandboxed("a worker outliving its killed supervisor"))
 		return;
-	holder = spawn_child(0, dir, SIPC_DURABLE_EACH, line, sizeof(line));
+	holder = spawn_child(child_crash_run, dir, SIPC_DURABLE_EACH, line,
+	    sizeof(line));
 	worker = (pid_t)atoi(line + 6);
 	fds = tl_count_fds();
 	err[0] = '\0';
@@ -573,10 +492,10 @@ test_reconcile_lock_names_holder(void)
 
 	/* The lock dies with its holder, even though the holder's worker
 	 * is still alive (workers never inherit the lock descriptor). */
-	kill_child(holder);
+	sd_kill_instance(holder);
 	CU_ASSERT(tl_pid_alive(worker));
 	s = open_next(dir, "echo");
-	CU_ASSERT(reap_leftover(worker, SIGTERM, DEADLINE_MS));
+	CU_ASSERT(tl_reap_signaled(worker, SIGTERM, DEADLINE_MS));
 	sipc_destroy(s);
 	sd_remove(dir);
 }
@@ -595,15 +514,16 @@ test_reconcile_lock_not_kept_by_holders_child(void)
 	sipc_supervisor *s;
 	pid_t holder, kid;
 
-	holder = spawn_child(2, dir, SIPC_DURABLE_EACH, line, sizeof(line));
+	holder = spawn_child(child_fork_holder, dir, SIPC_DURABLE_EACH, line,
+	    sizeof(line));
 	kid = (pid_t)atoi(line + 6);
 	CU_ASSERT_FATAL(kid > 0);
-	kill_child(holder);
+	sd_kill_instance(holder);
 	CU_ASSERT(tl_pid_alive(kid));
 	s = open_next(dir, "echo");
 	sipc_destroy(s);
 	CU_ASSERT(kill(kid, SIGKILL) == 0);
-	CU_ASSERT(reap_leftover(kid, SIGKILL, DEADLINE_MS));
+	CU_ASSERT(tl_reap_signaled(kid, SIGKILL, DEADLINE_MS));
 	sd_remove(dir);
 }
 
@@ -700,7 +620,7 @@ test_reconcile_leftover_verdicts(void)
 		return;
 	ci = crash_instance(dir, SIPC_DURABLE_OFF);
 	CU_ASSERT(kill(ci.worker, SIGKILL) == 0);
-	CU_ASSERT(reap_leftover(ci.worker, SIGKILL, DEADLINE_MS));
+	CU_ASSERT(tl_reap_signaled(ci.worker, SIGKILL, DEADLINE_MS));
 	s = open_next(dir, "echo");
 	CU_ASSERT_FATAL(sipc_reconcile_leftovers(s, &l, &n) == 0);
 	CU_ASSERT_EQUAL_FATAL(n, 1);
@@ -717,7 +637,7 @@ test_reconcile_leftover_verdicts(void)
 	ci = crash_instance(dir, SIPC_DURABLE_OFF);
 	CU_ASSERT_FATAL(tl_pid_alive(ci.worker));
 	s = open_next(dir, "echo");
-	CU_ASSERT(reap_leftover(ci.worker, SIGTERM, DEADLINE_MS));
+	CU_ASSERT(tl_reap_signaled(ci.worker, SIGTERM, DEADLINE_MS));
 	l = NULL;
 	CU_ASSERT_FATAL(sipc_reconcile_leftovers(s, &l, &n) == 0);
 	CU_ASSERT_EQUAL_FATAL(n, 1);

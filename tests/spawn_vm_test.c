@@ -202,25 +202,6 @@ spawn_sleep_in_leaf(void *arg)
 	    &lf->pidfd);
 }
 
-/* The "0::" line of /proc/<pid>/cgroup (path from the cgroup2 root). */
-static void
-proc_cgroup(pid_t pid, char *ret, size_t len)
-{
-	char path[64], line[512];
-	FILE *f;
-
-	ret[0] = '\0';
-	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
-	if ((f = fopen(path, "re")) == NULL)
-		return;
-	while (fgets(line, sizeof(line), f) != NULL)
-		if (strncmp(line, "0::", 3) == 0) {
-			line[strcspn(line, "\n")] = '\0';
-			snprintf(ret, len, "%s", line + 3);
-		}
-	fclose(f);
-}
-
 /*
  * In cgroup mode the child runs in its leaf (as /proc says) and the
  * spawn still copied no page table: the child moved itself into the
@@ -241,7 +222,7 @@ test_spawn_vm_cgroup_leaf_pages_not_copied(void)
 		pages_not_copied(spawn_sleep_in_leaf, &lf);
 	}
 	snprintf(want, sizeof(want), "%s/w0.g1", sipc__cg_path(lf.cg));
-	proc_cgroup(lf.pid, got, sizeof(got));
+	tl_proc_cgroup(lf.pid, got, sizeof(got));
 	wl = strlen(want);
 	gl = strlen(got);
 	/* /proc names it from the cgroup2 root, want from /: a suffix */

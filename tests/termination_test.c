@@ -36,12 +36,6 @@
 
 /* ------------------------------------------------------------ helpers */
 
-static bool
-no_zombies(void *arg)
-{
-	return tl_count_zombie_children() == 0;
-}
-
 /* One command on a one-worker echo pool: the worker misbehaves, the
  * supervisor ends it for `why`; the request's outcome says so. */
 static void
@@ -360,7 +354,7 @@ tree_case(bool owner, bool kill_leader)
 	CU_ASSERT(tl_wait_until(st_pid_dead, &t.daemon_pid, WAIT_MS));
 	if (owner) {
 		/* orphans adopted by this process were reaped too */
-		CU_ASSERT(tl_wait_until((bool (*)(void *))no_zombies, NULL,
+		CU_ASSERT(tl_wait_until(st_no_zombie_children, NULL,
 		    WAIT_MS));
 	}
 	st_decoys_check(&d);
@@ -518,7 +512,7 @@ test_termination_tree_pidns(void)
 	CU_ASSERT_FATAL(t.n >= 4);
 	sipc_destroy(s);
 	ns_all_dead(&t);
-	CU_ASSERT(tl_wait_until(no_zombies, NULL, WAIT_MS));
+	CU_ASSERT(tl_wait_until(st_no_zombie_children, NULL, WAIT_MS));
 	st_decoys_check(&d);
 	st_decoys_stop(&d);
 }

@@ -369,10 +369,43 @@ st_proc_stat(pid_t pid, char *ret_state, pid_t *ret_ppid, pid_t *ret_pgrp)
 	return 0;
 }
 
+pid_t
+st_read_kid(int fd, int ms)
+{
+	char buf[64];
+	int kid = 0;
+
+	if (!tl_read_line(fd, buf, sizeof(buf), ms) ||
+	    sscanf(buf, "kid=%d", &kid) != 1)
+		return -1;
+	return kid;
+}
+
 bool
 st_pid_dead(void *arg)
 {
 	return !tl_pid_alive(*(pid_t *)arg);
+}
+
+bool
+st_pid_gone(void *arg)
+{
+	return kill(*(pid_t *)arg, 0) < 0 && errno == ESRCH;
+}
+
+bool
+st_pid_zombie(void *arg)
+{
+	char s = '?';
+
+	(void)st_proc_stat(*(pid_t *)arg, &s, NULL, NULL);
+	return s == 'Z';
+}
+
+bool
+st_no_zombie_children(void *arg)
+{
+	return tl_count_zombie_children() == 0;
 }
 
 /* The spawned child has run its setsid(): it leads a session. */

@@ -165,8 +165,18 @@ bool st_pred_respawned(const struct sipc_stats *st, void *arg);
 int st_proc_stat(pid_t pid, char *ret_state, pid_t *ret_ppid,
                  pid_t *ret_pgrp);
 
-/* tl_wait_until() condition: the pid_t at arg is no longer alive. */
+/* The "kid=PID" line the pgkid fixture writes on its diagnostics
+ * descriptor, read within `ms`; -1 when none came. */
+pid_t st_read_kid(int fd, int ms);
+
+/* tl_wait_until() conditions: the pid_t at arg is no longer alive (gone
+ * or a zombie); it is gone, reaped (no such process, not even a
+ * zombie); it is a zombie; no child of this process is a zombie (arg
+ * unused). */
 bool st_pid_dead(void *arg);
+bool st_pid_gone(void *arg);
+bool st_pid_zombie(void *arg);
+bool st_no_zombie_children(void *arg);
 
 /*
  * Two `sleep` processes the library must never signal: one in this

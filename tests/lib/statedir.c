@@ -3,10 +3,12 @@
  */
 #include "statedir.h"
 
-#include <poll.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "rmtree.h"
@@ -35,28 +37,50 @@ sd_remove(char *dir)
 	free(dir);
 }
 
-bool
-sd_read_line(int fd, char *buf, size_t len, int ms)
+pid_t
+sd_fork_instance(void (*fn)(int fd, void *arg), void *arg, char *line,
+                 size_t len, int ms)
 {
-	int64_t end = tl_now_ms() + ms;
-	size_t off = 0;
-	ssize_t n;
+	int p[2];
+	bool got;
+	pid_t pid;
 
-	while (off + 1 < len) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		int64_t left = end - tl_now_ms();
-
-		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
-			return false;
-		if ((n = read(fd, buf + off, 1)) <= 0)
-			return false;
-		if (buf[off] == '\n') {
-			buf[off] = '\0';
-			return true;
-		}
-		off++;
+	CU_ASSERT_FATAL(pipe2(p, O_CLOEXEC) == 0);
+	pid = fork();
+	CU_ASSERT_FATAL(pid >= 0);
+	if (pid == 0) {
+		close(p[0]);
+		fn(p[1], arg);
+		_exit(127);             /* fn must not return */
 	}
-	return false;
+	close(p[1]);
+	line[0] = '\0';
+	got = tl_read_line(p[0], line, len, ms);
+	close(p[0]);
+	if (!got || strncmp(line, "ready ", 6) != 0) {
+		fprintf(stderr, "forked instance: %s\n",
+		    got ? line : "(no report)");
+		tl_kill_reap(pid);
+		CU_FAIL_FATAL("the forked instance did not get ready");
+	}
+	return pid;
+}
+
+void
+sd_child_fail(int fd, const char *what, int rc)
+{
+	dprintf(fd, "fail %s: %s\n", what, sipc_strerror(rc));
+	_exit(1);
+}
+
+void
+sd_kill_instance(pid_t pid)
+{
+	int st;
+
+	CU_ASSERT(kill(pid, SIGKILL) == 0);
+	CU_ASSERT(waitpid(pid, &st, 0) == pid);
+	CU_ASSERT(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
 }
 
 const struct sipc_unresolved *

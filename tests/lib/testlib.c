@@ -1,12 +1,18 @@
-/* testlib.c - see testlib.h: fixtures, clocks and resource counts.  The
- * runner (tl_suite, tl_run, tl_skip) is in runner.c. */
+/* testlib.c - see testlib.h: fixtures, clocks, resource counts and
+ * plain processes.  The runner (tl_suite, tl_run, tl_skip) is in runner.c. */
 #include "testlib.h"
 
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -152,4 +158,103 @@ tl_pid_alive(int pid)
 	if (p == NULL || (p = strrchr(buf, ')')) == NULL)
 		return false;
 	return p[2] != 'Z' && p[2] != 'X';
+}
+
+pid_t
+tl_spawn_idle(const char *comm, bool own_group)
+{
+	int p[2];
+	pid_t pid;
+	char c;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -1;
+	if ((pid = fork()) == 0) {
+		if (own_group)
+			setpgid(0, 0);
+		if (comm != NULL)
+			prctl(PR_SET_NAME, comm);
+		alarm(600);
+		(void)!write(p[1], "r", 1);
+		for (;;)
+			pause();
+	}
+	/* Both sides set the group: whichever runs first, it is set
+	 * before the caller looks. */
+	if (pid > 0 && own_group)
+		setpgid(pid, pid);
+	close(p[1]);
+	if (pid > 0 && read(p[0], &c, 1) != 1) {
+		tl_kill_reap(pid);
+		pid = -1;
+	}
+	close(p[0]);
+	return pid;
+}
+
+void
+tl_kill_reap(pid_t pid)
+{
+	(void)kill(pid, SIGKILL);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+}
+
+bool
+tl_reap_signaled(pid_t pid, int sig, int timeout_ms)
+{
+	int64_t end = tl_now_ms() + timeout_ms;
+	int st;
+	pid_t r;
+
+	for (;;) {
+		r = waitpid(pid, &st, WNOHANG);
+		if (r == pid)
+			return WIFSIGNALED(st) && WTERMSIG(st) == sig;
+		if (r < 0 || tl_now_ms() >= end)
+			return false;
+		usleep(2000);
+	}
+}
+
+void
+tl_proc_cgroup(pid_t pid, char *ret, size_t len)
+{
+	char path[64], line[512];
+	FILE *f;
+
+	ret[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+	if ((f = fopen(path, "re")) == NULL)
+		return;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (strncmp(line, "0::", 3) == 0) {
+			line[strcspn(line, "\n")] = '\0';
+			snprintf(ret, len, "%s", line + 3);
+		}
+	fclose(f);
+}
+
+bool
+tl_read_line(int fd, char *buf, size_t len, int ms)
+{
+	int64_t end = tl_now_ms() + ms;
+	size_t off = 0;
+	ssize_t n;
+
+	while (off + 1 < len) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		int64_t left = end - tl_now_ms();
+
+		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
+			return false;
+		if ((n = read(fd, buf + off, 1)) <= 0)
+			return false;
+		if (buf[off] == '\n') {
+			buf[off] = '\0';
+			return true;
+		}
+		off++;
+	}
+	return false;
 }

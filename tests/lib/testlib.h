@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /*
  * Run every registered suite, each in its own forked process, so a test
@@ -58,5 +59,28 @@ bool tl_wait_baseline(int fds, int threads, int children, int timeout_ms);
 
 /* Is a process alive (exists and not a zombie)? */
 bool tl_pid_alive(int pid);
+
+/*
+ * Fork a child that only waits to be killed (it ends itself after
+ * 10 min should the test not), in a process group of its own when
+ * `own_group`, renamed to `comm` unless NULL.  Returns once the child
+ * runs: its pid, or -1.  No CUnit assertion, so a forked helper process
+ * may call it too; the caller ends it with tl_kill_reap().
+ */
+pid_t tl_spawn_idle(const char *comm, bool own_group);
+/* SIGKILL a child of this process and reap it. */
+void tl_kill_reap(pid_t pid);
+/* Reap `pid` (a child, or an orphan reparented to this subreaper)
+ * within `timeout_ms`; true when it ended by signal `sig`. */
+bool tl_reap_signaled(pid_t pid, int sig, int timeout_ms);
+
+/* Read one line (without its newline) from fd within `ms`, a byte at
+ * a time so nothing after it is consumed; false on EOF, error, overlong
+ * line or timeout. */
+bool tl_read_line(int fd, char *buf, size_t len, int ms);
+
+/* The "0::" line of /proc/<pid>/cgroup: the cgroup v2 path from the
+ * root of the cgroup2 mount; "" when unreadable. */
+void tl_proc_cgroup(pid_t pid, char *ret, size_t len);
 
 #endif
