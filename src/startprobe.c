@@ -4,7 +4,8 @@
  * through the provider like any worker) failed to reach what the host
  * set up for it.  The host knows the truth of each bait, so the host
  * judges; the probe only reports what it got:
- *   pid_namespace       kill(host pid, 0) from the worker: ESRCH
+ *   pid_namespace       kill(host pid, 0) from the worker: ESRCH, and
+ *                       no /proc/<host pid> in the worker's /proc
  *   mount_namespace     a file with a random name and content the host
  *                       made (0644 in a 0755 directory): not readable
  *   network_isolation   127.0.0.1:port and an abstract unix socket the
@@ -23,22 +24,19 @@
  *                       the host's end must hang up, i.e. no copy of it
  *                       survives anywhere
  * Everything runs within one deadline; what the host made is removed
- * before returning, and the probe is always released.
+ * before returning, and the probe is always released.  The bait and the
+ * judges (all but tree containment's, which needs the run's stop and
+ * sweep) are the provider conformance suite's too: startprobe.h.
  *
  * Threads: sipc_create()'s, before the reaper starts.  No locks.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -50,22 +48,11 @@
 #endif
 
 #define PROBE_NAME "sipc-probe"
-#define REPLY_MAX (1u << 20)
 /* Of SIPC__PROBE_SLACK_MS: the requests get ASK_SLACK_MS beyond the
  * handshake, the end after the forced stop grace_ms and the rest (the
  * channel's hang-up after sweep included). */
 #define ASK_SLACK_MS 2000
 #define END_SLACK_MS (SIPC__PROBE_SLACK_MS - ASK_SLACK_MS)
-#define FORK_PROBE_MAX 1024      /* as the probe's own cap */
-
-extern char **environ;
-
-/* What the host set up: the truth each reply is judged against. */
-struct bait {
-	char dir[256], file[300], token[48];
-	int secret_fd;               /* open across the launch, no CLOEXEC */
-	int tcp_fd, abs_fd, port;
-};
 
 struct run {
 	const struct sipc_provider_ops *p;
@@ -76,94 +63,9 @@ struct run {
 	struct sipc_decoder dec;
 	int64_t deadline;
 	uint64_t next_id;
-	struct bait b;
+	struct sipc__bait b;
 	char *const *envp;
 };
-
-/* ------------------------------------------------------------ the bait */
-
-static int
-bait_make(struct bait *b)
-{
-	const char *tmp = getenv("TMPDIR");
-	unsigned char rnd[12];
-	int fd, r = 0;
-
-	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
-		return -EIO;
-	snprintf(b->token, sizeof(b->token), "sipc-probe-");
-	for (size_t i = 0; i < sizeof(rnd); i++)
-		snprintf(b->token + strlen(b->token), 3, "%02x", rnd[i]);
-	snprintf(b->dir, sizeof(b->dir), "%s/%s-XXXXXX",
-	    tmp != NULL && *tmp == '/' ? tmp : "/tmp", b->token);
-	if (mkdtemp(b->dir) == NULL)
-		return -errno;
-	snprintf(b->file, sizeof(b->file), "%s/secret", b->dir);
-	/* Readable by anyone who can see it: only the worker's view of
-	 * the filesystem may keep it out. */
-	if (chmod(b->dir, 0755) < 0 ||
-	    (fd = open(b->file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
-	    0644)) < 0)
-		return -errno;
-	if (fchmod(fd, 0644) < 0 ||
-	    write(fd, b->token, strlen(b->token)) != (ssize_t)strlen(b->token))
-		r = -EIO;
-	close(fd);
-	return r;
-}
-
-static void
-bait_drop(struct bait *b)
-{
-	if (b->secret_fd >= 0)
-		close(b->secret_fd);
-	if (b->tcp_fd >= 0)
-		close(b->tcp_fd);
-	if (b->abs_fd >= 0)
-		close(b->abs_fd);
-	b->secret_fd = b->tcp_fd = b->abs_fd = -1;
-	if (b->file[0] != '\0')
-		(void)unlink(b->file);
-	if (b->dir[0] != '\0')
-		(void)rmdir(b->dir);
-	b->file[0] = b->dir[0] = '\0';
-}
-
-static int
-listen_on(int fd, const struct sockaddr *sa, socklen_t len)
-{
-	int e;
-
-	if (fd < 0)
-		return -errno;
-	if (bind(fd, sa, len) == 0 && listen(fd, 4) == 0)
-		return fd;
-	e = errno;
-	close(fd);
-	return -e;
-}
-
-/* 127.0.0.1:<kernel's choice> and the abstract name of the token. */
-static int
-bait_listen(struct bait *b)
-{
-	struct sockaddr_in sin = { .sin_family = AF_INET };
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	socklen_t sl = sizeof(sin);
-	size_t n = strlen(b->token);
-
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if ((b->tcp_fd = listen_on(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC,
-	    0), (struct sockaddr *)&sin, sizeof(sin))) < 0)
-		return b->tcp_fd;
-	if (getsockname(b->tcp_fd, (struct sockaddr *)&sin, &sl) < 0)
-		return -errno;
-	b->port = ntohs(sin.sin_port);
-	memcpy(sun.sun_path + 1, b->token, n);
-	return (b->abs_fd = listen_on(socket(AF_UNIX, SOCK_STREAM |
-	    SOCK_CLOEXEC, 0), (struct sockaddr *)&sun,
-	    (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)));
-}
 
 /* ------------------------------------------------------- the channel */
 
@@ -311,186 +213,32 @@ ask(struct run *r, const char *req, char *out, size_t cap)
 	return rc;
 }
 
-/* ------------------------------------------------------- the probes */
+/* ------------------------------------------------------- the start-up run */
 
-/* "errno=E" of a reply as text. */
-static const char *
-reply_err(const char *text)
+static int
+run_ask(void *ctx, const char *req, char *out, size_t cap)
 {
-	const char *e = strstr(text, "errno=");
-
-	return e != NULL ? strerror(atoi(e + 6)) : "no error given";
+	return ask(ctx, req, out, cap);
 }
 
 /* Each returns 1 confirmed, 0 not (why says which either way), or a
  * negative error (no answer: not confirmed). */
-typedef int (*probe_fn)(struct run *r, char *why, size_t len);
-
 static int
-probe_pid(struct run *r, char *why, size_t len)
-{
-	char req[32], t[128];
-	long pid = (long)getpid();
-	int rc;
-
-	snprintf(req, sizeof(req), "kill %ld", pid);
-	if ((rc = ask(r, req, t, sizeof(t))) < 0)
-		return rc;
-	if (strcmp(t, "kill=0 errno=3") == 0) {   /* ESRCH */
-		snprintf(why, len, "host pid %ld: no such process from the "
-		    "worker", pid);
-		return 1;
-	}
-	snprintf(why, len, "the worker %s host pid %ld (kill: %s)",
-	    strcmp(t, "kill=1") == 0 ? "can signal" : "sees", pid,
-	    strcmp(t, "kill=1") == 0 ? "allowed" : reply_err(t));
-	return 0;
-}
-
-static int
-probe_mount(struct run *r, char *why, size_t len)
-{
-	char req[320], t[512];
-	int rc;
-
-	snprintf(req, sizeof(req), "read %s", r->b.file);
-	if ((rc = ask(r, req, t, sizeof(t))) < 0)
-		return rc;
-	if (strncmp(t, "read=1 ", 7) == 0 && strstr(t, r->b.token) != NULL) {
-		snprintf(why, len, "the worker read the host's file %s",
-		    r->b.file);
-		return 0;
-	}
-	snprintf(why, len, "the host's file %s: %s from the worker",
-	    r->b.file, strncmp(t, "read=0", 6) == 0 ? reply_err(t) :
-	    "other content");
-	return 1;
-}
-
-static int
-probe_net(struct run *r, char *why, size_t len)
-{
-	char req[96], tt[128], ta[128];
-	bool tr, ar;
-	int rc;
-
-	snprintf(req, sizeof(req), "tcp %d", r->b.port);
-	if ((rc = ask(r, req, tt, sizeof(tt))) < 0)
-		return rc;
-	snprintf(req, sizeof(req), "abstract %s", r->b.token);
-	if ((rc = ask(r, req, ta, sizeof(ta))) < 0)
-		return rc;
-	tr = strcmp(tt, "connect=1") == 0;
-	ar = strcmp(ta, "connect=1") == 0;
-	snprintf(why, len, "host 127.0.0.1:%d: %s; host abstract socket: %s",
-	    r->b.port, tr ? "the worker connected" : reply_err(tt),
-	    ar ? "the worker connected" : reply_err(ta));
-	return !tr && !ar;
-}
-
-static bool
-in_list(char *const *list, const char *s)
-{
-	for (; list != NULL && *list != NULL; list++)
-		if (strcmp(*list, s) == 0)
-			return true;
-	return false;
-}
-
-/* First line of the worker's environment that is the host's own (same
- * NAME=VALUE) and was not in the launch; its name in `name`. */
-static bool
-env_leak(struct run *r, char *env, char *name, size_t len)
-{
-	char *save = NULL, *line;
-
-	for (line = strtok_r(env, "\n", &save); line != NULL;
-	    line = strtok_r(NULL, "\n", &save))
-		if (in_list(environ, line) && !in_list(r->envp, line)) {
-			snprintf(name, len, "%.*s", (int)strcspn(line, "="),
-			    line);
-			return true;
-		}
-	return false;
-}
-
-static int
-probe_secrets(struct run *r, char *why, size_t len)
-{
-	char req[80], t[256], name[64], *env;
-	const char *leaks;
-	int rc;
-
-	snprintf(req, sizeof(req), "fds %s", r->b.token);
-	if ((rc = ask(r, req, t, sizeof(t))) < 0)
-		return rc;
-	if ((leaks = strstr(t, "leaks=")) == NULL)
-		return SIPC_E_PROTOCOL;
-	if (leaks[6] != '\0') {
-		snprintf(why, len, "the host's descriptor to a secret file "
-		    "reached the worker (its fd %s)", leaks + 6);
-		return 0;
-	}
-	if ((env = malloc(REPLY_MAX)) == NULL)
-		return -ENOMEM;
-	if ((rc = ask(r, "environ", env, REPLY_MAX)) == 0 &&
-	    env_leak(r, env, name, sizeof(name))) {
-		snprintf(why, len, "the host's environment variable %s "
-		    "reached the worker", name);
-		rc = 0;
-	} else if (rc == 0) {
-		snprintf(why, len, "no host descriptor, no host environment "
-		    "variable in the worker");
-		rc = 1;
-	}
-	free(env);
-	return rc;
-}
-
-static int
-probe_user(struct run *r, char *why, size_t len)
-{
-	unsigned long uid, in, out, count, outside;
-	unsigned long host = (unsigned long)geteuid();
-	char t[128];
-	int rc;
-
-	if ((rc = ask(r, "uid", t, sizeof(t))) < 0)
-		return rc;
-	if (sscanf(t, "uid=%lu map=%lu %lu %lu", &uid, &in, &out,
-	    &count) != 4) {
-		snprintf(why, len, "the worker's uid map cannot be read (%s)",
-		    t);
-		return 0;
-	}
-	outside = out + (uid - in);
-	snprintf(why, len, "the worker's uid %lu is uid %lu outside; the "
-	    "host runs as uid %lu", uid, outside, host);
-	return outside != host;
-}
-
-static int
-probe_limits(struct run *r, char *why, size_t len)
+probe_limits(struct run *r, const struct sipc__judge *j, char *why,
+             size_t len)
 {
 	unsigned lim = r->cfg->pids_max ? r->cfg->pids_max :
 	    r->cfg->worker_nproc_limit;
-	int forked = 0, err = 0, rc;
-	char req[32], t[128];
+	struct sipc__judge jl = *j;
 
-	if (lim == 0 || lim >= FORK_PROBE_MAX) {
+	if (lim == 0 || lim > SIPC__FORK_PROBE_MAX) {
 		snprintf(why, len, lim == 0 ? "no pids limit configured "
 		    "(pids_max): nothing to prove" : "pids_max %u is above "
-		    "what the probe tries (%d)", lim, FORK_PROBE_MAX - 1);
+		    "what the probe tries (%d)", lim, SIPC__FORK_PROBE_MAX);
 		return 0;
 	}
-	snprintf(req, sizeof(req), "forks %u", lim + 1);
-	if ((rc = ask(r, req, t, sizeof(t))) < 0)
-		return rc;
-	if (sscanf(t, "forked=%d errno=%d", &forked, &err) != 2)
-		return SIPC_E_PROTOCOL;
-	snprintf(why, len, "the worker forked %d of %u children (%s)", forked,
-	    lim + 1, err ? strerror(err) : "no refusal");
-	return forked <= (int)lim && err == EAGAIN;
+	jl.fork_limit = lim;
+	return sipc__judge(SIPC_G_RESOURCE_LIMITS, &jl, why, len);
 }
 
 /* The escapee is asked for here; the verdict comes after stop and
@@ -505,28 +253,35 @@ probe_tree(struct run *r, char *why, size_t len)
 		return rc;
 	if (strncmp(t, "escaped=", 8) != 0 || atoi(t + 8) <= 0) {
 		snprintf(why, len, "the probe could not start a process in a "
-		    "new session (%s)", reply_err(t));
+		    "new session (%s)", sipc__probe_errtext(t));
 		return 0;
 	}
 	snprintf(why, len, "a process the worker put in a new session");
 	return 1;
 }
 
-static const struct {
-	unsigned bit;
-	probe_fn fn;
-} probes[] = {   /* tree last: its verdict needs the worker stopped */
-	{ SIPC_G_PID_NAMESPACE, probe_pid },
-	{ SIPC_G_MOUNT_NAMESPACE, probe_mount },
-	{ SIPC_G_NETWORK_ISOLATION, probe_net },
-	{ SIPC_G_NO_INHERITED_SECRETS, probe_secrets },
-	{ SIPC_G_SEPARATE_USER, probe_user },
-	{ SIPC_G_RESOURCE_LIMITS, probe_limits },
-	{ SIPC_G_TREE_CONTAINMENT, probe_tree },
+/* The order of the run; tree last: its verdict needs the worker
+ * stopped. */
+static const unsigned probes[] = {
+	SIPC_G_PID_NAMESPACE, SIPC_G_MOUNT_NAMESPACE,
+	SIPC_G_NETWORK_ISOLATION, SIPC_G_NO_INHERITED_SECRETS,
+	SIPC_G_SEPARATE_USER, SIPC_G_RESOURCE_LIMITS,
+	SIPC_G_TREE_CONTAINMENT,
 };
 #define NPROBES (sizeof(probes) / sizeof(probes[0]))
 
-/* ------------------------------------------------------- the run */
+static int
+probe_one(struct run *r, unsigned bit, char *why, size_t len)
+{
+	struct sipc__judge j = { .ask = run_ask, .ctx = r, .b = &r->b,
+	    .envp = r->envp };
+
+	if (bit == SIPC_G_TREE_CONTAINMENT)
+		return probe_tree(r, why, len);
+	if (bit == SIPC_G_RESOURCE_LIMITS)
+		return probe_limits(r, &j, why, len);
+	return sipc__judge(bit, &j, why, len);
+}
 
 /* Stop (forced), wait for the end within the deadline, sweep.  True
  * when the provider reported the end. */
@@ -604,9 +359,9 @@ refusal(const char *prov, unsigned missing, char (*why)[256],
 	off = (size_t)snprintf(errbuf, errlen, "provider \"%s\" refused: "
 	    "guarantee(s) not proven by the start-up probe:", prov);
 	for (i = 0; i < NPROBES && off < errlen; i++)
-		if (missing & probes[i].bit)
+		if (missing & probes[i])
 			off += (size_t)snprintf(errbuf + off, errlen - off,
-			    " %s (%s);", sipc_guarantee_name(probes[i].bit),
+			    " %s (%s);", sipc_guarantee_name(probes[i]),
 			    all_why != NULL ? all_why : why[i][0] != '\0' ?
 			    why[i] : "not probed: the deadline passed");
 	if (off > 0 && off < errlen && errbuf[off - 1] == ';')
@@ -658,11 +413,11 @@ run_probes(struct run *r, const char *path, unsigned required,
 		return rc;
 	}
 	for (i = 0; i < NPROBES; i++) {
-		if (!(required & probes[i].bit))
+		if (!(required & probes[i]))
 			continue;
-		rc = probes[i].fn(r, why[i], sizeof(why[i]));
+		rc = probe_one(r, probes[i], why[i], sizeof(why[i]));
 		if (rc == 1)
-			*ok |= probes[i].bit;
+			*ok |= probes[i];
 		else if (rc < 0)
 			snprintf(why[i], sizeof(why[i]), "no answer from the "
 			    "probe: %s", sipc_strerror(rc));
@@ -690,17 +445,16 @@ sipc__startprobe_run(const struct sipc_provider_ops *p, void *state,
 		return 0;
 	memset(why, 0, sizeof(why));
 	r.deadline = sipc__now_ms() + cfg->handshake_ms + ASK_SLACK_MS;
-	sipc__decoder_init(&r.dec, REPLY_MAX);
+	sipc__decoder_init(&r.dec, SIPC__PROBE_REPLY_MAX);
 	resolve_path(cfg, path, sizeof(path));
 	if (access(path, X_OK) < 0) {
 		snprintf(what, sizeof(what), "probe program %.300s: %s", path,
 		    strerror(errno));
 		goto out;
 	}
-	if ((rc = bait_make(&r.b)) < 0 || (rc = bait_listen(&r.b)) < 0 ||
-	    (r.b.secret_fd = rc = open(r.b.file, O_RDONLY)) < 0) {
+	if ((rc = sipc__bait_make(&r.b)) < 0) {
 		snprintf(what, sizeof(what), "the host could not set up the "
-		    "probes: %s", strerror(rc == -1 ? errno : -rc));
+		    "probes: %s", strerror(-rc));
 		goto out;
 	}
 	(void)run_probes(&r, path, required, &ok, why, what, sizeof(what));
@@ -721,7 +475,7 @@ out:
 	if (r.ch.diag_fd >= 0)
 		close(r.ch.diag_fd);
 	sipc__decoder_free(&r.dec);
-	bait_drop(&r.b);
+	sipc__bait_drop(&r.b);
 	if ((required & ~ok) == 0)
 		return 0;
 	refusal(p->name, required & ~ok, why, what[0] ? what : NULL, errbuf,
