@@ -29,7 +29,7 @@ int sipc__startprobe_run(const struct sipc_provider_ops *p, void *state,
                          const struct sipc_config *cfg, unsigned required,
                          char *errbuf, size_t errlen);
 
-/* probejudge.c */
+/* The bait and the judges. */
 
 /*
  * What the host sets up before the probe is launched: the truth each
@@ -58,9 +58,6 @@ void sipc__bait_drop(struct sipc__bait *b);
 typedef int (*sipc__probe_ask_fn)(void *ctx, const char *req, char *out,
                                   size_t cap);
 #define SIPC__PROBE_REPLY_MAX (1u << 20)   /* "environ" included */
-
-/* The strerror() text of a reply's "errno=E" ("no error given"). */
-const char *sipc__probe_errtext(const char *reply);
 
 /* How a probe launched with bait `b` is judged. */
 struct sipc__judge {
