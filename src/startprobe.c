@@ -76,13 +76,17 @@ bait_file(struct sipc__bait *b)
 	snprintf(b->token, sizeof(b->token), "sipc-probe-");
 	for (size_t i = 0; i < sizeof(rnd); i++)
 		snprintf(b->token + strlen(b->token), 3, "%02x", rnd[i]);
-	snprintf(b->dir, sizeof(b->dir), "%s/%s-XXXXXX",
-	    tmp != NULL && *tmp == '/' ? tmp : "/tmp", b->token);
+	/* $TMPDIR unless the socket's path would not fit a sockaddr_un */
+	if (tmp == NULL || *tmp != '/' || strlen(tmp) + strlen(b->token) +
+	    sizeof("/-XXXXXX/sock") > sizeof(((struct sockaddr_un *)0)->sun_path))
+		tmp = "/tmp";
+	snprintf(b->dir, sizeof(b->dir), "%s/%s-XXXXXX", tmp, b->token);
 	if (mkdtemp(b->dir) == NULL) {
 		b->dir[0] = '\0';
 		return -errno;
 	}
 	snprintf(b->file, sizeof(b->file), "%s/secret", b->dir);
+	snprintf(b->sock, sizeof(b->sock), "%s/sock", b->dir);
 	/* Readable by anyone who can see it: only the worker's view of
 	 * the filesystem may keep it out. */
 	if (chmod(b->dir, 0755) < 0 ||
@@ -105,12 +109,16 @@ sipc__bait_drop(struct sipc__bait *b)
 		close(b->tcp_fd);
 	if (b->abs_fd >= 0)
 		close(b->abs_fd);
-	b->secret_fd = b->tcp_fd = b->abs_fd = -1;
+	if (b->unix_fd >= 0)
+		close(b->unix_fd);
+	b->secret_fd = b->tcp_fd = b->abs_fd = b->unix_fd = -1;
 	if (b->file[0] != '\0')
 		(void)unlink(b->file);
+	if (b->sock[0] != '\0')
+		(void)unlink(b->sock);
 	if (b->dir[0] != '\0')
 		(void)rmdir(b->dir);
-	b->file[0] = b->dir[0] = '\0';
+	b->file[0] = b->sock[0] = b->dir[0] = '\0';
 }
 
 static int
@@ -127,14 +135,24 @@ listen_on(int fd, const struct sockaddr *sa, socklen_t len)
 	return -e;
 }
 
-/* 127.0.0.1:<kernel's choice> and the abstract name of the token. */
+/* 127.0.0.1:<kernel's choice>, the abstract name of the token, and a
+ * socket in the bait's directory (0777: only the worker's view of the
+ * filesystem may keep it out). */
 static int
 bait_listen(struct sipc__bait *b)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET };
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct sockaddr_un sun = { .sun_family = AF_UNIX },
+	    sup = { .sun_family = AF_UNIX };
 	socklen_t sl = sizeof(sin);
 	size_t n = strlen(b->token);
+
+	memcpy(sup.sun_path, b->sock, strlen(b->sock));  /* fits: bait_file */
+	if ((b->unix_fd = listen_on(socket(AF_UNIX, SOCK_STREAM |
+	    SOCK_CLOEXEC, 0), (struct sockaddr *)&sup, sizeof(sup))) < 0)
+		return b->unix_fd;
+	if (chmod(b->sock, 0777) < 0)
+		return -errno;
 
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	if ((b->tcp_fd = listen_on(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC,
@@ -155,7 +173,7 @@ sipc__bait_make(struct sipc__bait *b)
 	int rc;
 
 	memset(b, 0, sizeof(*b));
-	b->secret_fd = b->tcp_fd = b->abs_fd = -1;
+	b->secret_fd = b->tcp_fd = b->abs_fd = b->unix_fd = -1;
 	if ((rc = bait_file(b)) < 0 || (rc = bait_listen(b)) < 0)
 		goto fail;
 	/* No O_CLOEXEC: the bait a launch must not pass on. */
@@ -246,27 +264,35 @@ judge_mount(const struct sipc__judge *j, char *why, size_t len)
 	return 1;
 }
 
+/* The host's loopback port, abstract socket and socket path: none may
+ * be reached (a path is reached through the filesystem, so a network
+ * namespace alone does not keep it out). */
 static int
 judge_net(const struct sipc__judge *j, char *why, size_t len)
 {
-	char req[96], tt[128], ta[128];
-	bool tr, ar;
+	char req[3][320], what[3][320], t[128];
+	bool reached = false;
+	size_t off = 0;
 	int rc;
 
-	snprintf(req, sizeof(req), "tcp %d", j->b->port);
-	if ((rc = j->ask(j->ctx, req, tt, sizeof(tt))) < 0)
-		return rc;
-	snprintf(req, sizeof(req), "abstract %s", j->b->token);
-	if ((rc = j->ask(j->ctx, req, ta, sizeof(ta))) < 0)
-		return rc;
-	if (!reply_is(tt, "connect") || !reply_is(ta, "connect"))
-		return SIPC_E_PROTOCOL;
-	tr = tt[8] == '1';
-	ar = ta[8] == '1';
-	snprintf(why, len, "host 127.0.0.1:%d: %s; host abstract socket: %s",
-	    j->b->port, tr ? "the worker connected" : reply_err(tt),
-	    ar ? "the worker connected" : reply_err(ta));
-	return !tr && !ar;
+	snprintf(req[0], sizeof(req[0]), "tcp %d", j->b->port);
+	snprintf(what[0], sizeof(what[0]), "127.0.0.1:%d", j->b->port);
+	snprintf(req[1], sizeof(req[1]), "abstract %s", j->b->token);
+	snprintf(what[1], sizeof(what[1]), "abstract socket");
+	snprintf(req[2], sizeof(req[2]), "unix %s", j->b->sock);
+	snprintf(what[2], sizeof(what[2]), "unix socket %s", j->b->sock);
+	for (size_t i = 0; i < 3; i++) {
+		if ((rc = j->ask(j->ctx, req[i], t, sizeof(t))) < 0)
+			return rc;
+		if (!reply_is(t, "connect"))
+			return SIPC_E_PROTOCOL;
+		reached |= t[8] == '1';
+		if (off < len)
+			off += (size_t)snprintf(why + off, len - off,
+			    "%shost %s: %s", i > 0 ? "; " : "", what[i],
+			    t[8] == '1' ? "the worker connected" : reply_err(t));
+	}
+	return !reached;
 }
 
 static bool
@@ -788,7 +814,8 @@ sipc__startprobe_run(const struct sipc_provider_ops *p, void *state,
 	char path[1024], what[512] = "", why[NPROBES][256];
 	struct run r = { .p = p, .state = state, .cfg = cfg,
 	    .ch = { .proto_fd = -1, .diag_fd = -1, .end_fd = -1 },
-	    .b = { .secret_fd = -1, .tcp_fd = -1, .abs_fd = -1 },
+	    .b = { .secret_fd = -1, .tcp_fd = -1, .abs_fd = -1,
+	    .unix_fd = -1 },
 	    .envp = no_env };
 	unsigned ok = 0;
 	int rc;

@@ -36,16 +36,17 @@ int sipc__startprobe_run(const struct sipc_provider_ops *p, void *state,
  * reply is judged against.  A directory (0755) under $TMPDIR or /tmp
  * named after a random token, holding "secret" (0644, the token as its
  * content); secret_fd open on it without close-on-exec, to be held
- * across the launch; listeners on 127.0.0.1:port and on the abstract
- * unix socket named by the token.  sipc__bait_make: 0 or a negative
+ * across the launch; listeners on 127.0.0.1:port, on the abstract
+ * unix socket named by the token and on "sock" (0777) in the directory
+ * (under /tmp when $TMPDIR would make that path too long).  sipc__bait_make: 0 or a negative
  * errno, everything made so far dropped on failure.  sipc__bait_drop
  * closes and removes whatever is left (idempotent).  Caller's thread;
  * a bait is not shared.
  */
 struct sipc__bait {
-	char dir[256], file[300], token[48];
+	char dir[256], file[300], sock[300], token[48];
 	int secret_fd;
-	int tcp_fd, abs_fd, port;
+	int tcp_fd, abs_fd, unix_fd, port;
 };
 int sipc__bait_make(struct sipc__bait *b);
 void sipc__bait_drop(struct sipc__bait *b);

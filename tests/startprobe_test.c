@@ -65,16 +65,16 @@ leaky_launch(void *state, const struct sipc_provider_launch *l,
 
 #define UNSHARE "/usr/bin/unshare"
 
-/* Local's launch through unshare(1) into a new PID namespace that keeps
- * the host's /proc: the worker cannot signal host pids, but sees them. */
+/* Local's launch through unshare(1) with the options `how` (one word). */
 static int
-hostproc_launch(void *state, const struct sipc_provider_launch *l,
-                struct sipc_provider_chan *ret_chan, void **ret_handle,
-                int *ret_errno)
+unshare_launch(const char *how, void *state,
+               const struct sipc_provider_launch *l,
+               struct sipc_provider_chan *ret_chan, void **ret_handle,
+               int *ret_errno)
 {
 	struct sipc_provider_launch m = *l;
-	char *argv[64] = { UNSHARE, "--pid", "--fork", "--" };
-	size_t n = 4;
+	char *argv[64] = { UNSHARE, (char *)how, "--" };
+	size_t n = 3;
 
 	for (size_t i = 0; l->argv[i] != NULL && n < 63; i++)
 		argv[n++] = l->argv[i];
@@ -84,7 +84,30 @@ hostproc_launch(void *state, const struct sipc_provider_launch *l,
 	return local_ops->launch(state, &m, ret_chan, ret_handle, ret_errno);
 }
 
-static struct sipc_provider_ops claims_pid_tree, claims_all, leaky, hostproc;
+/* A new PID namespace that keeps the host's /proc: the worker cannot
+ * signal host pids, but sees them. */
+static int
+hostproc_launch(void *state, const struct sipc_provider_launch *l,
+                struct sipc_provider_chan *ret_chan, void **ret_handle,
+                int *ret_errno)
+{
+	return unshare_launch("-pf", state, l, ret_chan, ret_handle,
+	    ret_errno);
+}
+
+/* A new network namespace on the host's filesystem: no host port nor
+ * abstract socket, but the host's socket paths are there. */
+static int
+netns_launch(void *state, const struct sipc_provider_launch *l,
+             struct sipc_provider_chan *ret_chan, void **ret_handle,
+             int *ret_errno)
+{
+	return unshare_launch("-n", state, l, ret_chan, ret_handle,
+	    ret_errno);
+}
+
+static struct sipc_provider_ops claims_pid_tree, claims_all, leaky, hostproc,
+    netns;
 
 static void
 make_ops(void)
@@ -105,6 +128,10 @@ make_ops(void)
 	hostproc.launch = hostproc_launch;
 	hostproc.launch_start = NULL;
 	hostproc.launch_finish = NULL;
+	netns = hostproc;
+	netns.name = "netns-host-fs";
+	netns.declared = declares_all;
+	netns.launch = netns_launch;
 }
 
 static struct sipc_config
@@ -223,6 +250,24 @@ test_startprobe_pidns_with_host_proc_refused(void)
 	expect_refused(&c, (const char *const[]){ needle, NULL }, NULL);
 }
 
+/* A network namespace alone keeps out the host's port and abstract
+ * socket, not a socket path the worker's view of the filesystem holds.
+ * Before, the path was not probed and network_isolation confirmed. */
+static void
+test_startprobe_netns_with_host_fs_refused(void)
+{
+	struct sipc_config c = cfg_for("netns-host-fs",
+	    SIPC_G_NETWORK_ISOLATION, SIPC_CONTAIN_PROCESS_GROUP);
+
+	if (access(UNSHARE, X_OK) < 0 || st_can_unshare(CLONE_NEWNET) < 0) {
+		tl_skip("no unshare(1) or no network namespace here");
+		return;
+	}
+	expect_refused(&c, (const char *const[]){ "network_isolation (host "
+	    "127.0.0.1:", "; host unix socket ", ": the worker connected)",
+	    NULL }, NULL);
+}
+
 /* No inherited secrets: local passes (it closes the host's descriptors
  * and builds the environment from the launch); a provider that adds a
  * host variable is caught, the variable named. */
@@ -333,7 +378,8 @@ main(void)
 	if (sipc_provider_register(&claims_pid_tree) < 0 ||
 	    sipc_provider_register(&claims_all) < 0 ||
 	    sipc_provider_register(&leaky) < 0 ||
-	    sipc_provider_register(&hostproc) < 0)
+	    sipc_provider_register(&hostproc) < 0 ||
+	    sipc_provider_register(&netns) < 0)
 		return 1;
 	tl_suite("startprobe", (tl_test[]){
 	    { "test_startprobe_claims_refused_in_production",
@@ -343,6 +389,8 @@ main(void)
 	    { "test_startprobe_pidns_passes", test_startprobe_pidns_passes },
 	    { "test_startprobe_pidns_with_host_proc_refused",
 	      test_startprobe_pidns_with_host_proc_refused },
+	    { "test_startprobe_netns_with_host_fs_refused",
+	      test_startprobe_netns_with_host_fs_refused },
 	    { "test_startprobe_secrets", test_startprobe_secrets },
 	    { "test_startprobe_limits_unset_refused",
 	      test_startprobe_limits_unset_refused },
