@@ -277,6 +277,12 @@ for m in pid_namespace user_namespace; do
 	compare "spawn_cost_${m}_vs_process_group" \
 	    "spawn_cost_local_${m}_p50" "spawn_cost_local_process_group_p50"
 done
+# A leaf cgroup per worker (made, placed in, killed, removed) against the
+# same mode without one.
+for m in process_group pid_namespace user_namespace; do
+	compare "spawn_cost_${m}_cgroup_vs_no_cgroup" \
+	    "spawn_cost_local_${m}_cgroup_p50" "spawn_cost_local_${m}_p50"
+done
 for w in clone3 local_process_group local_pid_namespace local_user_namespace
 do
 	compare "spawn_cost_${w}_vs_posix_spawn" "spawn_cost_${w}_p50" \

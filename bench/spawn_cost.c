@@ -10,12 +10,19 @@
  *   local_<mode>     the local adapter's launch in each containment mode
  *                    (the namespace modes start sipc-init, which starts
  *                    the worker and reports), then its end and release
+ *   local_<mode>_cgroup  the same with the adapter's cgroup state, as a
+ *                    supervisor with cgroup = auto has it: a leaf cgroup
+ *                    per launch (mkdir), the child placed in it before it
+ *                    runs (CLONE_INTO_CGROUP, or the vfork child writing
+ *                    cgroup.procs), and at the end cgroup.kill, the wait
+ *                    for it to empty and rmdir; no cgroup v2 writable
+ *                    here: a note saying why
  *
  * Usage: spawn_cost [--quick] INIT_PATH [N [WORKER]]
  * Prints, per way, "metric spawn_cost_<way>_p50 <us> us" (median), _p90
  * and _n (runs that worked), way = posix_spawn, clone3,
- * local_<mode>; a way that never worked here is a "note ... unavailable"
- * line instead.  N defaults to 200 (30 with --quick or BENCH_QUICK=1).
+ * local_<mode>, local_<mode>_cgroup; a way that never worked here is a
+ * "note ... unavailable" line instead.  N defaults to 200 (30 with --quick or BENCH_QUICK=1).
  * Part of `make bench` (bench/run.sh); single-threaded.
  */
 #include <errno.h>
@@ -131,13 +138,18 @@ one_clone3(void)
 }
 
 static enum sipc_containment cur_mode;
+static void *cur_state;          /* the adapter's cgroup state, or NULL */
+static uint32_t cur_gen;         /* a fresh leaf per launch */
+
+static void run(const char *name, int64_t (*fn)(void), int n);
 
 static int64_t
 one_local(void)
 {
 	char *const argv[] = { worker, NULL }, *const envp[] = { NULL };
 	struct sipc_provider_launch l = { .path = worker, .argv = argv, .envp = envp,
-	    .contain = cur_mode, .init_path = init_path };
+	    .contain = cur_mode, .init_path = init_path,
+	    .generation = ++cur_gen };
 	struct sipc_provider_chan ch;
 	struct sipc_exit e;
 	struct pollfd pf;
@@ -146,16 +158,60 @@ one_local(void)
 	int eno = 0;
 
 	memset(&ch, 0, sizeof(ch));
-	if (sipc__provider_local.launch(NULL, &l, &ch, &h, &eno) < 0)
+	if (sipc__provider_local.launch(cur_state, &l, &ch, &h, &eno) < 0)
 		return -1;
+	/* A cgroup case whose worker got none would price the wrong way. */
+	if (cur_state != NULL && !ch.info.cgroup)
+		t0 = -1;
 	pf = (struct pollfd){ .fd = ch.end_fd,
 	    .events = POLLIN };
 	while (sipc__provider_local.try_end(h, &e) == 0)
 		(void)poll(&pf, 1, 100);
-	sipc__provider_local.release(h);
+	sipc__provider_local.release(h);       /* sweep: the cgroup too */
 	close(ch.proto_fd);
 	close(ch.diag_fd);
-	return now_us() - t0;
+	return t0 < 0 ? -1 : now_us() - t0;
+}
+
+/* The local adapter's state with its supervisor cgroup, as
+ * sipc_create() makes it for cgroup = auto; NULL and why when there is
+ * no cgroup v2 to make leaves in here. */
+static void *
+cgroup_state(char *why, size_t len)
+{
+	struct sipc_provider_info in;
+	struct sipc_config cfg;
+	void *st = NULL;
+
+	sipc_config_init(&cfg);
+	cfg.environment = SIPC_ENV_TEST;
+	cfg.cgroup = SIPC_CGROUP_AUTO;
+	if (sipc__provider_local.create(&cfg, &st, why, len) < 0)
+		return NULL;
+	memset(&in, 0, sizeof(in));
+	sipc__provider_local.info(st, &in);
+	snprintf(why, len, "%s", in.text);   /* its path, or why none */
+	if (!in.cgroup) {
+		sipc__provider_local.destroy(st);
+		return NULL;
+	}
+	return st;
+}
+
+static void
+run_modes(const char *suffix, int n)
+{
+	static const enum sipc_containment modes[] = {
+		SIPC_CONTAIN_PROCESS_GROUP, SIPC_CONTAIN_PID_NAMESPACE,
+		SIPC_CONTAIN_USER_NAMESPACE };
+	char name[64];
+
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		cur_mode = modes[i];
+		snprintf(name, sizeof(name), "local_%s%s",
+		    sipc_containment_name(modes[i]), suffix);
+		run(name, one_local, n);
+	}
 }
 
 static void
@@ -174,12 +230,9 @@ run(const char *name, int64_t (*fn)(void), int n)
 int
 main(int argc, char **argv)
 {
-	static const enum sipc_containment modes[] = {
-		SIPC_CONTAIN_PROCESS_GROUP, SIPC_CONTAIN_PID_NAMESPACE,
-		SIPC_CONTAIN_USER_NAMESPACE };
 	int quick = bench_quick(argc, argv), a = 1 + (argc > 1 &&
 	    strcmp(argv[1], "--quick") == 0), n;
-	char name[64];
+	char why[256] = "";
 
 	if (argc - a < 1 || (n = argc - a > 1 ? atoi(argv[a + 1]) :
 	    quick ? 30 : 200) <= 0) {
@@ -194,11 +247,14 @@ main(int argc, char **argv)
 	    "way, init %s\n", worker, n, init_path);
 	run("posix_spawn", one_posix_spawn, n);
 	run("clone3", one_clone3, n);
-	for (size_t i = 0; i < 3; i++) {
-		cur_mode = modes[i];
-		snprintf(name, sizeof(name), "local_%s",
-		    sipc_containment_name(modes[i]));
-		run(name, one_local, n);
+	run_modes("", n);
+	if ((cur_state = cgroup_state(why, sizeof(why))) == NULL) {
+		printf("note spawn_cost local_<mode>_cgroup unavailable here "
+		    "(no cgroup v2 to make a leaf in: %s)\n", why);
+		return 0;
 	}
+	printf("note spawn_cost cgroup: a leaf per launch below %s\n", why);
+	run_modes("_cgroup", n);
+	sipc__provider_local.destroy(cur_state);
 	return 0;
 }

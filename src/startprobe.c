@@ -3,27 +3,18 @@
  * are believed only once the worker half (sipc-probe, launched once
  * through the provider like any worker) failed to reach what the host
  * set up for it.  The host knows the truth of each bait, so the host
- * judges; the probe only reports what it got:
- *   pid_namespace       kill(host pid, 0) from the worker: ESRCH
- *   mount_namespace     a file with a random name and content the host
- *                       made (0644 in a 0755 directory): not readable
- *   network_isolation   127.0.0.1:port and an abstract unix socket the
- *                       host listens on: no connect
- *   no_inherited_secrets a descriptor to a secret file the host holds
- *                       open without close-on-exec across the launch:
- *                       not found; no host NAME=VALUE that the launch
- *                       did not carry in the worker's environment
- *   separate_user       the worker's uid mapped out through its
- *                       uid_map differs from the host's euid
- *   resource_limits     pids_max (or worker_nproc_limit) configured and
- *                       a fork past it refused with EAGAIN; no limit
- *                       configured: nothing to prove, refused
- *   tree_containment    a child the probe put in a new session keeps
- *                       the channel open; after stop (forced) and sweep
- *                       the host's end must hang up, i.e. no copy of it
- *                       survives anywhere
+ * judges; the probe only reports what it got.  Per guarantee (CONTRACT
+ * PV4): no host pid signallable or in its /proc; no reading a file the
+ * host made; no connect to the host's 127.0.0.1 port nor abstract
+ * socket; neither the host's secret descriptor nor a host NAME=VALUE
+ * the launch did not carry; a uid outside that is not the host's; a
+ * fork past the configured pids limit refused; and, after a forced stop
+ * and sweep, no process the worker put in a new session left holding
+ * the channel.
  * Everything runs within one deadline; what the host made is removed
- * before returning, and the probe is always released.
+ * before returning, and the probe is always released.  The bait and the
+ * judges (all but tree containment's, which needs the run's stop and
+ * sweep) are the provider conformance suite's too: startprobe.h.
  *
  * Threads: sipc_create()'s, before the reaper starts.  No locks.
  */
@@ -50,22 +41,13 @@
 #endif
 
 #define PROBE_NAME "sipc-probe"
-#define REPLY_MAX (1u << 20)
 /* Of SIPC__PROBE_SLACK_MS: the requests get ASK_SLACK_MS beyond the
  * handshake, the end after the forced stop grace_ms and the rest (the
  * channel's hang-up after sweep included). */
 #define ASK_SLACK_MS 2000
 #define END_SLACK_MS (SIPC__PROBE_SLACK_MS - ASK_SLACK_MS)
-#define FORK_PROBE_MAX 1024      /* as the probe's own cap */
 
 extern char **environ;
-
-/* What the host set up: the truth each reply is judged against. */
-struct bait {
-	char dir[256], file[300], token[48];
-	int secret_fd;               /* open across the launch, no CLOEXEC */
-	int tcp_fd, abs_fd, port;
-};
 
 struct run {
 	const struct sipc_provider_ops *p;
@@ -76,14 +58,14 @@ struct run {
 	struct sipc_decoder dec;
 	int64_t deadline;
 	uint64_t next_id;
-	struct bait b;
+	struct sipc__bait b;
 	char *const *envp;
 };
 
 /* ------------------------------------------------------------ the bait */
 
 static int
-bait_make(struct bait *b)
+bait_file(struct sipc__bait *b)
 {
 	const char *tmp = getenv("TMPDIR");
 	unsigned char rnd[12];
@@ -94,11 +76,17 @@ bait_make(struct bait *b)
 	snprintf(b->token, sizeof(b->token), "sipc-probe-");
 	for (size_t i = 0; i < sizeof(rnd); i++)
 		snprintf(b->token + strlen(b->token), 3, "%02x", rnd[i]);
-	snprintf(b->dir, sizeof(b->dir), "%s/%s-XXXXXX",
-	    tmp != NULL && *tmp == '/' ? tmp : "/tmp", b->token);
-	if (mkdtemp(b->dir) == NULL)
+	/* $TMPDIR unless the socket's path would not fit a sockaddr_un */
+	if (tmp == NULL || *tmp != '/' || strlen(tmp) + strlen(b->token) +
+	    sizeof("/-XXXXXX/sock") > sizeof(((struct sockaddr_un *)0)->sun_path))
+		tmp = "/tmp";
+	snprintf(b->dir, sizeof(b->dir), "%s/%s-XXXXXX", tmp, b->token);
+	if (mkdtemp(b->dir) == NULL) {
+		b->dir[0] = '\0';
 		return -errno;
+	}
 	snprintf(b->file, sizeof(b->file), "%s/secret", b->dir);
+	snprintf(b->sock, sizeof(b->sock), "%s/sock", b->dir);
 	/* Readable by anyone who can see it: only the worker's view of
 	 * the filesystem may keep it out. */
 	if (chmod(b->dir, 0755) < 0 ||
@@ -112,8 +100,8 @@ bait_make(struct bait *b)
 	return r;
 }
 
-static void
-bait_drop(struct bait *b)
+void
+sipc__bait_drop(struct sipc__bait *b)
 {
 	if (b->secret_fd >= 0)
 		close(b->secret_fd);
@@ -121,12 +109,16 @@ bait_drop(struct bait *b)
 		close(b->tcp_fd);
 	if (b->abs_fd >= 0)
 		close(b->abs_fd);
-	b->secret_fd = b->tcp_fd = b->abs_fd = -1;
+	if (b->unix_fd >= 0)
+		close(b->unix_fd);
+	b->secret_fd = b->tcp_fd = b->abs_fd = b->unix_fd = -1;
 	if (b->file[0] != '\0')
 		(void)unlink(b->file);
+	if (b->sock[0] != '\0')
+		(void)unlink(b->sock);
 	if (b->dir[0] != '\0')
 		(void)rmdir(b->dir);
-	b->file[0] = b->dir[0] = '\0';
+	b->file[0] = b->sock[0] = b->dir[0] = '\0';
 }
 
 static int
@@ -143,14 +135,24 @@ listen_on(int fd, const struct sockaddr *sa, socklen_t len)
 	return -e;
 }
 
-/* 127.0.0.1:<kernel's choice> and the abstract name of the token. */
+/* 127.0.0.1:<kernel's choice>, the abstract name of the token, and a
+ * socket in the bait's directory (0777: only the worker's view of the
+ * filesystem may keep it out). */
 static int
-bait_listen(struct bait *b)
+bait_listen(struct sipc__bait *b)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET };
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct sockaddr_un sun = { .sun_family = AF_UNIX },
+	    sup = { .sun_family = AF_UNIX };
 	socklen_t sl = sizeof(sin);
 	size_t n = strlen(b->token);
+
+	memcpy(sup.sun_path, b->sock, strlen(b->sock));  /* fits: bait_file */
+	if ((b->unix_fd = listen_on(socket(AF_UNIX, SOCK_STREAM |
+	    SOCK_CLOEXEC, 0), (struct sockaddr *)&sup, sizeof(sup))) < 0)
+		return b->unix_fd;
+	if (chmod(b->sock, 0777) < 0)
+		return -errno;
 
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	if ((b->tcp_fd = listen_on(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC,
@@ -163,6 +165,284 @@ bait_listen(struct bait *b)
 	return (b->abs_fd = listen_on(socket(AF_UNIX, SOCK_STREAM |
 	    SOCK_CLOEXEC, 0), (struct sockaddr *)&sun,
 	    (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)));
+}
+
+int
+sipc__bait_make(struct sipc__bait *b)
+{
+	int rc;
+
+	memset(b, 0, sizeof(*b));
+	b->secret_fd = b->tcp_fd = b->abs_fd = b->unix_fd = -1;
+	if ((rc = bait_file(b)) < 0 || (rc = bait_listen(b)) < 0)
+		goto fail;
+	/* No O_CLOEXEC: the bait a launch must not pass on. */
+	if ((b->secret_fd = open(b->file, O_RDONLY)) < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	return 0;
+fail:
+	sipc__bait_drop(b);
+	return rc;
+}
+
+/* ------------------------------------------------------- the judges */
+
+/* "errno=E" of a reply as text. */
+static const char *
+reply_err(const char *text)
+{
+	const char *e = strstr(text, "errno=");
+
+	return e != NULL ? strerror(atoi(e + 6)) : "no error given";
+}
+
+/* A reply of the probe's grammar starts "key=0" or "key=1". */
+static bool
+reply_is(const char *text, const char *key)
+{
+	size_t n = strlen(key);
+
+	return strncmp(text, key, n) == 0 && text[n] == '=' &&
+	    (text[n + 1] == '0' || text[n + 1] == '1');
+}
+
+/* Neither signallable (ESRCH) nor in the worker's /proc: a /proc that
+ * is the host's shows every host pid even to a PID namespace. */
+static int
+judge_pid(const struct sipc__judge *j, char *why, size_t len)
+{
+	char req[64], tk[128], tp[512];
+	long pid = (long)getpid();
+	bool gone, hidden;
+	int rc;
+
+	snprintf(req, sizeof(req), "kill %ld", pid);
+	if ((rc = j->ask(j->ctx, req, tk, sizeof(tk))) < 0)
+		return rc;
+	snprintf(req, sizeof(req), "read /proc/%ld/stat", pid);
+	if ((rc = j->ask(j->ctx, req, tp, sizeof(tp))) < 0)
+		return rc;
+	if (!reply_is(tk, "kill") || !reply_is(tp, "read"))
+		return SIPC_E_PROTOCOL;
+	gone = strcmp(tk, "kill=0 errno=3") == 0;        /* ESRCH */
+	hidden = tp[5] == '0';
+	if (gone && hidden) {
+		snprintf(why, len, "host pid %ld: no such process from the "
+		    "worker, none in its /proc", pid);
+		return 1;
+	}
+	if (!gone)
+		snprintf(why, len, "the worker %s host pid %ld (kill: %s): it "
+		    "is visible", tk[5] == '1' ? "can signal" : "sees", pid,
+		    tk[5] == '1' ? "allowed" : reply_err(tk));
+	else
+		snprintf(why, len, "host pid %ld is visible in the "
+		    "worker's /proc (kill: %s)", pid, reply_err(tk));
+	return 0;
+}
+
+static int
+judge_mount(const struct sipc__judge *j, char *why, size_t len)
+{
+	char req[320], t[512];
+	int rc;
+
+	snprintf(req, sizeof(req), "read %s", j->b->file);
+	if ((rc = j->ask(j->ctx, req, t, sizeof(t))) < 0)
+		return rc;
+	if (!reply_is(t, "read"))
+		return SIPC_E_PROTOCOL;
+	if (t[5] == '1' && strstr(t, j->b->token) != NULL) {
+		snprintf(why, len, "the worker read the host's file %s",
+		    j->b->file);
+		return 0;
+	}
+	snprintf(why, len, "the host's file %s: %s from the worker",
+	    j->b->file, t[5] == '0' ? reply_err(t) : "other content");
+	return 1;
+}
+
+/* The host's loopback port, abstract socket and socket path: none may
+ * be reached (a path is reached through the filesystem, so a network
+ * namespace alone does not keep it out). */
+static int
+judge_net(const struct sipc__judge *j, char *why, size_t len)
+{
+	char req[3][320], what[3][320], t[128];
+	bool reached = false;
+	size_t off = 0;
+	int rc;
+
+	snprintf(req[0], sizeof(req[0]), "tcp %d", j->b->port);
+	snprintf(what[0], sizeof(what[0]), "127.0.0.1:%d", j->b->port);
+	snprintf(req[1], sizeof(req[1]), "abstract %s", j->b->token);
+	snprintf(what[1], sizeof(what[1]), "abstract socket");
+	snprintf(req[2], sizeof(req[2]), "unix %s", j->b->sock);
+	snprintf(what[2], sizeof(what[2]), "unix socket %s", j->b->sock);
+	for (size_t i = 0; i < 3; i++) {
+		if ((rc = j->ask(j->ctx, req[i], t, sizeof(t))) < 0)
+			return rc;
+		if (!reply_is(t, "connect"))
+			return SIPC_E_PROTOCOL;
+		reached |= t[8] == '1';
+		if (off < len)
+			off += (size_t)snprintf(why + off, len - off,
+			    "%shost %s: %s", i > 0 ? "; " : "", what[i],
+			    t[8] == '1' ? "the worker connected" : reply_err(t));
+	}
+	return !reached;
+}
+
+static bool
+in_list(char *const *list, const char *s)
+{
+	for (; list != NULL && *list != NULL; list++)
+		if (strcmp(*list, s) == 0)
+			return true;
+	return false;
+}
+
+/* First line of the worker's environment that is the host's own (same
+ * NAME=VALUE) and was not in the launch; its name in `name`. */
+static bool
+env_leak(char *const *envp, char *env, char *name, size_t len)
+{
+	char *save = NULL, *line;
+
+	for (line = strtok_r(env, "\n", &save); line != NULL;
+	    line = strtok_r(NULL, "\n", &save))
+		if (in_list(environ, line) && !in_list(envp, line)) {
+			snprintf(name, len, "%.*s", (int)strcspn(line, "="),
+			    line);
+			return true;
+		}
+	return false;
+}
+
+int
+sipc__judge_fds(const struct sipc__judge *j, char *why, size_t len)
+{
+	char req[80], t[256];
+	const char *leaks;
+	int rc;
+
+	snprintf(req, sizeof(req), "fds %s", j->b->token);
+	if ((rc = j->ask(j->ctx, req, t, sizeof(t))) < 0)
+		return rc;
+	if ((leaks = strstr(t, "leaks=")) == NULL)
+		return SIPC_E_PROTOCOL;
+	if (leaks[6] != '\0') {
+		snprintf(why, len, "the host's descriptor to a secret file "
+		    "reached the worker (its fd %s)", leaks + 6);
+		return 0;
+	}
+	snprintf(why, len, "no host descriptor in the worker");
+	return 1;
+}
+
+int
+sipc__judge_env(const struct sipc__judge *j, char *why, size_t len)
+{
+	char name[64], *env;
+	int rc;
+
+	if ((env = malloc(SIPC__PROBE_REPLY_MAX)) == NULL)
+		return -ENOMEM;
+	if ((rc = j->ask(j->ctx, "environ", env, SIPC__PROBE_REPLY_MAX)) == 0 &&
+	    env_leak(j->envp, env, name, sizeof(name))) {
+		snprintf(why, len, "the host's environment variable %s "
+		    "reached the worker", name);
+	} else if (rc == 0) {
+		snprintf(why, len, "no host environment variable in the "
+		    "worker");
+		rc = 1;
+	}
+	free(env);
+	return rc;
+}
+
+static int
+judge_secrets(const struct sipc__judge *j, char *why, size_t len)
+{
+	int rc;
+
+	if ((rc = sipc__judge_fds(j, why, len)) != 1)
+		return rc;
+	if ((rc = sipc__judge_env(j, why, len)) == 1)
+		snprintf(why, len, "no host descriptor, no host environment "
+		    "variable in the worker");
+	return rc;
+}
+
+static int
+judge_user(const struct sipc__judge *j, char *why, size_t len)
+{
+	unsigned long uid, in, out, count, outside;
+	unsigned long host = (unsigned long)geteuid();
+	char t[128];
+	int rc;
+
+	if ((rc = j->ask(j->ctx, "uid", t, sizeof(t))) < 0)
+		return rc;
+	if (strncmp(t, "uid=", 4) != 0)
+		return SIPC_E_PROTOCOL;
+	if (sscanf(t, "uid=%lu map=%lu %lu %lu", &uid, &in, &out,
+	    &count) != 4) {
+		snprintf(why, len, "the worker's uid map cannot be read (%s)",
+		    t);
+		return 0;
+	}
+	outside = out + (uid - in);
+	snprintf(why, len, "the worker's uid %lu is uid %lu outside; the "
+	    "host runs as uid %lu", uid, outside, host);
+	return outside != host;
+}
+
+static int
+judge_limits(const struct sipc__judge *j, char *why, size_t len)
+{
+	unsigned lim = j->fork_limit;
+	int forked = 0, err = 0, rc;
+	char req[32], t[128];
+
+	if (lim == 0 || lim > SIPC__FORK_PROBE_MAX)
+		return -EINVAL;
+	snprintf(req, sizeof(req), "forks %u", lim + 1);
+	if ((rc = j->ask(j->ctx, req, t, sizeof(t))) < 0)
+		return rc;
+	if (sscanf(t, "forked=%d errno=%d", &forked, &err) != 2)
+		return SIPC_E_PROTOCOL;
+	rc = forked <= (int)lim && err == EAGAIN;
+	snprintf(why, len, "the worker forked %d of %u children (%s)%s",
+	    forked, lim + 1, err ? strerror(err) : "no refusal",
+	    rc ? "" : ": no pids limit held it");
+	return rc;
+}
+
+typedef int (*judge_fn)(const struct sipc__judge *j, char *why, size_t len);
+
+static const struct {
+	unsigned bit;
+	judge_fn fn;
+} judges[] = {
+	{ SIPC_G_PID_NAMESPACE, judge_pid },
+	{ SIPC_G_MOUNT_NAMESPACE, judge_mount },
+	{ SIPC_G_NETWORK_ISOLATION, judge_net },
+	{ SIPC_G_NO_INHERITED_SECRETS, judge_secrets },
+	{ SIPC_G_SEPARATE_USER, judge_user },
+	{ SIPC_G_RESOURCE_LIMITS, judge_limits },
+};
+
+int
+sipc__judge(unsigned bit, const struct sipc__judge *j, char *why,
+            size_t len)
+{
+	for (size_t i = 0; i < sizeof(judges) / sizeof(judges[0]); i++)
+		if (judges[i].bit == bit)
+			return judges[i].fn(j, why, len);
+	return -EINVAL;
 }
 
 /* ------------------------------------------------------- the channel */
@@ -311,186 +591,32 @@ ask(struct run *r, const char *req, char *out, size_t cap)
 	return rc;
 }
 
-/* ------------------------------------------------------- the probes */
+/* ------------------------------------------------------- the start-up run */
 
-/* "errno=E" of a reply as text. */
-static const char *
-reply_err(const char *text)
+static int
+run_ask(void *ctx, const char *req, char *out, size_t cap)
 {
-	const char *e = strstr(text, "errno=");
-
-	return e != NULL ? strerror(atoi(e + 6)) : "no error given";
+	return ask(ctx, req, out, cap);
 }
 
 /* Each returns 1 confirmed, 0 not (why says which either way), or a
  * negative error (no answer: not confirmed). */
-typedef int (*probe_fn)(struct run *r, char *why, size_t len);
-
 static int
-probe_pid(struct run *r, char *why, size_t len)
-{
-	char req[32], t[128];
-	long pid = (long)getpid();
-	int rc;
-
-	snprintf(req, sizeof(req), "kill %ld", pid);
-	if ((rc = ask(r, req, t, sizeof(t))) < 0)
-		return rc;
-	if (strcmp(t, "kill=0 errno=3") == 0) {   /* ESRCH */
-		snprintf(why, len, "host pid %ld: no such process from the "
-		    "worker", pid);
-		return 1;
-	}
-	snprintf(why, len, "the worker %s host pid %ld (kill: %s)",
-	    strcmp(t, "kill=1") == 0 ? "can signal" : "sees", pid,
-	    strcmp(t, "kill=1") == 0 ? "allowed" : reply_err(t));
-	return 0;
-}
-
-static int
-probe_mount(struct run *r, char *why, size_t len)
-{
-	char req[320], t[512];
-	int rc;
-
-	snprintf(req, sizeof(req), "read %s", r->b.file);
-	if ((rc = ask(r, req, t, sizeof(t))) < 0)
-		return rc;
-	if (strncmp(t, "read=1 ", 7) == 0 && strstr(t, r->b.token) != NULL) {
-		snprintf(why, len, "the worker read the host's file %s",
-		    r->b.file);
-		return 0;
-	}
-	snprintf(why, len, "the host's file %s: %s from the worker",
-	    r->b.file, strncmp(t, "read=0", 6) == 0 ? reply_err(t) :
-	    "other content");
-	return 1;
-}
-
-static int
-probe_net(struct run *r, char *why, size_t len)
-{
-	char req[96], tt[128], ta[128];
-	bool tr, ar;
-	int rc;
-
-	snprintf(req, sizeof(req), "tcp %d", r->b.port);
-	if ((rc = ask(r, req, tt, sizeof(tt))) < 0)
-		return rc;
-	snprintf(req, sizeof(req), "abstract %s", r->b.token);
-	if ((rc = ask(r, req, ta, sizeof(ta))) < 0)
-		return rc;
-	tr = strcmp(tt, "connect=1") == 0;
-	ar = strcmp(ta, "connect=1") == 0;
-	snprintf(why, len, "host 127.0.0.1:%d: %s; host abstract socket: %s",
-	    r->b.port, tr ? "the worker connected" : reply_err(tt),
-	    ar ? "the worker connected" : reply_err(ta));
-	return !tr && !ar;
-}
-
-static bool
-in_list(char *const *list, const char *s)
-{
-	for (; list != NULL && *list != NULL; list++)
-		if (strcmp(*list, s) == 0)
-			return true;
-	return false;
-}
-
-/* First line of the worker's environment that is the host's own (same
- * NAME=VALUE) and was not in the launch; its name in `name`. */
-static bool
-env_leak(struct run *r, char *env, char *name, size_t len)
-{
-	char *save = NULL, *line;
-
-	for (line = strtok_r(env, "\n", &save); line != NULL;
-	    line = strtok_r(NULL, "\n", &save))
-		if (in_list(environ, line) && !in_list(r->envp, line)) {
-			snprintf(name, len, "%.*s", (int)strcspn(line, "="),
-			    line);
-			return true;
-		}
-	return false;
-}
-
-static int
-probe_secrets(struct run *r, char *why, size_t len)
-{
-	char req[80], t[256], name[64], *env;
-	const char *leaks;
-	int rc;
-
-	snprintf(req, sizeof(req), "fds %s", r->b.token);
-	if ((rc = ask(r, req, t, sizeof(t))) < 0)
-		return rc;
-	if ((leaks = strstr(t, "leaks=")) == NULL)
-		return SIPC_E_PROTOCOL;
-	if (leaks[6] != '\0') {
-		snprintf(why, len, "the host's descriptor to a secret file "
-		    "reached the worker (its fd %s)", leaks + 6);
-		return 0;
-	}
-	if ((env = malloc(REPLY_MAX)) == NULL)
-		return -ENOMEM;
-	if ((rc = ask(r, "environ", env, REPLY_MAX)) == 0 &&
-	    env_leak(r, env, name, sizeof(name))) {
-		snprintf(why, len, "the host's environment variable %s "
-		    "reached the worker", name);
-		rc = 0;
-	} else if (rc == 0) {
-		snprintf(why, len, "no host descriptor, no host environment "
-		    "variable in the worker");
-		rc = 1;
-	}
-	free(env);
-	return rc;
-}
-
-static int
-probe_user(struct run *r, char *why, size_t len)
-{
-	unsigned long uid, in, out, count, outside;
-	unsigned long host = (unsigned long)geteuid();
-	char t[128];
-	int rc;
-
-	if ((rc = ask(r, "uid", t, sizeof(t))) < 0)
-		return rc;
-	if (sscanf(t, "uid=%lu map=%lu %lu %lu", &uid, &in, &out,
-	    &count) != 4) {
-		snprintf(why, len, "the worker's uid map cannot be read (%s)",
-		    t);
-		return 0;
-	}
-	outside = out + (uid - in);
-	snprintf(why, len, "the worker's uid %lu is uid %lu outside; the "
-	    "host runs as uid %lu", uid, outside, host);
-	return outside != host;
-}
-
-static int
-probe_limits(struct run *r, char *why, size_t len)
+probe_limits(struct run *r, const struct sipc__judge *j, char *why,
+             size_t len)
 {
 	unsigned lim = r->cfg->pids_max ? r->cfg->pids_max :
 	    r->cfg->worker_nproc_limit;
-	int forked = 0, err = 0, rc;
-	char req[32], t[128];
+	struct sipc__judge jl = *j;
 
-	if (lim == 0 || lim >= FORK_PROBE_MAX) {
+	if (lim == 0 || lim > SIPC__FORK_PROBE_MAX) {
 		snprintf(why, len, lim == 0 ? "no pids limit configured "
 		    "(pids_max): nothing to prove" : "pids_max %u is above "
-		    "what the probe tries (%d)", lim, FORK_PROBE_MAX - 1);
+		    "what the probe tries (%d)", lim, SIPC__FORK_PROBE_MAX);
 		return 0;
 	}
-	snprintf(req, sizeof(req), "forks %u", lim + 1);
-	if ((rc = ask(r, req, t, sizeof(t))) < 0)
-		return rc;
-	if (sscanf(t, "forked=%d errno=%d", &forked, &err) != 2)
-		return SIPC_E_PROTOCOL;
-	snprintf(why, len, "the worker forked %d of %u children (%s)", forked,
-	    lim + 1, err ? strerror(err) : "no refusal");
-	return forked <= (int)lim && err == EAGAIN;
+	jl.fork_limit = lim;
+	return sipc__judge(SIPC_G_RESOURCE_LIMITS, &jl, why, len);
 }
 
 /* The escapee is asked for here; the verdict comes after stop and
@@ -512,21 +638,28 @@ probe_tree(struct run *r, char *why, size_t len)
 	return 1;
 }
 
-static const struct {
-	unsigned bit;
-	probe_fn fn;
-} probes[] = {   /* tree last: its verdict needs the worker stopped */
-	{ SIPC_G_PID_NAMESPACE, probe_pid },
-	{ SIPC_G_MOUNT_NAMESPACE, probe_mount },
-	{ SIPC_G_NETWORK_ISOLATION, probe_net },
-	{ SIPC_G_NO_INHERITED_SECRETS, probe_secrets },
-	{ SIPC_G_SEPARATE_USER, probe_user },
-	{ SIPC_G_RESOURCE_LIMITS, probe_limits },
-	{ SIPC_G_TREE_CONTAINMENT, probe_tree },
+/* The order of the run; tree last: its verdict needs the worker
+ * stopped. */
+static const unsigned probes[] = {
+	SIPC_G_PID_NAMESPACE, SIPC_G_MOUNT_NAMESPACE,
+	SIPC_G_NETWORK_ISOLATION, SIPC_G_NO_INHERITED_SECRETS,
+	SIPC_G_SEPARATE_USER, SIPC_G_RESOURCE_LIMITS,
+	SIPC_G_TREE_CONTAINMENT,
 };
 #define NPROBES (sizeof(probes) / sizeof(probes[0]))
 
-/* ------------------------------------------------------- the run */
+static int
+probe_one(struct run *r, unsigned bit, char *why, size_t len)
+{
+	struct sipc__judge j = { .ask = run_ask, .ctx = r, .b = &r->b,
+	    .envp = r->envp };
+
+	if (bit == SIPC_G_TREE_CONTAINMENT)
+		return probe_tree(r, why, len);
+	if (bit == SIPC_G_RESOURCE_LIMITS)
+		return probe_limits(r, &j, why, len);
+	return sipc__judge(bit, &j, why, len);
+}
 
 /* Stop (forced), wait for the end within the deadline, sweep.  True
  * when the provider reported the end. */
@@ -604,9 +737,9 @@ refusal(const char *prov, unsigned missing, char (*why)[256],
 	off = (size_t)snprintf(errbuf, errlen, "provider \"%s\" refused: "
 	    "guarantee(s) not proven by the start-up probe:", prov);
 	for (i = 0; i < NPROBES && off < errlen; i++)
-		if (missing & probes[i].bit)
+		if (missing & probes[i])
 			off += (size_t)snprintf(errbuf + off, errlen - off,
-			    " %s (%s);", sipc_guarantee_name(probes[i].bit),
+			    " %s (%s);", sipc_guarantee_name(probes[i]),
 			    all_why != NULL ? all_why : why[i][0] != '\0' ?
 			    why[i] : "not probed: the deadline passed");
 	if (off > 0 && off < errlen && errbuf[off - 1] == ';')
@@ -658,11 +791,11 @@ run_probes(struct run *r, const char *path, unsigned required,
 		return rc;
 	}
 	for (i = 0; i < NPROBES; i++) {
-		if (!(required & probes[i].bit))
+		if (!(required & probes[i]))
 			continue;
-		rc = probes[i].fn(r, why[i], sizeof(why[i]));
+		rc = probe_one(r, probes[i], why[i], sizeof(why[i]));
 		if (rc == 1)
-			*ok |= probes[i].bit;
+			*ok |= probes[i];
 		else if (rc < 0)
 			snprintf(why[i], sizeof(why[i]), "no answer from the "
 			    "probe: %s", sipc_strerror(rc));
@@ -681,7 +814,8 @@ sipc__startprobe_run(const struct sipc_provider_ops *p, void *state,
 	char path[1024], what[512] = "", why[NPROBES][256];
 	struct run r = { .p = p, .state = state, .cfg = cfg,
 	    .ch = { .proto_fd = -1, .diag_fd = -1, .end_fd = -1 },
-	    .b = { .secret_fd = -1, .tcp_fd = -1, .abs_fd = -1 },
+	    .b = { .secret_fd = -1, .tcp_fd = -1, .abs_fd = -1,
+	    .unix_fd = -1 },
 	    .envp = no_env };
 	unsigned ok = 0;
 	int rc;
@@ -690,17 +824,16 @@ sipc__startprobe_run(const struct sipc_provider_ops *p, void *state,
 		return 0;
 	memset(why, 0, sizeof(why));
 	r.deadline = sipc__now_ms() + cfg->handshake_ms + ASK_SLACK_MS;
-	sipc__decoder_init(&r.dec, REPLY_MAX);
+	sipc__decoder_init(&r.dec, SIPC__PROBE_REPLY_MAX);
 	resolve_path(cfg, path, sizeof(path));
 	if (access(path, X_OK) < 0) {
 		snprintf(what, sizeof(what), "probe program %.300s: %s", path,
 		    strerror(errno));
 		goto out;
 	}
-	if ((rc = bait_make(&r.b)) < 0 || (rc = bait_listen(&r.b)) < 0 ||
-	    (r.b.secret_fd = rc = open(r.b.file, O_RDONLY)) < 0) {
+	if ((rc = sipc__bait_make(&r.b)) < 0) {
 		snprintf(what, sizeof(what), "the host could not set up the "
-		    "probes: %s", strerror(rc == -1 ? errno : -rc));
+		    "probes: %s", strerror(-rc));
 		goto out;
 	}
 	(void)run_probes(&r, path, required, &ok, why, what, sizeof(what));
@@ -721,7 +854,7 @@ out:
 	if (r.ch.diag_fd >= 0)
 		close(r.ch.diag_fd);
 	sipc__decoder_free(&r.dec);
-	bait_drop(&r.b);
+	sipc__bait_drop(&r.b);
 	if ((required & ~ok) == 0)
 		return 0;
 	refusal(p->name, required & ~ok, why, what[0] ? what : NULL, errbuf,

@@ -63,7 +63,51 @@ leaky_launch(void *state, const struct sipc_provider_launch *l,
 	return local_ops->launch(state, &m, ret_chan, ret_handle, ret_errno);
 }
 
-static struct sipc_provider_ops claims_pid_tree, claims_all, leaky;
+#define UNSHARE "/usr/bin/unshare"
+
+/* Local's launch through unshare(1) with the options `how` (one word). */
+static int
+unshare_launch(const char *how, void *state,
+               const struct sipc_provider_launch *l,
+               struct sipc_provider_chan *ret_chan, void **ret_handle,
+               int *ret_errno)
+{
+	struct sipc_provider_launch m = *l;
+	char *argv[64] = { UNSHARE, (char *)how, "--" };
+	size_t n = 3;
+
+	for (size_t i = 0; l->argv[i] != NULL && n < 63; i++)
+		argv[n++] = l->argv[i];
+	argv[n] = NULL;
+	m.path = UNSHARE;
+	m.argv = argv;
+	return local_ops->launch(state, &m, ret_chan, ret_handle, ret_errno);
+}
+
+/* A new PID namespace that keeps the host's /proc: the worker cannot
+ * signal host pids, but sees them. */
+static int
+hostproc_launch(void *state, const struct sipc_provider_launch *l,
+                struct sipc_provider_chan *ret_chan, void **ret_handle,
+                int *ret_errno)
+{
+	return unshare_launch("-pf", state, l, ret_chan, ret_handle,
+	    ret_errno);
+}
+
+/* A new network namespace on the host's filesystem: no host port nor
+ * abstract socket, but the host's socket paths are there. */
+static int
+netns_launch(void *state, const struct sipc_provider_launch *l,
+             struct sipc_provider_chan *ret_chan, void **ret_handle,
+             int *ret_errno)
+{
+	return unshare_launch("-n", state, l, ret_chan, ret_handle,
+	    ret_errno);
+}
+
+static struct sipc_provider_ops claims_pid_tree, claims_all, leaky, hostproc,
+    netns;
 
 static void
 make_ops(void)
@@ -79,6 +123,15 @@ make_ops(void)
 	leaky.launch = leaky_launch;
 	leaky.launch_start = NULL;
 	leaky.launch_finish = NULL;
+	hostproc = claims_pid_tree;
+	hostproc.name = "pidns-host-proc";
+	hostproc.launch = hostproc_launch;
+	hostproc.launch_start = NULL;
+	hostproc.launch_finish = NULL;
+	netns = hostproc;
+	netns.name = "netns-host-fs";
+	netns.declared = declares_all;
+	netns.launch = netns_launch;
 }
 
 static struct sipc_config
@@ -178,6 +231,43 @@ test_startprobe_pidns_passes(void)
 	    "worker can signal host pid", NULL }, NULL);
 }
 
+/* A PID namespace whose /proc is the host's: kill(host pid) fails with
+ * ESRCH, yet the host's pid is in the worker's /proc.  Not a PID
+ * namespace guarantee; before, ESRCH alone was taken for one. */
+static void
+test_startprobe_pidns_with_host_proc_refused(void)
+{
+	struct sipc_config c = cfg_for("pidns-host-proc", SIPC_G_PID_NAMESPACE,
+	    SIPC_CONTAIN_PROCESS_GROUP);
+	char needle[96];
+
+	if (access(UNSHARE, X_OK) < 0 || st_can_unshare(CLONE_NEWPID) < 0) {
+		tl_skip("no unshare(1) or no PID namespace here");
+		return;
+	}
+	snprintf(needle, sizeof(needle), "pid_namespace (host pid %ld is "
+	    "visible in the worker's /proc", (long)getpid());
+	expect_refused(&c, (const char *const[]){ needle, NULL }, NULL);
+}
+
+/* A network namespace alone keeps out the host's port and abstract
+ * socket, not a socket path the worker's view of the filesystem holds.
+ * Before, the path was not probed and network_isolation confirmed. */
+static void
+test_startprobe_netns_with_host_fs_refused(void)
+{
+	struct sipc_config c = cfg_for("netns-host-fs",
+	    SIPC_G_NETWORK_ISOLATION, SIPC_CONTAIN_PROCESS_GROUP);
+
+	if (access(UNSHARE, X_OK) < 0 || st_can_unshare(CLONE_NEWNET) < 0) {
+		tl_skip("no unshare(1) or no network namespace here");
+		return;
+	}
+	expect_refused(&c, (const char *const[]){ "network_isolation (host "
+	    "127.0.0.1:", "; host unix socket ", ": the worker connected)",
+	    NULL }, NULL);
+}
+
 /* No inherited secrets: local passes (it closes the host's descriptors
  * and builds the environment from the launch); a provider that adds a
  * host variable is caught, the variable named. */
@@ -241,6 +331,24 @@ test_startprobe_program_missing_refused(void)
 	    NULL);
 }
 
+/* A program that answers, but not as the probe does (the echo fixture
+ * sends each request back): no reply of the probe's grammar, so nothing
+ * is confirmed.  Before, anything but "the worker read/connected" was
+ * taken for isolation. */
+static void
+test_startprobe_echo_confirms_nothing(void)
+{
+	struct sipc_config c = cfg_for("claims-all", SIPC_G_MOUNT_NAMESPACE |
+	    SIPC_G_NETWORK_ISOLATION, SIPC_CONTAIN_PROCESS_GROUP);
+	char echo[4096];
+
+	snprintf(echo, sizeof(echo), "%s", tl_fixture("echo"));
+	c.probe_path = echo;
+	expect_refused(&c, (const char *const[]){ "mount_namespace (no "
+	    "answer from the probe: ", "network_isolation (no answer from "
+	    "the probe: ", NULL }, NULL);
+}
+
 /* A probe that accepts requests and never answers: refused, and by
  * the deadline (handshake + grace + slack), not later. */
 static void
@@ -269,7 +377,9 @@ main(void)
 	setenv(LEAK_NAME, "host-only-value", 1);
 	if (sipc_provider_register(&claims_pid_tree) < 0 ||
 	    sipc_provider_register(&claims_all) < 0 ||
-	    sipc_provider_register(&leaky) < 0)
+	    sipc_provider_register(&leaky) < 0 ||
+	    sipc_provider_register(&hostproc) < 0 ||
+	    sipc_provider_register(&netns) < 0)
 		return 1;
 	tl_suite("startprobe", (tl_test[]){
 	    { "test_startprobe_claims_refused_in_production",
@@ -277,6 +387,10 @@ main(void)
 	    { "test_startprobe_tree_escapee_refused",
 	      test_startprobe_tree_escapee_refused },
 	    { "test_startprobe_pidns_passes", test_startprobe_pidns_passes },
+	    { "test_startprobe_pidns_with_host_proc_refused",
+	      test_startprobe_pidns_with_host_proc_refused },
+	    { "test_startprobe_netns_with_host_fs_refused",
+	      test_startprobe_netns_with_host_fs_refused },
 	    { "test_startprobe_secrets", test_startprobe_secrets },
 	    { "test_startprobe_limits_unset_refused",
 	      test_startprobe_limits_unset_refused },
@@ -284,6 +398,8 @@ main(void)
 	      test_startprobe_limits_pids_max_passes },
 	    { "test_startprobe_program_missing_refused",
 	      test_startprobe_program_missing_refused },
+	    { "test_startprobe_echo_confirms_nothing",
+	      test_startprobe_echo_confirms_nothing },
 	    { "test_startprobe_hang_refused_in_deadline",
 	      test_startprobe_hang_refused_in_deadline },
 	    { NULL, NULL } });

@@ -36,15 +36,25 @@ void conf_print_summary(void);
  * prove a verifier can fail).  Each launches a fixture through `p`.
  * Returns 1 when the guarantee holds, 0 when it is violated (why says
  * how), or a negative error when the check could not run.
+ * isolation.c: tree containment (the forker fixture).
  */
+int conf_verify_tree_containment(const struct sipc_provider_ops *p, void *st,
+                                 char *why, size_t len);
+/*
+ * probes.c: the probe fixture judged by the start-up probe's judge of
+ * the guarantee (src/startprobe.h).  conf_judge launches it with the
+ * bait held and judges `bit` (0: the descriptor half of
+ * no_inherited_secrets alone; fork_limit for resource_limits).
+ * no_inherited_secrets also sets a host canary variable for the launch.
+ */
+int conf_judge(const struct sipc_provider_ops *p, void *st, unsigned bit,
+               unsigned fork_limit, char *why, size_t len);
 int conf_verify_pid_namespace(const struct sipc_provider_ops *p, void *st,
                               char *why, size_t len);
 int conf_verify_no_inherited_secrets(const struct sipc_provider_ops *p,
                                      void *st, char *why, size_t len);
-int conf_verify_tree_containment(const struct sipc_provider_ops *p, void *st,
-                                 char *why, size_t len);
-/* probes.c: the probe fixture's checks.  no_inherited_secrets runs
- * no_inherited_fds as its descriptor half. */
+int conf_verify_separate_user(const struct sipc_provider_ops *p, void *st,
+                              char *why, size_t len);
 int conf_verify_host_files(const struct sipc_provider_ops *p, void *st,
                            char *why, size_t len);
 int conf_verify_host_sockets(const struct sipc_provider_ops *p, void *st,

@@ -8,6 +8,10 @@
  * The checks are partial by nature (a probe from inside the worker can
  * show a leak, not prove its absence in general); they catch the plain
  * failures: the host's pid visible, the host's environment inherited.
+ * Every rule but tree containment is judged as the start-up probe
+ * judges it (probes.c); tree containment here goes further than the
+ * start-up probe (a double-forked daemon and a group child beside the
+ * setsid() escapee, a graceful stop).
  *
  * Threads: the CUnit thread only.  No locks.
  */
@@ -24,121 +28,6 @@
 #include "testlib.h"
 
 static unsigned iso_provided, iso_not_provided;
-
-static int
-dump_env(struct cw *w, char **ret)
-{
-	struct sipc_hello hello;
-	struct sipc_frame f;
-	int r;
-
-	if ((r = cw_hello(w, &hello)) < 0 ||
-	    (r = cw_roundtrip(w, 1, "env", 3, &f)) < 0)
-		return r;
-	if ((*ret = calloc(1, f.hdr.len + 1)) == NULL)
-		r = -ENOMEM;
-	else if (f.hdr.len > 0)
-		memcpy(*ret, f.payload, f.hdr.len);
-	free(f.payload);
-	return r;
-}
-
-int
-conf_verify_pid_namespace(const struct sipc_provider_ops *p, void *st,
-                          char *why, size_t len)
-{
-	const struct sipc_provider_ops *saved = conf_prov;
-	struct sipc_hello hello;
-	struct sipc_frame f;
-	char cmd[48], text[96];
-	int self = 0, vis = 1, r;
-	void *saved_st = conf_prov_state;
-	struct cw w;
-
-	conf_prov = p;
-	conf_prov_state = st;
-	snprintf(cmd, sizeof(cmd), "pidinfo %d", (int)getpid());
-	if ((r = cw_launch(&w, "envdump", NULL, NULL)) == 0 &&
-	    (r = cw_hello(&w, &hello)) == 0 &&
-	    (r = cw_roundtrip(&w, 1, cmd, (uint32_t)strlen(cmd), &f)) == 0) {
-		snprintf(text, sizeof(text), "%.*s", (int)f.hdr.len,
-		    (char *)f.payload);
-		free(f.payload);
-		if (sscanf(text, "self=%d visible=%d", &self, &vis) != 2)
-			r = SIPC_E_PROTOCOL;
-	}
-	cw_finish(&w);
-	conf_prov = saved;
-	conf_prov_state = saved_st;
-	if (r < 0)
-		return r;
-	/* The host's pid must be neither visible nor signallable. */
-	snprintf(why, len, "worker sees itself as pid %d; host pid %d is %s",
-	    self, (int)getpid(), vis ? "visible" : "not visible");
-	return vis ? 0 : 1;
-}
-
-/* The environment half of no-inherited-secrets: no variable of the
- * host's (a canary set just before launch included) reaches the worker
- * unless the launch environment gave it. */
-static int
-verify_no_inherited_env(const struct sipc_provider_ops *p, void *st,
-                        char *why, size_t len)
-{
-	static const char canary[] = "SIPC_CONFORMANCE_CANARY";
-	const struct sipc_provider_ops *saved = conf_prov;
-	char *env = NULL, *line, *next, *eq, *hv;
-	void *saved_st = conf_prov_state;
-	struct cw w;
-	int r, ok = 1;
-
-	conf_prov = p;
-	conf_prov_state = st;
-	setenv(canary, "host-secret", 1);
-	if ((r = cw_launch(&w, "envdump", NULL, NULL)) == 0)
-		r = dump_env(&w, &env);
-	cw_finish(&w);
-	conf_prov = saved;
-	conf_prov_state = saved_st;
-	snprintf(why, len, "no host variable reached the worker");
-	for (line = env; r == 0 && line != NULL && *line; line = next) {
-		if ((next = strchr(line, '\n')) != NULL)
-			*next++ = '\0';
-		if ((eq = strchr(line, '=')) == NULL)
-			continue;
-		*eq = '\0';
-		/* The launch environment is given; the host's is not. */
-		if (strncmp(line, "SIPC_", 5) == 0 && strcmp(line, canary) != 0)
-			continue;
-		if ((hv = getenv(line)) != NULL && strcmp(hv, eq + 1) == 0) {
-			snprintf(why, len, "host variable %s reached the "
-			    "worker", line);
-			ok = 0;
-			break;
-		}
-	}
-	unsetenv(canary);
-	free(env);
-	return r < 0 ? r : ok;
-}
-
-/* Both halves run, so the report says what each found. */
-int
-conf_verify_no_inherited_secrets(const struct sipc_provider_ops *p, void *st,
-                                 char *why, size_t len)
-{
-	char ewhy[256] = "", fwhy[256] = "";
-	int re, rf;
-
-	re = verify_no_inherited_env(p, st, ewhy, sizeof(ewhy));
-	rf = conf_verify_no_inherited_fds(p, st, fwhy, sizeof(fwhy));
-	snprintf(why, len, "environment: %s; descriptors: %s",
-	    re < 0 ? sipc_strerror(re) : ewhy,
-	    rf < 0 ? sipc_strerror(rf) : fwhy);
-	if (re < 0 || rf < 0)
-		return re < 0 ? re : rf;
-	return re == 1 && rf == 1;
-}
 
 /* Wait up to ms for end of file on the diagnostics pipe: every holder
  * of its write end is gone. */
@@ -227,7 +116,7 @@ static const struct iso_rule {
 	{ SIPC_G_NETWORK_ISOLATION, conf_verify_host_sockets },
 	{ SIPC_G_NO_INHERITED_SECRETS, conf_verify_no_inherited_secrets },
 	{ SIPC_G_RESOURCE_LIMITS, conf_verify_resource_limits },
-	{ SIPC_G_SEPARATE_USER, NULL },
+	{ SIPC_G_SEPARATE_USER, conf_verify_separate_user },
 	{ SIPC_G_TREE_CONTAINMENT, conf_verify_tree_containment },
 };
 #define NISO (sizeof(iso_rules) / sizeof(iso_rules[0]))
