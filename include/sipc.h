@@ -511,21 +511,13 @@ int sipc_create(const struct sipc_config *cfg, char *errbuf, size_t errlen,
  *     never signals a process it did not start.
  *   - Cgroups (cfg.cgroup, AUTO by default).  Where it may, the library
  *     makes directories below the host process's own cgroup v2: one per
- *     supervisor ("sipc.<pid>.<n>.<pidns>") and one per worker
- *     generation in it,
+ *     supervisor ("sipc.<pid>.<n>") and one per worker generation in it,
  *     and removes them (each worker's at its end, the rest at
  *     sipc_destroy(); empty ones a crashed process left, at the next
  *     sipc_create()).  The host process is never moved.  Only when a
  *     limit is configured, it may enable that limit's controller in the
  *     host's own cgroup.subtree_control, and leaves it enabled (other
  *     children of that cgroup may rely on it by then).
- *   - Thread policies.  The library's threads inherit the scheduling
- *     policy of the thread that called sipc_create(); each worker's
- *     reader and writer thread then moves from SCHED_OTHER to
- *     SCHED_BATCH (same CPU share; their wake-ups do not preempt the
- *     running thread: a worker that writes a frame goes on instead of
- *     being switched out for the reader).  Any other policy is kept.
- *     The host's threads are not changed.
  *   - Descriptors.  Every descriptor the library opens is close-on-exec
  *     from its open on (the state directory's lock file included).
  *     Workers get only fd 0, 1, 2 and 3, whatever the host has open.

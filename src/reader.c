@@ -663,7 +663,6 @@ reader_main(void *arg)
 
 	sipc__lib_thread = true;
 	sipc__thread_name("sipc-rd", sl);
-	sipc__thread_io_policy();
 	memset(&r, 0, sizeof(r));
 	r.sl = sl;
 	/* Non-blocking: a descendant that kept the worker's stdout/stderr

@@ -324,8 +324,6 @@ int sipc__worker_threads_start(struct sipc__slot *sl);
 void *sipc__writer_main(void *arg);
 /* Name the calling thread "<what><slot index>" (reader.c). */
 void sipc__thread_name(const char *what, const struct sipc__slot *sl);
-/* A reader or writer thread: SCHED_BATCH if it runs SCHED_OTHER (base.c). */
-void sipc__thread_io_policy(void);
 /*
  * The direct path: a submitting thread writes its own request when the
  * slot's worker is ready and idle, its ring empty, nobody else sending

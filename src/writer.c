@@ -297,7 +297,6 @@ sipc__writer_main(void *arg)
 
 	sipc__lib_thread = true;
 	sipc__thread_name("sipc-wr", sl);
-	sipc__thread_io_policy();
 	pthread_mutex_lock(&sl->lock);
 	for (;;) {
 		while (!writer_has_work(sl, &room))

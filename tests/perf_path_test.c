@@ -17,7 +17,6 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,19 +98,20 @@ test_perf_path_event_cross_thread(void)
 
 /* ------------------------------------------------------------ threads */
 
-/* The id of this process's thread named `name`; -1 when there is none. */
-static pid_t
-thread_id(const char *name)
+/* Voluntary context switches of this process's thread named `name`;
+ * -1 when there is none. */
+static long
+thread_switches(const char *name)
 {
-	char path[300], comm[32];
+	char path[300], comm[32], line[128];
 	struct dirent *de;
-	pid_t tid = -1;
+	long v = -1;
 	DIR *d;
 	FILE *f;
 
 	if ((d = opendir("/proc/self/task")) == NULL)
 		return -1;
-	while (tid < 0 && (de = readdir(d)) != NULL) {
+	while (v < 0 && (de = readdir(d)) != NULL) {
 		if (de->d_name[0] == '.')
 			continue;
 		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
@@ -122,32 +122,18 @@ thread_id(const char *name)
 			comm[0] = '\0';
 		fclose(f);
 		comm[strcspn(comm, "\n")] = '\0';
-		if (strcmp(comm, name) == 0)
-			tid = (pid_t)atoi(de->d_name);
+		if (strcmp(comm, name) != 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/status",
+		    de->d_name);
+		if ((f = fopen(path, "r")) == NULL)
+			continue;
+		while (fgets(line, sizeof(line), f) != NULL)
+			if (sscanf(line, "voluntary_ctxt_switches: %ld", &v) == 1)
+				break;
+		fclose(f);
 	}
 	closedir(d);
-	return tid;
-}
-
-/* Voluntary context switches of this process's thread named `name`;
- * -1 when there is none. */
-static long
-thread_switches(const char *name)
-{
-	char path[300], line[128];
-	pid_t tid = thread_id(name);
-	long v = -1;
-	FILE *f;
-
-	if (tid < 0)
-		return -1;
-	snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
-	if ((f = fopen(path, "r")) == NULL)
-		return -1;
-	while (fgets(line, sizeof(line), f) != NULL)
-		if (sscanf(line, "voluntary_ctxt_switches: %ld", &v) == 1)
-			break;
-	fclose(f);
 	return v;
 }
 
@@ -780,75 +766,6 @@ test_perf_path_channel_holds_a_mib(void)
 	sipc_destroy(s);
 }
 
-/* ------------------------------------------------------------ policy */
-
-/* The scheduling policy of the thread named `name`; -1 when none. */
-static int
-thread_policy(const char *name)
-{
-	pid_t tid = thread_id(name);
-
-	return tid < 0 ? -1 : sched_getscheduler(tid);
-}
-
-static bool
-io_threads_named(void *arg)
-{
-	(void)arg;
-	return thread_id("sipc-rd0") >= 0 && thread_id("sipc-wr0") >= 0;
-}
-
-struct policy_run {
-	int policy;             /* the creating thread's */
-	int rd, wr;             /* what the reader and writer got */
-};
-
-static void *
-policy_run(void *arg)
-{
-	struct policy_run *p = arg;
-	struct sched_param sp = { .sched_priority = 0 };
-	struct sipc_config c;
-	sipc_supervisor *s;
-
-	p->rd = p->wr = -2;
-	if (pthread_setschedparam(pthread_self(), p->policy, &sp) != 0)
-		return NULL;
-	st_cfg_base(&c, "echo", NULL, 1);
-	s = st_start(&c, 1, WAIT_MS);
-	if (tl_wait_until(io_threads_named, NULL, WAIT_MS)) {
-		p->rd = thread_policy("sipc-rd0");
-		p->wr = thread_policy("sipc-wr0");
-	}
-	sipc_destroy(s);
-	return NULL;
-}
-
-/*
- * A slot's reader and writer run SCHED_BATCH when the supervisor was
- * made under SCHED_OTHER (their wake-ups then do not preempt the worker
- * or the host's threads); made under another policy (SCHED_IDLE here,
- * which needs no privilege), they keep what they inherited.
- */
-static void
-test_perf_path_io_threads_do_not_preempt(void)
-{
-	struct policy_run runs[] = {
-		{ .policy = SCHED_OTHER }, { .policy = SCHED_IDLE },
-	};
-	pthread_t t;
-
-	for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
-		CU_ASSERT_FATAL(pthread_create(&t, NULL, policy_run,
-		    &runs[i]) == 0);
-		pthread_join(t, NULL);
-	}
-	CU_ASSERT_EQUAL(runs[0].rd, SCHED_BATCH);
-	CU_ASSERT_EQUAL(runs[0].wr, SCHED_BATCH);
-	CU_ASSERT_EQUAL(runs[1].rd, SCHED_IDLE);
-	CU_ASSERT_EQUAL(runs[1].wr, SCHED_IDLE);
-}
-
 int
 main(void)
 {
@@ -877,8 +794,6 @@ main(void)
 	      test_perf_path_channel_holds_a_mib },
 	    { "test_perf_path_idle_submit_written_directly",
 	      test_perf_path_idle_submit_written_directly },
-	    { "test_perf_path_io_threads_do_not_preempt",
-	      test_perf_path_io_threads_do_not_preempt },
 	    { NULL, NULL } });
 	return tl_run();
 }
