@@ -511,7 +511,8 @@ int sipc_create(const struct sipc_config *cfg, char *errbuf, size_t errlen,
  *     never signals a process it did not start.
  *   - Cgroups (cfg.cgroup, AUTO by default).  Where it may, the library
  *     makes directories below the host process's own cgroup v2: one per
- *     supervisor ("sipc.<pid>.<n>") and one per worker generation in it,
+ *     supervisor ("sipc.<pid>.<n>.<pidns>") and one per worker
+ *     generation in it,
  *     and removes them (each worker's at its end, the rest at
  *     sipc_destroy(); empty ones a crashed process left, at the next
  *     sipc_create()).  The host process is never moved.  Only when a
