@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "sipc.h"
+#include "freezer.h"
 #include "sipctest.h"
 #include "testlib.h"
 
@@ -245,86 +246,6 @@ test_owner_reaps_host_orphan_spares_host_child(void)
  * thawed when destroy has returned, or 200 ms after the group's SIGKILL
  * reached it (well inside destroy's bound of grace_ms + 1 s).
  */
-#define FREEZER_ROOT "/sys/fs/cgroup/freezer"
-
-static bool
-write_str(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "we");
-	bool ok;
-
-	if (f == NULL)
-		return false;
-	ok = fputs(text, f) >= 0;
-	return fclose(f) == 0 && ok;
-}
-
-static bool
-freezer_is(const char *dir, const char *want)
-{
-	char path[256], buf[32] = "";
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/freezer.state", dir);
-	if ((f = fopen(path, "re")) == NULL)
-		return false;
-	if (fgets(buf, sizeof(buf), f) == NULL)
-		buf[0] = '\0';
-	fclose(f);
-	return strncmp(buf, want, strlen(want)) == 0;
-}
-
-static bool
-frozen(void *dir)
-{
-	return freezer_is(dir, "FROZEN");
-}
-
-/* Freeze `pid` (its whole thread group) in a new freezer group `dir`. */
-static bool
-freeze(const char *dir, pid_t pid)
-{
-	char path[256], num[24];
-
-	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
-	snprintf(num, sizeof(num), "%d", (int)pid);
-	if (!write_str(path, num))
-		return false;
-	snprintf(path, sizeof(path), "%s/freezer.state", dir);
-	return write_str(path, "FROZEN") &&
-	    tl_wait_until(frozen, (void *)dir, WAIT_MS);
-}
-
-static void
-thaw(const char *dir)
-{
-	char path[256];
-
-	snprintf(path, sizeof(path), "%s/freezer.state", dir);
-	(void)write_str(path, "THAWED");
-}
-
-/* SIGKILL pending on `pid` (process-wide or on its first thread). */
-static bool
-kill_pending(pid_t pid)
-{
-	char path[64], line[128];
-	unsigned long long mask;
-	bool yes = false;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	if ((f = fopen(path, "re")) == NULL)
-		return false;
-	while (fgets(line, sizeof(line), f) != NULL)
-		if ((sscanf(line, "ShdPnd: %llx", &mask) == 1 ||
-		    sscanf(line, "SigPnd: %llx", &mask) == 1) &&
-		    (mask & (1ULL << (SIGKILL - 1))))
-			yes = true;
-	fclose(f);
-	return yes;
-}
-
 struct destroyer { sipc_supervisor *s; atomic_bool done; };
 
 static void *
@@ -344,14 +265,14 @@ thaw_when_due(const char *dir, pid_t kid, struct destroyer *d)
 	int64_t killed_at = 0, end = tl_now_ms() + WAIT_MS;
 
 	while (!atomic_load(&d->done) && tl_now_ms() < end) {
-		if (killed_at == 0 && kill_pending(kid))
+		if (killed_at == 0 && st_kill_pending(&kid))
 			killed_at = tl_now_ms();
 		if (killed_at != 0 && tl_now_ms() >= killed_at + 200)
 			break;
 		usleep(2000);
 	}
 	CU_ASSERT(killed_at != 0 || atomic_load(&d->done));
-	thaw(dir);
+	(void)st_thaw(dir);
 }
 
 static void
@@ -367,9 +288,7 @@ test_owner_destroy_waits_for_unreapable_zombie_member(void)
 
 	if (st_skip_sandboxed("process-group mechanics"))
 		return;
-	snprintf(dir, sizeof(dir), FREEZER_ROOT "/sipc-owner-test-%d",
-	    (int)getpid());
-	if (mkdir(dir, 0755) < 0) {
+	if (!st_freezer_make(dir, sizeof(dir), "owner-test")) {
 		tl_skip("no writable cgroup v1 freezer (needs root)");
 		return;
 	}
@@ -386,7 +305,7 @@ test_owner_destroy_waits_for_unreapable_zombie_member(void)
 	sipc_result_release(&r);
 	CU_ASSERT_FATAL(sscanf(buf, "kid=%d", &kid) == 1);
 	CU_ASSERT_FATAL(tl_wait_until(st_pid_zombie, &kid, WAIT_MS));
-	CU_ASSERT_FATAL(freeze(dir, kid));
+	CU_ASSERT_FATAL(st_freeze(dir, kid, WAIT_MS));
 	CU_ASSERT_FATAL(pthread_create(&th, NULL, destroy_thread, &d) == 0);
 	thaw_when_due(dir, kid, &d);
 	pthread_join(th, NULL);
@@ -395,7 +314,7 @@ test_owner_destroy_waits_for_unreapable_zombie_member(void)
 	CU_ASSERT_EQUAL(tl_count_zombie_children(), 0);
 	if (!st_pid_gone(&kid))
 		(void)waitpid(kid, NULL, WNOHANG | __WALL);
-	(void)rmdir(dir);
+	st_freezer_drop(dir);
 	st_unblock_sigchld();   /* owner mode left it blocked here */
 }
 
