@@ -2,7 +2,8 @@
  * startprobe.h - the guarantees a provider declares, proven at
  * sipc_create() by running sipc-probe once through it.  The bait the
  * host sets up and the verdict per guarantee are also what the provider
- * conformance suite judges with: one judge per guarantee.
+ * conformance suite judges with: one judge per guarantee (the run:
+ * startprobe.c; the bait and the judges: probejudge.c).
  */
 #ifndef SIPC__STARTPROBE_H
 #define SIPC__STARTPROBE_H
@@ -84,5 +85,7 @@ int sipc__judge(unsigned bit, const struct sipc__judge *j, char *why,
                 size_t len);
 int sipc__judge_fds(const struct sipc__judge *j, char *why, size_t len);
 int sipc__judge_env(const struct sipc__judge *j, char *why, size_t len);
+/* The "errno=E" of a probe reply as text ("no error given" without). */
+const char *sipc__probe_reply_err(const char *text);
 
 #endif
