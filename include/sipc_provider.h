@@ -170,7 +170,11 @@ struct sipc_provider_ops {
 	 * 1: not done, what was killed has not gone yet: the core calls it
 	 * again (after try_end, which keeps returning 1) when end_fd polls
 	 * readable or on its timer, and settles the worker's end only once
-	 * sweep returned 0 or an error; release finishes it (bounded). */
+	 * sweep returned 0 or an error; release finishes it (bounded).
+	 * While it answers 1, end_fd must not poll readable until there is
+	 * something new to look at (or the core asks in a loop).  A sweep
+	 * that still answers 1 after 10 s is given up: the core logs an
+	 * error and settles the end without it. */
 	int (*sweep)(void *handle);
 	/* Free the handle (end_fd is closed here).  A worker not yet ended
 	 * is killed and swept first: nothing is ever left unowned. */

@@ -136,10 +136,25 @@ tick_slot(struct sipc__slot *sl, int64_t now, int64_t *next,
 		if (r == 1) {
 			/* what the worker left goes before its end is settled;
 			 * 1: not gone yet, its end_fd wakes us to ask again
-			 * (no other slot waits for it meanwhile) */
+			 * (no other slot waits for it meanwhile), and the
+			 * timer does at the bound: a provider that never
+			 * finishes does not hold the slot for ever */
 			if (s->prov->sweep != NULL &&
-			    (r = s->prov->sweep(sl->handle)) == 1)
-				return;
+			    (r = s->prov->sweep(sl->handle)) == 1) {
+				if (sl->sweep_since_ms == 0)
+					sl->sweep_since_ms = now;
+				if (now - sl->sweep_since_ms < SIPC__SWEEP_MAX_MS) {
+					*next = min64(*next, sl->sweep_since_ms +
+					    SIPC__SWEEP_MAX_MS);
+					return;
+				}
+				sipc__log(s, SIPC_LOG_ERROR, sl, "provider %s: "
+				    "sweep not done after %d ms; the worker's end "
+				    "is settled without it", s->prov->name,
+				    SIPC__SWEEP_MAX_MS);
+				r = 0;
+			}
+			sl->sweep_since_ms = 0;
 			if (r < 0)
 				sipc__log(s, SIPC_LOG_ERROR, sl, "sweeping worker: "
 				    "%s", sipc_strerror(r));

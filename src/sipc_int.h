@@ -158,6 +158,8 @@ struct sipc__slot {
 	bool killed;
 	enum sipc_term_reason term_reason;
 	int64_t respawn_at_ms;        /* IDLE/COOLDOWN: when to spawn */
+	int64_t sweep_since_ms;       /* the provider's sweep first said
+	                               * "not yet" (1); 0 = it has not */
 	void *policy;                 /* struct sipc__restart * */
 };
 
@@ -319,6 +321,10 @@ int sipc__dispatch_new(struct sipc_supervisor *s, struct sipc__req *q);
  * seen gone): the reaper waits at most this long per worker end for its
  * reader, whatever a surviving descendant keeps writing. */
 #define SIPC__FINAL_DRAIN_MS 100
+/* How long a provider's sweep may keep answering "not yet" (1) before
+ * the reaper gives up on it, logs an error and settles the worker's end
+ * anyway (the local and sandbox providers finish within 2 s). */
+#define SIPC__SWEEP_MAX_MS 10000
 int sipc__worker_threads_start(struct sipc__slot *sl);
 /* writer.c: the writer thread's body (started by reader.c) */
 void *sipc__writer_main(void *arg);

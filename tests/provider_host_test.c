@@ -87,6 +87,15 @@ hw_leftover(void *state, const struct sipc_provider_id *id,
 	return local_ops->leftover(state, &inner, grace_ms);
 }
 
+/* The local sweep, then "not yet" for ever: a provider that never
+ * finishes reclaiming a worker. */
+static int
+hw_sweep_stuck(void *handle)
+{
+	(void)local_ops->sweep(handle);
+	return 1;
+}
+
 static unsigned
 hw_declared_all(const struct sipc_config *cfg)
 {
@@ -96,6 +105,8 @@ hw_declared_all(const struct sipc_config *cfg)
 static struct sipc_provider_ops hostwrap;
 /* The same ops, declaring every guarantee (it gives none). */
 static struct sipc_provider_ops hostwrap_claims;
+/* The same ops, with a sweep that never finishes. */
+static struct sipc_provider_ops hostwrap_stuck;
 
 static void
 make_ops(void)
@@ -110,6 +121,9 @@ make_ops(void)
 	hostwrap_claims = hostwrap;
 	hostwrap_claims.name = "hostwrap-claims";
 	hostwrap_claims.declared = hw_declared_all;
+	hostwrap_stuck = hostwrap;
+	hostwrap_stuck.name = "hostwrap-stuck";
+	hostwrap_stuck.sweep = hw_sweep_stuck;
 }
 
 static struct sipc_config
@@ -208,6 +222,38 @@ test_provider_host_no_end_fd_rescanned_in_test(void)
 	sipc_result_release(&r);
 	CU_ASSERT_EQUAL(sipc_destroy(s), 0);
 	atomic_store(&end_fd_hidden, false);
+}
+
+/*
+ * A provider whose sweep answers "not yet" for ever does not hold its
+ * slot for ever: past the reaper's bound the end is settled anyway,
+ * with an error naming the provider, and the slot starts its next
+ * worker (before the bound, the end waited).
+ */
+static void
+test_provider_host_stuck_sweep_is_given_up(void)
+{
+	struct sipc_config c = cfg_for(NULL, "echo");
+	struct sipc_worker_stats w;
+	struct st_gen_want want;
+	struct sipc_result r;
+	sipc_supervisor *s;
+
+	c.provider = "hostwrap-stuck";
+	c.state_dir = NULL;
+	CU_ASSERT_FATAL(sipc_provider_register(&hostwrap_stuck) == 0 ||
+	    sipc__provider_find("hostwrap-stuck") == &hostwrap_stuck);
+	st_log_reset();
+	s = st_start(&c, 1, DEADLINE_MS);
+	w = st_worker_stats(s, 0);
+	CU_ASSERT_FATAL(w.pid > 0 && kill(w.pid, SIGKILL) == 0);
+	want = (struct st_gen_want){ 0, w.generation + 1 };
+	CU_ASSERT(st_stats_wait(s, st_pred_gen_ready, &want, DEADLINE_MS));
+	CU_ASSERT(st_log_has("provider hostwrap-stuck: sweep not done"));
+	st_call_cmd(s, NULL, DEADLINE_MS, 0, &r);
+	CU_ASSERT_EQUAL(r.outcome, SIPC_OUTCOME_OK);
+	sipc_result_release(&r);
+	CU_ASSERT_EQUAL(sipc_destroy(s), 0);
 }
 
 /*
@@ -409,6 +455,8 @@ main(void)
 	      test_provider_host_production_refused },
 	    { "test_provider_host_no_end_fd_rescanned_in_test",
 	      test_provider_host_no_end_fd_rescanned_in_test },
+	    { "test_provider_host_stuck_sweep_is_given_up",
+	      test_provider_host_stuck_sweep_is_given_up },
 	    { "test_provider_host_claims_refused_by_probe",
 	      test_provider_host_claims_refused_by_probe },
 	    { "test_provider_host_no_end_fd_refused_in_production",
