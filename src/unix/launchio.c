@@ -218,6 +218,21 @@ sipc__wend_end_fd(struct sipc__wend *w)
 	return w->ep >= 0 ? w->ep : w->pidfd;
 }
 
+void
+sipc__wend_chan(struct sipc__wend *w, struct sipc__launch_fds *f,
+                const struct sipc__cg *cg, int cg_err,
+                struct sipc_provider_chan *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	ret->proto_fd = f->sv[0];
+	ret->diag_fd = f->dp[0];
+	f->sv[0] = f->dp[0] = -1;
+	ret->end_fd = sipc__wend_end_fd(w);
+	ret->info.cgroup = w->cg != NULL;
+	ret->info.limits = w->cg != NULL && cg != NULL ? sipc__cg_limits(cg) : 0;
+	ret->info.cgroup_err = cg_err;
+}
+
 /* Closing them takes them out of the epoll set. */
 static void
 drain_close(struct sipc__wend *w)

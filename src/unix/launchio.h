@@ -127,6 +127,15 @@ void sipc__wend_init(struct sipc__wend *w);
 int sipc__wend_prepare(struct sipc__wend *w);
 /* Once pidfd is set: the channel's end descriptor (chan.end_fd). */
 int sipc__wend_end_fd(struct sipc__wend *w);
+/* A launch that started: *ret cleared, then given f's protocol and
+ * diagnostics descriptors (f no longer holds them), the end descriptor
+ * and the cgroup facts (the limits of the provider's cgroup state `cg`,
+ * which may be NULL, when the worker has a cgroup; `cg_err`: why it has
+ * none).  The provider fills the rest (pid,
+ * containment, note, identity). */
+void sipc__wend_chan(struct sipc__wend *w, struct sipc__launch_fds *f,
+                     const struct sipc__cg *cg, int cg_err,
+                     struct sipc_provider_chan *ret);
 /* A launch that did not start (its child, if any, reaped): close what
  * prepare opened, remove the cgroup. */
 void sipc__wend_drop(struct sipc__wend *w);

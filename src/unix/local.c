@@ -344,16 +344,10 @@ local_launch_finish(void *pending, struct sipc_provider_chan *ret_chan,
 		p->w.report_fd = q->f.rp[0];
 		q->f.rp[0] = -1;
 	}
-	memset(ret_chan, 0, sizeof(*ret_chan));
-	ret_chan->proto_fd = q->f.sv[0];
-	ret_chan->diag_fd = q->f.dp[0];
-	q->f.sv[0] = q->f.dp[0] = -1;
-	ret_chan->end_fd = sipc__wend_end_fd(&p->w);
+	sipc__wend_chan(&p->w, &q->f, q->st != NULL ? q->st->cg : NULL,
+	    q->cg_err, ret_chan);
 	ret_chan->display_pid = p->pid;
 	ret_chan->contain = p->mode;
-	ret_chan->info.cgroup = p->w.cg != NULL;
-	ret_chan->info.limits = p->w.cg != NULL ? sipc__cg_limits(q->st->cg) : 0;
-	ret_chan->info.cgroup_err = q->cg_err;
 	if (p->mode != SIPC_CONTAIN_PID_NAMESPACE && q->why[0] != '\0')
 		snprintf(ret_chan->note, sizeof(ret_chan->note),
 		    "stronger mode refused: %.72s", q->why);

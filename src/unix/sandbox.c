@@ -367,17 +367,11 @@ sbx_launch_finish(void *pending, struct sipc_provider_chan *ret_chan,
 		goto fail;
 	p->w.report_fd = q->f.rp[0];
 	q->f.rp[0] = -1;
-	memset(ret_chan, 0, sizeof(*ret_chan));
-	ret_chan->proto_fd = q->f.sv[0];
-	ret_chan->diag_fd = q->f.dp[0];
-	q->f.sv[0] = q->f.dp[0] = -1;
-	ret_chan->end_fd = sipc__wend_end_fd(&p->w);
+	sipc__wend_chan(&p->w, &q->f, q->st != NULL ? q->st->cgs.cg : NULL,
+	    q->cg_err, ret_chan);
 	ret_chan->display_pid = p->init_pid;
 	ret_chan->contain = SIPC_CONTAIN_PID_NAMESPACE;
 	snprintf(ret_chan->note, sizeof(ret_chan->note), "%s", q->view_note);
-	ret_chan->info.cgroup = p->w.cg != NULL;
-	ret_chan->info.limits = p->w.cg != NULL ? sipc__cg_limits(q->st->cgs.cg) : 0;
-	ret_chan->info.cgroup_err = q->cg_err;
 	sipc__sbx_id_encode(&p->id, &ret_chan->id);
 	*ret_handle = p;
 	q->p = NULL;
