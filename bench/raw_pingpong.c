@@ -19,8 +19,23 @@
  *                                               both processes per trip
  * and a note per size naming the channel and placement that won.
  *
+ * Then, at 64 B only, the other ways ONE descriptor can carry the
+ * channel (a worker gets exactly one protocol descriptor), both
+ * placements: socketpairs of SOCK_SEQPACKET and SOCK_DGRAM (one message
+ * per frame), and the stream socketpair with both sides waiting for
+ * input in poll() before each read() ("sockpoll": a thread asleep in a
+ * stream socket's read() is also woken when the peer reads what it
+ * wrote, which poll() filters out; sipc waits that way on both ends):
+ *   metric raw_pingpong_64_<seqpacket|dgram|sockpoll>_<place>_p50, _p99,
+ *       _n, _ctxsw
+ *   metric raw_pingpong_64_onefd_p50, _p99, _ctxsw   the best one-descriptor
+ *       channel (the plain stream socketpair included), better placement
+ * These never enter the limit above; they show what one descriptor can
+ * reach against two pipes on this machine.
+ *
  * Threads: single-threaded parent and child.
  */
+#include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <sys/wait.h>
@@ -60,6 +75,40 @@ child_echo(struct bench_chan c)
 	}
 }
 
+/* Wait in poll() until `fd` has input (or an end), when `on`. */
+static void
+wait_input(int fd, int on)
+{
+	struct pollfd pf = { .fd = fd, .events = POLLIN };
+
+	while (on && poll(&pf, 1, -1) < 0 && errno == EINTR)
+		;
+}
+
+/* Child of the one-descriptor channels: echo what each read() returns
+ * (one message of a message socket; a whole 68-byte frame of the stream
+ * socket in practice, which is all this child is used for), waiting in
+ * poll() first when `usepoll`.  Exits the process. */
+static void
+child_echo_msg(int fd, int usepoll)
+{
+	uint8_t buf[4096];
+	ssize_t n;
+
+	for (;;) {
+		wait_input(fd, usepoll);
+		if ((n = read(fd, buf, sizeof(buf))) < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			_exit(0);
+		if (bench_write_all(fd, buf, (size_t)n) < 0)
+			_exit(4);
+	}
+}
+
+/* Set while the parent of a "sockpoll" run waits in poll() first. */
+static int parent_polls;
+
 /* One round trip of `len` payload bytes.  Returns 0 or -errno. */
 static int
 round_trip(struct bench_chan c, uint8_t *out, uint8_t *in, uint32_t len)
@@ -69,6 +118,7 @@ round_trip(struct bench_chan c, uint8_t *out, uint8_t *in, uint32_t len)
 	memcpy(out, &len, 4);
 	if ((rc = bench_write_all(c.wr, out, 4 + (size_t)len)) < 0)
 		return rc;
+	wait_input(c.rd, parent_polls);
 	return bench_read_all(c.rd, in, 4 + (size_t)len);
 }
 
@@ -244,6 +294,93 @@ report(int nplace)
 	}
 }
 
+/* ------------------------------------------- one-descriptor channels */
+enum { MSG_SEQPACKET, MSG_DGRAM, MSG_SOCKPOLL, NMSG };
+static const char *const msg_name[NMSG] = { "seqpacket", "dgram", "sockpoll" };
+static const int msg_type[NMSG] = { SOCK_SEQPACKET, SOCK_DGRAM, SOCK_STREAM };
+static struct fig M[NMSG][BENCH_NPLACE];
+
+/* Channel `m` of the one-descriptor set, 64 B frames, parent on CPU
+ * `pc`, child on `cc`.  Returns 0 or -errno. */
+static int
+msg_placement(int m, int pc, int cc, double dur, uint64_t *lat,
+    struct fig *f)
+{
+	int type = msg_type[m], usepoll = m == MSG_SOCKPOLL;
+	struct bench_chan par;
+	cpu_set_t orig;
+	int sv[2], status, rc;
+	pid_t pid;
+
+	sched_getaffinity(0, sizeof(orig), &orig);
+	if (socketpair(AF_UNIX, type | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	if ((pid = fork()) < 0) {
+		rc = -errno;
+		close(sv[0]);
+		close(sv[1]);
+		return rc;
+	}
+	if (pid == 0) {
+		bench_pin(cc);
+		close(sv[0]);
+		child_echo_msg(sv[1], usepoll);
+	}
+	close(sv[1]);
+	bench_pin(pc);
+	par.rd = par.wr = sv[0];
+	parent_polls = usepoll;
+	rc = measure(par, pid, 64, dur, lat, f);
+	parent_polls = 0;
+	close(sv[0]);
+	/* a datagram socket sees no end of stream: the child is stopped */
+	(void)kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	sched_setaffinity(0, sizeof(orig), &orig);
+	return rc;
+}
+
+/* The message channels' figures, and the best one-descriptor channel
+ * (these two and the stream socketpair) at 64 B. */
+static void
+report_onefd(int nplace)
+{
+	const struct fig *best = NULL, *f;
+	const char *bn = NULL, *bp = NULL;
+	char tag[48], note[256];
+	int m, p;
+
+	for (m = 0; m < NMSG; m++)
+		for (p = 0; p < nplace; p++) {
+			f = &M[m][p];
+			if (!f->ok)
+				continue;
+			snprintf(tag, sizeof(tag), "_%s_%s", msg_name[m],
+			    bench_place_name[p]);
+			print_fig(tag, 0, f, 1);
+			if (best == NULL || better(best, f) == 1) {
+				best = f;
+				bn = msg_name[m];
+				bp = bench_place_name[p];
+			}
+		}
+	for (p = 0; p < nplace; p++) {
+		f = &F[BENCH_SOCK][p][0];
+		if (f->ok && (best == NULL || better(best, f) == 1)) {
+			best = f;
+			bn = "sock";
+			bp = bench_place_name[p];
+		}
+	}
+	if (best == NULL)
+		return;
+	print_fig("_onefd", 0, best, 0);
+	snprintf(note, sizeof(note), "raw_pingpong best one-descriptor channel "
+	    "at 64 B: %s %s (p50 %.1f us, %.2f context switches a trip)", bn,
+	    nplace > 1 ? bp : "unpinned", best->p50, best->ctxsw);
+	bench_note(note);
+}
+
 /*
  * Where the scheduler puts the two processes decides the figure on small
  * VMs (a wake-up on the same CPU costs a few us, across CPUs tens), and
@@ -286,6 +423,17 @@ main(int argc, char **argv)
 		bench_note(note);
 	}
 	report(nplace);
+	for (c = 0; c < NMSG; c++)
+		for (p = 0; p < nplace; p++) {
+			rc = msg_placement(c, cpu[0], cpu[p], dur, lat,
+			    &M[c][p]);
+			if (rc == 0)
+				continue;
+			snprintf(note, sizeof(note), "raw_pingpong %s %s: %s",
+			    msg_name[c], bench_place_name[p], strerror(-rc));
+			bench_note(note);
+		}
+	report_onefd(nplace);
 	free(lat);
 	return 0;
 fail:

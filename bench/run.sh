@@ -240,6 +240,10 @@ for ch in sock pipe pipe1m; do
 	info "sync_64_p50_vs_raw_pingpong_$ch" sipc_call_64_p50 "raw_pingpong_64_${ch}_p50"
 done
 info ctxsw_per_sync_call_vs_raw_pingpong sipc_cost_call_64_ctxsw raw_pingpong_64_ctxsw
+# One descriptor (what a worker gets) against the best channel: the floor
+# of the sync ratio for any one-descriptor channel, and sipc against it.
+info raw_pingpong_64_onefd_vs_best raw_pingpong_64_onefd_p50 raw_pingpong_64_p50
+info sync_64_p50_vs_raw_pingpong_onefd sipc_call_64_p50 raw_pingpong_64_onefd_p50
 info scale_w16_vs_w4_64_msgs sipc_scale_w16_64_msgs sipc_scale_w4_64_msgs
 # What many processes cost without sipc (one epoll thread, no locks): the
 # share of the 4-child figure raw processes keep on this machine, and

@@ -50,8 +50,8 @@ typedef void (*sipc_worker_handler)(sipc_worker *w, uint64_t id,
  * worker should stop that work; replying afterwards is allowed and is
  * dropped by the supervisor. */
 typedef void (*sipc_worker_cancel)(sipc_worker *w, uint64_t id, void *arg);
-/* Called when the runtime has no more input buffered, before it blocks
- * in read().  Useful to flush deferred (out-of-order) replies. */
+/* Called when the runtime has no more input buffered, before it waits
+ * for more.  Useful to flush deferred (out-of-order) replies. */
 typedef void (*sipc_worker_idle)(sipc_worker *w, void *arg);
 
 /*
