@@ -24,7 +24,8 @@ DRILL_TIMEOUT ?= 600
 DRILL_SRC     := $(sort $(wildcard tests/drill/*.c))
 DRILL_BIN     := $(BUILD)/drill/drill
 
-$(DRILL_BIN): $(DRILL_SRC) tests/drill/drill.h $(LIB)
+$(DRILL_BIN): $(DRILL_SRC) tests/drill/drill.h tests/lib/lineread.h \
+		tests/lib/rmtree.h $(LIB)
 	@mkdir -p $(@D)
 	$(COMPILE) -Itests/drill -o $@ $(DRILL_SRC) $(LIB) \
 		$(XLDFLAGS) $(LDLIBS_BSD)

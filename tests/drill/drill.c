@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "drill.h"
+#include "../lib/lineread.h"
 #include "../lib/rmtree.h"
 
 struct ctl {
@@ -53,15 +54,6 @@ rnd(struct ctl *c, unsigned n)
 	c->rng ^= c->rng >> 7;
 	c->rng ^= c->rng << 17;
 	return (unsigned)(c->rng % n);
-}
-
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static void
@@ -208,23 +200,7 @@ spawn_gen(struct ctl *c, unsigned gen, bool final, struct genproc *g)
 static bool
 gen_line(struct genproc *g, char *buf, size_t len, int timeout_ms)
 {
-	int64_t end = now_ms() + timeout_ms;
-	size_t off = 0;
-
-	while (off + 1 < len) {
-		struct pollfd p = { .fd = g->status_fd, .events = POLLIN };
-		int64_t left = end - now_ms();
-
-		if (left <= 0 || poll(&p, 1, (int)left) <= 0 ||
-		    read(g->status_fd, buf + off, 1) != 1)
-			return false;
-		if (buf[off] == '\n') {
-			buf[off] = '\0';
-			return true;
-		}
-		off++;
-	}
-	return false;
+	return lr_read_line(g->status_fd, buf, len, timeout_ms);
 }
 
 static int
@@ -344,14 +320,14 @@ final_run(struct ctl *c, unsigned gen, struct drill_run *run)
 static int
 final_leftovers(struct ctl *c)
 {
-	int64_t end = now_ms() + 10000;
+	int64_t end = lr_now_ms() + 10000;
 	pid_t left[16];
 	unsigned n, i;
 
 	for (;;) {
 		reap_orphans();
 		n = tagged(c, 0, left, 16);
-		if (n == 0 || now_ms() >= end)
+		if (n == 0 || lr_now_ms() >= end)
 			break;
 		pause_ms(20);
 	}

@@ -1,5 +1,6 @@
 /* testlib.c - see testlib.h: fixtures, clocks, resource counts and
  * plain processes.  The runner (tl_suite, tl_run, tl_skip) is in runner.c. */
+#include "lineread.h"
 #include "testlib.h"
 
 #include <dirent.h>
@@ -37,10 +38,7 @@ tl_init_path(void)
 int64_t
 tl_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return lr_now_ms();
 }
 
 bool
@@ -238,23 +236,5 @@ tl_proc_cgroup(pid_t pid, char *ret, size_t len)
 bool
 tl_read_line(int fd, char *buf, size_t len, int ms)
 {
-	int64_t end = tl_now_ms() + ms;
-	size_t off = 0;
-	ssize_t n;
-
-	while (off + 1 < len) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		int64_t left = end - tl_now_ms();
-
-		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
-			return false;
-		if ((n = read(fd, buf + off, 1)) <= 0)
-			return false;
-		if (buf[off] == '\n') {
-			buf[off] = '\0';
-			return true;
-		}
-		off++;
-	}
-	return false;
+	return lr_read_line(fd, buf, len, ms);
 }
