@@ -1,0 +1,522 @@
+/*
+ * outside3_test.c - a third round of promises of the public documents,
+ * checked from outside: only the public headers, the fixtures and the
+ * man pages, no internal header.  public_accept_test.c, outside_test.c
+ * and outside_conf_test.c hold the first two rounds; nothing here
+ * repeats them or another test.  Each test names what it checks:
+ *   - the man pages' SYNOPSIS sections compile against include/ as shown;
+ *   - sipc_stats_get(3): each outcome moves its counter once, and
+ *     `submitted` is their sum once nothing is pending;
+ *   - CONTRACT section 13 and sipc.h: the fields of a WORKER_ERROR and of
+ *     a never-sent TIMEOUT result;
+ *   - CONTRACT G2 and G4: where the diagnostics stream is cut, how long
+ *     an escaped piece may be, and the tail a result carries.
+ *
+ * Threads: the CUnit thread drives everything; the log callback runs on
+ * library threads and touches only the capture below, under its mutex.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sipc.h"
+#include "sipctest.h"
+#include "testlib.h"
+
+#define WAIT_MS 20000          /* generous deadline for any event */
+
+/* ------------------------------------------------------ man SYNOPSIS */
+
+/* Append the C text of one SYNOPSIS line of a man page to `out`:
+ * ".B text" is the text, ".BI" joins its (quoted or bare) words without
+ * spaces, as groff prints them; a bare macro name shown alone must be
+ * defined.  Other requests print nothing. */
+static void
+synopsis_line(const char *ln, FILE *out)
+{
+	const char *p;
+	char word[128];
+	bool quoted = false;
+	size_t n;
+
+	if (strncmp(ln, ".PP", 3) == 0) {
+		fputc('\n', out);
+		return;
+	}
+	if (strncmp(ln, ".B ", 3) == 0) {
+		p = ln + 3;
+		n = strspn(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZ_0123456789");
+		if (n > 0 && n < sizeof(word) && p[n] == '\0') {
+			memcpy(word, p, n);
+			word[n] = '\0';
+			fprintf(out, "#ifndef %s\n#error %s undefined\n#endif\n",
+			    word, word);
+		} else {
+			fprintf(out, "%s\n", p);
+		}
+		return;
+	}
+	if (strncmp(ln, ".BI ", 4) != 0)
+		return;
+	for (p = ln + 4; *p != '\0'; p++) {
+		if (*p == '"')
+			quoted = !quoted;
+		else if (*p != ' ' || quoted)
+			fputc(*p, out);
+	}
+	fputc('\n', out);
+}
+
+/*
+ * Write page `path`'s SYNOPSIS (between .nf and .fi) as C to `cfile`.
+ * Returns the number of lines taken (0: no synopsis).
+ */
+static int
+synopsis_to_c(const char *path, const char *cfile)
+{
+	FILE *in = fopen(path, "r"), *out;
+	char ln[1024];
+	bool in_syn = false, in_nf = false;
+	int n = 0;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(in);
+	out = fopen(cfile, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(out);
+	while (fgets(ln, sizeof(ln), in) != NULL) {
+		ln[strcspn(ln, "\n")] = '\0';
+		if (strncmp(ln, ".SH", 3) == 0) {
+			in_syn = strcmp(ln, ".SH SYNOPSIS") == 0;
+			continue;
+		}
+		if (!in_syn)
+			continue;
+		if (strcmp(ln, ".nf") == 0 || strcmp(ln, ".fi") == 0) {
+			in_nf = ln[1] == 'n';
+			continue;
+		}
+		if (in_nf) {
+			synopsis_line(ln, out);
+			n++;
+		}
+	}
+	fclose(in);
+	fclose(out);
+	return n;
+}
+
+/* The inverse check: synopsis_line() must turn a mismatching declaration
+ * into C that the compiler refuses, or the test could not fail. */
+static int
+compile_c(const char *cfile, bool quiet)
+{
+	const char *cc = getenv("CC");
+	char cmd[512];
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "%s -std=c11 -Wall -Werror -fsyntax-only "
+	    "-Iinclude -x c %s%s", cc != NULL && *cc != '\0' ? cc : "cc", cfile,
+	    quiet ? " 2>/dev/null" : "");
+	st = system(cmd);
+	return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* man pages (section 3): "each SYNOPSIS compiles against the headers as
+ * shown" - every prototype and typedef a page shows is compatible with
+ * the header it includes, every macro it names is defined. */
+static void
+test_outside3_man_synopsis_compiles(void)
+{
+	char cfile[] = "/tmp/outside3-synXXXXXX.c";
+	char path[512];
+	struct dirent *de;
+	DIR *d;
+	FILE *f;
+	int fd, pages = 0;
+
+	fd = mkstemps(cfile, 2);
+	CU_ASSERT_FATAL(fd >= 0);
+	close(fd);
+	/* The check itself must be able to fail: a wrong prototype. */
+	f = fopen(cfile, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputs("#include <sipc.h>\n", f);
+	fclose(f);
+	CU_ASSERT_FATAL(compile_c(cfile, false) == 0);
+	f = fopen(cfile, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputs("#include <sipc.h>\n", f);
+	synopsis_line(".BI \"int sipc_destroy(sipc_supervisor *\" s \", int \" "
+	    "x );", f);
+	fclose(f);
+	CU_ASSERT(compile_c(cfile, true) != 0);
+
+	d = opendir("man");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	while ((de = readdir(d)) != NULL) {
+		size_t n = strlen(de->d_name);
+
+		if (n < 3 || strcmp(de->d_name + n - 2, ".3") != 0)
+			continue;
+		snprintf(path, sizeof(path), "man/%s", de->d_name);
+		if (synopsis_to_c(path, cfile) == 0)
+			continue;
+		pages++;
+		if (compile_c(cfile, false) != 0) {
+			fprintf(stderr, "%s: SYNOPSIS does not compile\n",
+			    path);
+			CU_FAIL("a SYNOPSIS does not compile");
+		}
+	}
+	closedir(d);
+	CU_ASSERT(pages >= 10);
+	unlink(cfile);
+}
+
+/* ------------------------------------------------ counters and results */
+
+static struct st_outbox box = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+/* One echo worker, one request in flight and one queued at most. */
+static sipc_supervisor *
+start_narrow(void)
+{
+	struct sipc_config c;
+
+	st_cfg_base(&c, "echo", NULL, 1);
+	c.max_inflight = 1;
+	c.ring_frames = 1;
+	c.stall_ms = 60000;            /* the sleeps are the point */
+	return st_start(&c, 1, WAIT_MS);
+}
+
+static bool
+pred_inflight1(const struct sipc_stats *st, void *arg)
+{
+	return st->nworkers == 1 && st->workers[0].inflight == 1;
+}
+
+static bool
+pred_settled(const struct sipc_stats *st, void *arg)
+{
+	return st->pending == 0 && st->mem_held == 0;
+}
+
+/*
+ * sipc_stats_get(3), sipc.h "Every submitted request reaches exactly one
+ * outcome": OK, WORKER_ERROR, TIMEOUT (queued), REJECTED (a full queue
+ * under SIPC_REQ_NOWAIT, sipc_call) and UNKNOWN (a crash) each move
+ * their own counter by exactly one per outcome; once nothing is pending,
+ * `submitted` is their sum, nothing is held against the ceiling, and
+ * the crash made exactly one planned restart (pool and slot).
+ */
+static void
+test_outside3_outcome_counters_move_once(void)
+{
+	struct st_outslot o[2] = { { &box, 0 }, { &box, 1 } };
+	struct sipc_request rq = { .payload = "data", .len = 4,
+	    .flags = SIPC_REQ_NOWAIT };
+	struct sipc_stats st;
+	struct sipc_result r;
+	sipc_supervisor *s = start_narrow();
+
+	st_outbox_reset(&box);
+	st_call_cmd(s, NULL, 0, 0, &r);                    /* OK */
+	CU_ASSERT(r.outcome == SIPC_OUTCOME_OK);
+	sipc_result_release(&r);
+	st_call_cmd(s, "error 7", 0, 0, &r);               /* WORKER_ERROR */
+	CU_ASSERT(r.outcome == SIPC_OUTCOME_WORKER_ERROR);
+	sipc_result_release(&r);
+	st_submit_cmd(s, "sleep 1500", 0, &o[0]);          /* OK, later */
+	CU_ASSERT_FATAL(st_stats_wait(s, pred_inflight1, NULL, WAIT_MS));
+	st_call_cmd(s, NULL, 150, 0, &r);                  /* TIMEOUT, queued */
+	CU_ASSERT(r.outcome == SIPC_OUTCOME_TIMEOUT && !r.may_have_run);
+	sipc_result_release(&r);
+	CU_ASSERT_FATAL(sipc_submit(s, &rq, st_outbox_done, &o[1], NULL) ==
+	    0);                                            /* queued: OK later */
+	CU_ASSERT_FATAL(sipc_call(s, &rq, &r) == 0);       /* REJECTED, full */
+	CU_ASSERT(r.outcome == SIPC_OUTCOME_REJECTED &&
+	    r.error == SIPC_E_FULL);
+	sipc_result_release(&r);
+	CU_ASSERT_FATAL(st_outbox_wait(&box, 2, WAIT_MS));
+	CU_ASSERT(box.res[0].outcome == SIPC_OUTCOME_OK &&
+	    box.res[1].outcome == SIPC_OUTCOME_OK);
+	st_call_cmd(s, "crash exit 3", 0, 0, &r);          /* UNKNOWN */
+	CU_ASSERT(r.outcome == SIPC_OUTCOME_UNKNOWN &&
+	    r.error == SIPC_E_WORKER_DIED);
+	sipc_result_release(&r);
+	CU_ASSERT(st_stats_wait(s, st_pred_respawned, NULL, WAIT_MS));
+	CU_ASSERT(st_stats_wait(s, pred_settled, NULL, WAIT_MS));
+
+	CU_ASSERT_FATAL(sipc_stats_get(s, &st) == 0);
+	CU_ASSERT_EQUAL(st.completed_ok, 3);
+	CU_ASSERT_EQUAL(st.worker_errors, 1);
+	CU_ASSERT_EQUAL(st.timeouts, 1);
+	CU_ASSERT_EQUAL(st.rejected, 1);
+	CU_ASSERT_EQUAL(st.unknown, 1);
+	CU_ASSERT_EQUAL(st.submitted, st.completed_ok + st.worker_errors +
+	    st.timeouts + st.rejected + st.unknown);
+	CU_ASSERT_EQUAL(st.requeued, 0);
+	CU_ASSERT_EQUAL(st.retried, 0);
+	CU_ASSERT_EQUAL(st.protocol_violations, 0);
+	CU_ASSERT_EQUAL(st.restarts, 1);
+	CU_ASSERT_EQUAL(st.workers[0].restarts, 1);
+	CU_ASSERT_EQUAL(st.workers[0].generation, 2);
+	CU_ASSERT(st.workers[0].last_exit.kind == SIPC_EXIT_CODE &&
+	    st.workers[0].last_exit.code == 3);
+	sipc_stats_release(&st);
+	st_outbox_release(&box);
+	sipc_destroy(s);
+}
+
+/*
+ * CONTRACT section 13 and sipc.h struct sipc_result: a WORKER_ERROR has
+ * error 0, may_have_run true, the worker's code and message, one
+ * attempt and the worker that answered; a TIMEOUT that never left the
+ * queue has SIPC_E_TIMEOUT, may_have_run false, no attempt and no worker
+ * ("0/0/0 if never sent"), and no reply.
+ */
+static void
+test_outside3_result_fields_worker_error_and_unsent_timeout(void)
+{
+	struct st_outslot o = { &box, 0 };
+	struct sipc_worker_stats ws;
+	struct sipc_result r;
+	sipc_supervisor *s = start_narrow();
+
+	st_outbox_reset(&box);
+	ws = st_worker_stats(s, 0);
+	st_call_cmd(s, "error 42", 0, 0, &r);
+	CU_ASSERT(r.outcome == SIPC_OUTCOME_WORKER_ERROR);
+	CU_ASSERT_EQUAL(r.error, 0);
+	CU_ASSERT(r.may_have_run);
+	CU_ASSERT_EQUAL(r.worker_error_code, 42);
+	CU_ASSERT(r.reply_len == strlen("requested error") &&
+	    r.reply != NULL &&
+	    memcmp(r.reply, "requested error", r.reply_len) == 0);
+	CU_ASSERT_EQUAL(r.attempts, 1);
+	CU_ASSERT(r.worker_id == 0 && r.generation == ws.generation &&
+	    r.pid == ws.pid && r.pid > 0);
+	CU_ASSERT(r.exit.kind == SIPC_EXIT_NONE);
+	sipc_result_release(&r);
+
+	st_submit_cmd(s, "sleep 1000", 0, &o);
+	CU_ASSERT_FATAL(st_stats_wait(s, pred_inflight1, NULL, WAIT_MS));
+	st_call_cmd(s, NULL, 100, 0, &r);
+	CU_ASSERT(r.outcome == SIPC_OUTCOME_TIMEOUT);
+	CU_ASSERT_EQUAL(r.error, SIPC_E_TIMEOUT);
+	CU_ASSERT(!r.may_have_run);
+	CU_ASSERT_EQUAL(r.attempts, 0);
+	CU_ASSERT(r.worker_id == 0 && r.generation == 0 && r.pid == 0);
+	CU_ASSERT(r.reply == NULL && r.reply_len == 0);
+	CU_ASSERT(r.request_id != 0);
+	sipc_result_release(&r);
+	CU_ASSERT(st_outbox_wait(&box, 1, WAIT_MS));
+	st_outbox_release(&box);
+	sipc_destroy(s);
+}
+
+/* ------------------------------------------------------------ diagnostics */
+
+/* What the log callback saw of the diagnostics: the lengths of the
+ * pieces made only of 'x' (chatty's long line), empty pieces, the
+ * longest piece, and any raw control or non-ASCII byte. */
+static struct {
+	pthread_mutex_t mu;
+	size_t xlen[4096];
+	unsigned nx, nempty, nbad;
+	size_t longest;
+} cap = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static void
+cap_log(void *arg, enum sipc_log_level lvl, uint32_t wid, uint32_t gen,
+        pid_t pid, const char *msg)
+{
+	size_t n = strlen(msg), i;
+
+	if (lvl != SIPC_LOG_DIAG)
+		return;
+	pthread_mutex_lock(&cap.mu);
+	if (n > cap.longest)
+		cap.longest = n;
+	if (n == 0)
+		cap.nempty++;
+	for (i = 0; i < n; i++)
+		if ((unsigned char)msg[i] < 0x20 ||
+		    (unsigned char)msg[i] >= 0x7f)
+			cap.nbad++;
+	if (n > 0 && strspn(msg, "x") == n && cap.nx < 4096)
+		cap.xlen[cap.nx++] = n;
+	pthread_mutex_unlock(&cap.mu);
+}
+
+static void
+cap_reset(void)
+{
+	pthread_mutex_lock(&cap.mu);
+	cap.nx = cap.nempty = cap.nbad = 0;
+	cap.longest = 0;
+	pthread_mutex_unlock(&cap.mu);
+}
+
+static bool
+cap_has_x(void *arg)
+{
+	size_t want = *(size_t *)arg, sum = 0;
+	unsigned i;
+
+	pthread_mutex_lock(&cap.mu);
+	for (i = 0; i < cap.nx; i++)
+		sum += cap.xlen[i];
+	pthread_mutex_unlock(&cap.mu);
+	return sum >= want;
+}
+
+/*
+ * CONTRACT G2: the stream is cut at '\n' and every diag_line_max bytes;
+ * each piece is escaped (no raw control byte, NUL included) and holds at
+ * most 4 x diag_line_max characters.  chatty writes a line of 5000 'x'
+ * (and escapes, a frame header with NUL bytes) on stdout and stderr
+ * before its HELLO.  Limit = 5000: each line is one piece of exactly
+ * 5000; 4999: a piece of 4999 and
+ * one of 1; 16: pieces of 16 and a last of 8 (5000 = 312 x 16 + 8).
+ */
+static void
+test_outside3_diag_cut_exactly_at_line_max(void)
+{
+	static const size_t maxes[] = { 5000, 4999, 16 };
+	char *argv[] = { "chatty", "0", NULL };
+	struct sipc_config c;
+	sipc_supervisor *s;
+	unsigned k, i;
+
+	for (k = 0; k < sizeof(maxes) / sizeof(maxes[0]); k++) {
+		size_t max = maxes[k], want = 2 * 5000;
+		unsigned full = 0, rest = 0, other = 0;
+
+		st_cfg_base(&c, "chatty", argv, 1);
+		c.diag_line_max = max;
+		c.log = cap_log;
+		cap_reset();
+		s = st_start(&c, 1, WAIT_MS);
+		CU_ASSERT(tl_wait_until(cap_has_x, &want, WAIT_MS));
+		sipc_destroy(s);
+		pthread_mutex_lock(&cap.mu);
+		for (i = 0; i < cap.nx; i++) {
+			if (cap.xlen[i] == max)
+				full++;
+			else if (cap.xlen[i] == 5000 % max)
+				rest++;
+			else
+				other++;
+		}
+		CU_ASSERT_EQUAL(full, 2 * (5000 / max));
+		CU_ASSERT_EQUAL(rest, 5000 % max != 0 ? 2 : 0);
+		CU_ASSERT_EQUAL(other, 0);
+		CU_ASSERT_EQUAL(cap.nbad, 0);
+		CU_ASSERT(cap.longest <= 4 * max);
+		if (full != 2 * (5000 / max) || other != 0)
+			fprintf(stderr, "max %zu: %u full, %u rest, %u other, "
+			    "%u empty\n", max, full, rest, other, cap.nempty);
+		pthread_mutex_unlock(&cap.mu);
+	}
+}
+
+static unsigned
+count_str(const char *hay, const char *needle)
+{
+	unsigned n = 0;
+
+	for (; (hay = strstr(hay, needle)) != NULL; hay++)
+		n++;
+	return n;
+}
+
+/* Does `tail` end with one whole procinfo line of generation 1 ("procinfo
+ * pid=P gen=1", a line end after it allowed)? */
+static bool
+ends_with_line(const char *tail)
+{
+	const char *p, *last = NULL;
+	unsigned long pid;
+	int n = 0;
+
+	for (p = tail; (p = strstr(p, "procinfo pid=")) != NULL; p++)
+		last = p;
+	if (last == NULL || (last != tail && last[-1] != '\n'))
+		return false;
+	if (sscanf(last, "procinfo pid=%lu gen=1%n", &pid, &n) != 1 || n == 0)
+		return false;
+	return strspn(last + n, "\n") == strlen(last + n);
+}
+
+/*
+ * CONTRACT G4, sipc.h struct sipc_result: the last diag_tail_bytes of
+ * escaped text are kept per worker and attached as diag_tail to a
+ * result settled by that worker's end.  procinfo writes one line per
+ * request; twelve requests, then "exit" (its line, then _exit(3)): with
+ * diag_tail_bytes 64 the tail is at most 64 bytes and ends with the
+ * dying request's whole line; with the default 4096 all 13 lines are
+ * there.
+ */
+static void
+test_outside3_diag_tail_capped_keeps_newest(void)
+{
+	static const size_t tails[] = { 64, 4096 };
+	struct sipc_request rq = { .payload = "hello", .len = 5 };
+	struct sipc_request ex = { .payload = "exit", .len = 4 };
+	struct sipc_config c;
+	struct sipc_result r;
+	sipc_supervisor *s;
+	unsigned k, i;
+
+	for (k = 0; k < 2; k++) {
+		st_cfg_base(&c, "procinfo", NULL, 1);
+		c.diag_tail_bytes = tails[k];
+		s = st_start(&c, 1, WAIT_MS);
+		for (i = 0; i < 12; i++) {
+			CU_ASSERT_FATAL(sipc_call(s, &rq, &r) == 0);
+			CU_ASSERT(r.outcome == SIPC_OUTCOME_OK);
+			sipc_result_release(&r);
+		}
+		CU_ASSERT_FATAL(sipc_call(s, &ex, &r) == 0);
+		CU_ASSERT(r.outcome == SIPC_OUTCOME_UNKNOWN &&
+		    r.error == SIPC_E_WORKER_DIED);
+		CU_ASSERT(r.exit.kind == SIPC_EXIT_CODE && r.exit.code == 3);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(r.diag_tail);
+		CU_ASSERT(strlen(r.diag_tail) <= tails[k]);
+		CU_ASSERT(ends_with_line(r.diag_tail));
+		if (tails[k] == 4096)
+			CU_ASSERT_EQUAL(count_str(r.diag_tail,
+			    "procinfo pid="), 13);
+		if (!ends_with_line(r.diag_tail) || strlen(r.diag_tail) >
+		    tails[k])
+			fprintf(stderr, "tail %zu: [%s]\n", tails[k],
+			    r.diag_tail);
+		sipc_result_release(&r);
+		sipc_destroy(s);
+	}
+}
+
+int
+main(void)
+{
+	st_no_core_files();
+	tl_suite("outside3", (tl_test[]){
+	    { "test_outside3_man_synopsis_compiles",
+	      test_outside3_man_synopsis_compiles },
+	    { "test_outside3_outcome_counters_move_once",
+	      test_outside3_outcome_counters_move_once },
+	    { "test_outside3_result_fields_worker_error_and_unsent_timeout",
+	      test_outside3_result_fields_worker_error_and_unsent_timeout },
+	    { "test_outside3_diag_cut_exactly_at_line_max",
+	      test_outside3_diag_cut_exactly_at_line_max },
+	    { "test_outside3_diag_tail_capped_keeps_newest",
+	      test_outside3_diag_tail_capped_keeps_newest },
+	    { NULL, NULL } });
+	return tl_run();
+}
