@@ -502,6 +502,113 @@ test_outside3_diag_tail_capped_keeps_newest(void)
 	}
 }
 
+/* ---------------------------------------------------- outcome / error */
+
+static bool
+pred_slot0_state(const struct sipc_stats *st, void *arg)
+{
+	return st->nworkers == 1 &&
+	    st->workers[0].state == *(enum sipc_worker_state *)arg;
+}
+
+/*
+ * CONTRACT section 13 (UNKNOWN row: "SIPC_E_TIMEOUT after DEADLINE") and
+ * X4: a worker terminated because a request stayed past its deadline
+ * and cancel_grace_ms takes its other requests that may have run with
+ * it; they end UNKNOWN / SIPC_E_TIMEOUT, naming the termination, while
+ * the late request itself got TIMEOUT at its deadline.  The counters
+ * move once each; the end is a planned restart.
+ */
+static void
+test_outside3_unknown_timeout_after_deadline_termination(void)
+{
+	struct st_outslot o[2] = { { &box, 0 }, { &box, 1 } };
+	struct sipc_config c;
+	struct sipc_stats st;
+	sipc_supervisor *s;
+
+	st_cfg_base(&c, "echo", NULL, 1);
+	c.max_inflight = 2;
+	c.stall_ms = 60000;
+	s = st_start(&c, 1, WAIT_MS);
+	st_outbox_reset(&box);
+	st_submit_cmd(s, "hang", 300, &o[0]);      /* never answered */
+	st_submit_cmd(s, "sleep 20000", 0, &o[1]); /* no deadline of its own */
+	CU_ASSERT_FATAL(st_outbox_wait(&box, 2, WAIT_MS));
+	CU_ASSERT(box.res[0].outcome == SIPC_OUTCOME_TIMEOUT &&
+	    box.res[0].error == SIPC_E_TIMEOUT && box.res[0].may_have_run);
+	CU_ASSERT_EQUAL(box.res[1].outcome, SIPC_OUTCOME_UNKNOWN);
+	CU_ASSERT_EQUAL(box.res[1].error, SIPC_E_TIMEOUT);
+	CU_ASSERT(box.res[1].may_have_run);
+	CU_ASSERT(box.res[1].exit.kind == SIPC_EXIT_TERMINATED &&
+	    box.res[1].exit.reason == SIPC_TERM_DEADLINE);
+	CU_ASSERT(st_stats_wait(s, st_pred_respawned, NULL, WAIT_MS));
+	CU_ASSERT(st_stats_wait(s, pred_settled, NULL, WAIT_MS));
+	CU_ASSERT_FATAL(sipc_stats_get(s, &st) == 0);
+	CU_ASSERT_EQUAL(st.timeouts, 1);
+	CU_ASSERT_EQUAL(st.unknown, 1);
+	CU_ASSERT_EQUAL(st.submitted, 2);
+	CU_ASSERT_EQUAL(st.restarts, 1);
+	CU_ASSERT(st.workers[0].last_exit.kind == SIPC_EXIT_TERMINATED &&
+	    st.workers[0].last_exit.reason == SIPC_TERM_DEADLINE);
+	sipc_stats_release(&st);
+	st_outbox_release(&box);
+	sipc_destroy(s);
+}
+
+/*
+ * CONTRACT section 13 (UNKNOWN row: SIPC_E_UNAVAILABLE), R1, R3 and P3:
+ * an idempotent request that may have run on a worker that died is to
+ * be written again, but its only slot goes into COOLDOWN (the restart
+ * would pass restart_intensity): it ends UNKNOWN / SIPC_E_UNAVAILABLE,
+ * may_have_run true, one attempt; the cool-down is not counted as a
+ * restart, and the next submit is REJECTED / SIPC_E_UNAVAILABLE at once.
+ */
+static void
+test_outside3_unknown_unavailable_idempotent_into_cooldown(void)
+{
+	enum sipc_worker_state cool = SIPC_WS_COOLDOWN;
+	struct sipc_config c;
+	struct sipc_stats st;
+	struct sipc_result r;
+	sipc_supervisor *s;
+	int64_t t0;
+
+	st_cfg_base(&c, "echo", NULL, 1);
+	c.restart_intensity = 1;
+	c.restart_window_ms = 600000;
+	c.cooldown_ms = 600000;
+	s = st_start(&c, 1, WAIT_MS);
+	st_call_cmd(s, "crash exit 3", 0, 0, &r);       /* restart 1 of 1 */
+	CU_ASSERT(r.outcome == SIPC_OUTCOME_UNKNOWN &&
+	    r.error == SIPC_E_WORKER_DIED);
+	sipc_result_release(&r);
+	CU_ASSERT_FATAL(st_stats_wait(s, st_pred_respawned, NULL, WAIT_MS));
+	st_call_cmd(s, "crash exit 3", 0, SIPC_REQ_IDEMPOTENT, &r);
+	CU_ASSERT_EQUAL(r.outcome, SIPC_OUTCOME_UNKNOWN);
+	CU_ASSERT_EQUAL(r.error, SIPC_E_UNAVAILABLE);
+	CU_ASSERT(r.may_have_run);
+	CU_ASSERT_EQUAL(r.attempts, 1);
+	CU_ASSERT(r.exit.kind == SIPC_EXIT_CODE && r.exit.code == 3);
+	sipc_result_release(&r);
+	CU_ASSERT_FATAL(st_stats_wait(s, pred_slot0_state, &cool, WAIT_MS));
+	t0 = tl_now_ms();
+	st_call_cmd(s, NULL, 0, 0, &r);
+	CU_ASSERT(r.outcome == SIPC_OUTCOME_REJECTED &&
+	    r.error == SIPC_E_UNAVAILABLE && !r.may_have_run);
+	CU_ASSERT(tl_now_ms() - t0 < 5000);
+	sipc_result_release(&r);
+	CU_ASSERT_FATAL(sipc_stats_get(s, &st) == 0);
+	CU_ASSERT_EQUAL(st.restarts, 1);
+	CU_ASSERT_EQUAL(st.workers[0].restarts, 1);
+	CU_ASSERT_EQUAL(st.unknown, 2);
+	CU_ASSERT_EQUAL(st.rejected, 1);
+	CU_ASSERT_EQUAL(st.retried, 0);
+	CU_ASSERT_EQUAL(st.pending, 0);
+	sipc_stats_release(&st);
+	sipc_destroy(s);
+}
+
 int
 main(void)
 {
@@ -517,6 +624,10 @@ main(void)
 	      test_outside3_diag_cut_exactly_at_line_max },
 	    { "test_outside3_diag_tail_capped_keeps_newest",
 	      test_outside3_diag_tail_capped_keeps_newest },
+	    { "test_outside3_unknown_timeout_after_deadline_termination",
+	      test_outside3_unknown_timeout_after_deadline_termination },
+	    { "test_outside3_unknown_unavailable_idempotent_into_cooldown",
+	      test_outside3_unknown_unavailable_idempotent_into_cooldown },
 	    { NULL, NULL } });
 	return tl_run();
 }
