@@ -26,6 +26,7 @@
 
 #include "sipc.h"
 #include "sipctest.h"
+#include "statedir.h"
 #include "testlib.h"
 
 #define WAIT_MS 20000          /* generous deadline for any event */
@@ -609,6 +610,97 @@ test_outside3_unknown_unavailable_idempotent_into_cooldown(void)
 	sipc_destroy(s);
 }
 
+/* ------------------------------------------------------------ runbook */
+
+#define NOT_PROVEN_WORDS "not proven (gone or identity reused), left alone"
+
+/* Does the file hold `needle` (the file's text joined into one line,
+ * so a phrase wrapped across lines is found)? */
+static bool
+file_has(const char *path, const char *needle)
+{
+	FILE *f = fopen(path, "r");
+	char *buf, *p;
+	size_t n;
+	bool found;
+
+	if (f == NULL)
+		return false;
+	buf = calloc(1, 1 << 20);
+	n = buf != NULL ? fread(buf, 1, (1 << 20) - 1, f) : 0;
+	fclose(f);
+	if (buf == NULL)
+		return false;
+	buf[n] = '\0';
+	for (p = buf; *p != '\0'; p++)
+		if (*p == '\n')
+			*p = ' ';
+	found = strstr(buf, needle) != NULL;
+	free(buf);
+	return found;
+}
+
+/* The forked instance: one echo worker on the state directory, its pid
+ * reported, then it waits for its SIGKILL. */
+static void __attribute__((noreturn))
+leftover_child(int fd, void *arg)
+{
+	struct sipc_config c;
+	sipc_supervisor *s = NULL;
+	int rc;
+
+	st_cfg_base(&c, "echo", NULL, 1);
+	c.state_dir = arg;
+	c.log = NULL;
+	if ((rc = sipc_create(&c, NULL, 0, &s)) < 0)
+		sd_child_fail(fd, "create", rc);
+	if ((rc = sipc_wait_ready(s, 1, WAIT_MS)) < 0)
+		sd_child_fail(fd, "ready", rc);
+	dprintf(fd, "ready %d\n", (int)st_worker_stats(s, 0).pid);
+	for (;;)
+		pause();
+}
+
+/*
+ * docs/RUNBOOK.md section 4: after a crash, the next instance judges the
+ * previous one's worker and "the log callback says which case happened"
+ * in the words the runbook gives an operator to look for; a worker that
+ * died with its supervisor is not proven, left alone, and
+ * sipc_reconcile_leftovers() says the same.
+ */
+static void
+test_outside3_runbook_leftover_log_words(void)
+{
+	char *dir = sd_make();
+	struct sipc_leftover *l = NULL;
+	struct sipc_config c;
+	sipc_supervisor *s;
+	char line[128];
+	size_t n = 0;
+	pid_t inst, worker = 0;
+
+	if (st_skip_sandboxed("the worker's host pid is recorded")) {
+		sd_remove(dir);
+		return;
+	}
+	inst = sd_fork_instance(leftover_child, dir, line, sizeof(line),
+	    WAIT_MS);
+	CU_ASSERT_FATAL(sscanf(line, "ready %d", &worker) == 1 && worker > 0);
+	sd_kill_instance(inst);
+	CU_ASSERT_FATAL(tl_wait_until(st_pid_gone, &worker, WAIT_MS));
+	st_cfg_base(&c, "echo", NULL, 1);
+	c.state_dir = dir;
+	s = st_start(&c, 1, WAIT_MS);
+	CU_ASSERT_FATAL(sipc_reconcile_leftovers(s, &l, &n) == 0);
+	CU_ASSERT_EQUAL_FATAL(n, 1);
+	CU_ASSERT_EQUAL(l[0].verdict, SIPC_LEFTOVER_NOT_PROVEN);
+	CU_ASSERT(st_log_has(NOT_PROVEN_WORDS));
+	CU_ASSERT(file_has("docs/RUNBOOK.md", "\"" NOT_PROVEN_WORDS "\""));
+	sipc_reconcile_leftovers_free(l);
+	sipc_destroy(s);
+	sd_remove(dir);
+}
+
 int
 main(void)
 {
@@ -628,6 +720,8 @@ main(void)
 	      test_outside3_unknown_timeout_after_deadline_termination },
 	    { "test_outside3_unknown_unavailable_idempotent_into_cooldown",
 	      test_outside3_unknown_unavailable_idempotent_into_cooldown },
+	    { "test_outside3_runbook_leftover_log_words",
+	      test_outside3_runbook_leftover_log_words },
 	    { NULL, NULL } });
 	return tl_run();
 }
