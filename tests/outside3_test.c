@@ -701,6 +701,57 @@ test_outside3_runbook_leftover_log_words(void)
 	sd_remove(dir);
 }
 
+/* ------------------------------------------------------------ limits */
+
+/*
+ * CONTRACT 9.1 (max_payload: "payload bytes per frame, both ways") and
+ * C6: a reply of exactly max_payload bytes is delivered whole; one of
+ * max_payload + 1 (a header framelog writes by hand, past the runtime's
+ * own check) is a protocol violation: UNKNOWN / SIPC_E_PROTOCOL, the
+ * worker terminated for it and counted once, per worker and in total.
+ */
+static void
+test_outside3_reply_max_payload_boundary(void)
+{
+	struct sipc_config c;
+	struct sipc_stats st;
+	struct sipc_result r;
+	sipc_supervisor *s;
+	char cmd[64];
+	bool pattern = true;
+	size_t i;
+
+	st_cfg_base(&c, "framelog", NULL, 1);
+	c.max_payload = 4096;
+	s = st_start(&c, 1, WAIT_MS);
+	snprintf(cmd, sizeof(cmd), "slowbig %u 0", c.max_payload);
+	st_call_cmd(s, cmd, WAIT_MS, 0, &r);
+	CU_ASSERT_EQUAL(r.outcome, SIPC_OUTCOME_OK);
+	CU_ASSERT_EQUAL(r.reply_len, c.max_payload);
+	for (i = 0; i < r.reply_len; i++)
+		if (r.reply[i] != (uint8_t)((r.request_id + i) & 0xff))
+			pattern = false;
+	CU_ASSERT(pattern);
+	sipc_result_release(&r);
+
+	snprintf(cmd, sizeof(cmd), "slowbig %u 0", c.max_payload + 1);
+	st_call_cmd(s, cmd, WAIT_MS, 0, &r);
+	CU_ASSERT_EQUAL(r.outcome, SIPC_OUTCOME_UNKNOWN);
+	CU_ASSERT_EQUAL(r.error, SIPC_E_PROTOCOL);
+	CU_ASSERT(r.reply == NULL && r.reply_len == 0);
+	CU_ASSERT(r.exit.kind == SIPC_EXIT_TERMINATED &&
+	    r.exit.reason == SIPC_TERM_PROTOCOL);
+	sipc_result_release(&r);
+	CU_ASSERT(st_stats_wait(s, st_pred_respawned, NULL, WAIT_MS));
+	CU_ASSERT_FATAL(sipc_stats_get(s, &st) == 0);
+	CU_ASSERT_EQUAL(st.protocol_violations, 1);
+	CU_ASSERT_EQUAL(st.workers[0].protocol_violations, 1);
+	CU_ASSERT_EQUAL(st.completed_ok, 1);
+	CU_ASSERT_EQUAL(st.unknown, 1);
+	sipc_stats_release(&st);
+	sipc_destroy(s);
+}
+
 int
 main(void)
 {
@@ -722,6 +773,8 @@ main(void)
 	      test_outside3_unknown_unavailable_idempotent_into_cooldown },
 	    { "test_outside3_runbook_leftover_log_words",
 	      test_outside3_runbook_leftover_log_words },
+	    { "test_outside3_reply_max_payload_boundary",
+	      test_outside3_reply_max_payload_boundary },
 	    { NULL, NULL } });
 	return tl_run();
 }
