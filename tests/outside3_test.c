@@ -178,6 +178,75 @@ test_outside3_man_synopsis_compiles(void)
 	unlink(cfile);
 }
 
+/* Copy the `which`-th (1-based) ```c block after the heading `after` of
+ * a Markdown file to `out`.  Returns its line count (0: none). */
+static int
+md_block(const char *path, const char *after, int which, FILE *out)
+{
+	FILE *in = fopen(path, "r");
+	char ln[1024];
+	bool seen = false, in_blk = false;
+	int n = 0, blk = 0;
+
+	if (in == NULL)
+		return 0;
+	while (fgets(ln, sizeof(ln), in) != NULL) {
+		if (!seen) {
+			seen = strncmp(ln, after, strlen(after)) == 0;
+			continue;
+		}
+		if (!in_blk && strncmp(ln, "```c", 4) == 0) {
+			in_blk = ++blk == which;
+			continue;
+		}
+		if (in_blk && strncmp(ln, "```", 3) == 0)
+			break;
+		if (in_blk) {
+			fputs(ln, out);
+			n++;
+		}
+	}
+	fclose(in);
+	return n;
+}
+
+/*
+ * README.md "API at a glance": both code blocks compile against the
+ * headers as printed.  The supervisor block is a function body: it is
+ * given the names it leaves to the reader (buf, n, done_cb, arg, id);
+ * the worker block is a whole program.
+ */
+static void
+test_outside3_readme_api_snippets_compile(void)
+{
+	char cfile[] = "/tmp/outside3-mdXXXXXX.c";
+	FILE *f;
+	int fd;
+
+	fd = mkstemps(cfile, 2);
+	CU_ASSERT_FATAL(fd >= 0);
+	close(fd);
+	f = fopen(cfile, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputs("#include <sipc.h>\n"
+	    "static void done_cb(void *arg, struct sipc_result *res)\n"
+	    "{ sipc_result_release(res); }\n"
+	    "int snippet(const void *buf, size_t n, void *arg);\n"
+	    "int snippet(const void *buf, size_t n, void *arg)\n"
+	    "{\n\tuint64_t id;\n", f);
+	CU_ASSERT(md_block("README.md", "## API at a glance", 1, f) > 10);
+	fputs("\treturn 0;\n}\n", f);
+	fclose(f);
+	CU_ASSERT(compile_c(cfile, false) == 0);
+	f = fopen(cfile, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputs("#include <sipc_worker.h>\n", f);
+	CU_ASSERT(md_block("README.md", "## API at a glance", 2, f) > 5);
+	fclose(f);
+	CU_ASSERT(compile_c(cfile, false) == 0);
+	unlink(cfile);
+}
+
 /* ------------------------------------------------ counters and results */
 
 static struct st_outbox box = { .mu = PTHREAD_MUTEX_INITIALIZER };
@@ -759,6 +828,8 @@ main(void)
 	tl_suite("outside3", (tl_test[]){
 	    { "test_outside3_man_synopsis_compiles",
 	      test_outside3_man_synopsis_compiles },
+	    { "test_outside3_readme_api_snippets_compile",
+	      test_outside3_readme_api_snippets_compile },
 	    { "test_outside3_outcome_counters_move_once",
 	      test_outside3_outcome_counters_move_once },
 	    { "test_outside3_result_fields_worker_error_and_unsent_timeout",
