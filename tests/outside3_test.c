@@ -821,6 +821,63 @@ test_outside3_reply_max_payload_boundary(void)
 	sipc_destroy(s);
 }
 
+static void
+never_done(void *arg, struct sipc_result *res)
+{
+	CU_FAIL("a refused submit's callback ran");
+	sipc_result_release(res);
+}
+
+/*
+ * CONTRACT 9.1 (ring_bytes: "queued payload bytes per worker") and M1,
+ * M2: with the worker's one in-flight place taken, its queue takes
+ * payloads up to exactly ring_bytes (64 + 36 = 100); one byte more is
+ * SIPC_E_FULL at once under SIPC_REQ_NOWAIT, with no callback, and what
+ * was queued is untouched: each queued request still gets exactly one
+ * outcome (REJECTED / SIPC_E_SHUTDOWN at destroy, never sent).
+ */
+static void
+test_outside3_ring_bytes_boundary(void)
+{
+	static char big[64], mid[36], one[1];
+	struct st_outslot o[3] = { { &box, 0 }, { &box, 1 }, { &box, 2 } };
+	struct sipc_request q64 = { .payload = big, .len = sizeof(big),
+	    .flags = SIPC_REQ_NOWAIT };
+	struct sipc_request q36 = { .payload = mid, .len = sizeof(mid),
+	    .flags = SIPC_REQ_NOWAIT };
+	struct sipc_request q1 = { .payload = one, .len = sizeof(one),
+	    .flags = SIPC_REQ_NOWAIT };
+	struct sipc_worker_stats ws;
+	struct sipc_config c;
+	sipc_supervisor *s;
+
+	st_cfg_base(&c, "echo", NULL, 1);
+	c.max_inflight = 1;
+	c.max_payload = 64;
+	c.ring_bytes = 100;
+	c.mem_ceiling = 1 << 20;
+	c.stall_ms = 60000;
+	s = st_start(&c, 1, WAIT_MS);
+	st_outbox_reset(&box);
+	st_submit_cmd(s, "hang", 0, &o[0]);
+	CU_ASSERT_FATAL(st_stats_wait(s, pred_inflight1, NULL, WAIT_MS));
+	CU_ASSERT_EQUAL(sipc_submit(s, &q64, st_outbox_done, &o[1], NULL), 0);
+	CU_ASSERT_EQUAL(sipc_submit(s, &q36, st_outbox_done, &o[2], NULL), 0);
+	CU_ASSERT_EQUAL(sipc_submit(s, &q1, never_done, NULL, NULL),
+	    SIPC_E_FULL);
+	ws = st_worker_stats(s, 0);
+	CU_ASSERT(ws.inflight == 1 && ws.queued == 2);
+	CU_ASSERT_EQUAL(st_pool_stats(s).pending, 3);
+	CU_ASSERT_EQUAL(sipc_destroy(s), 0);
+	CU_ASSERT_EQUAL(st_outbox_total(&box), 3);
+	CU_ASSERT(box.calls[1] == 1 && box.calls[2] == 1);
+	CU_ASSERT(box.res[1].outcome == SIPC_OUTCOME_REJECTED &&
+	    box.res[1].error == SIPC_E_SHUTDOWN && !box.res[1].may_have_run);
+	CU_ASSERT(box.res[2].outcome == SIPC_OUTCOME_REJECTED &&
+	    box.res[2].error == SIPC_E_SHUTDOWN && !box.res[2].may_have_run);
+	st_outbox_release(&box);
+}
+
 int
 main(void)
 {
@@ -846,6 +903,8 @@ main(void)
 	      test_outside3_runbook_leftover_log_words },
 	    { "test_outside3_reply_max_payload_boundary",
 	      test_outside3_reply_max_payload_boundary },
+	    { "test_outside3_ring_bytes_boundary",
+	      test_outside3_ring_bytes_boundary },
 	    { NULL, NULL } });
 	return tl_run();
 }
