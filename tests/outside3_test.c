@@ -878,6 +878,89 @@ test_outside3_ring_bytes_boundary(void)
 	st_outbox_release(&box);
 }
 
+/* What the completion callback of the first request saw when it
+ * submitted from the reader's thread: the return code and how long the
+ * call took. */
+static struct {
+	pthread_mutex_t mu;
+	sipc_supervisor *s;
+	int rc_blocking, rc_deadline;
+	int64_t took_ms;
+	bool ran;
+} incb = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static char pay60[60];
+
+static void
+submit_in_callback(void *arg, struct sipc_result *res)
+{
+	struct sipc_request rq = { .payload = pay60, .len = sizeof(pay60) };
+	struct sipc_request rd = { .payload = pay60, .len = sizeof(pay60),
+	    .timeout_ms = 5000 };
+	int64_t t0 = tl_now_ms();
+	int a, b;
+
+	a = sipc_submit(incb.s, &rq, never_done, NULL, NULL);
+	b = sipc_submit(incb.s, &rd, never_done, NULL, NULL);
+	pthread_mutex_lock(&incb.mu);
+	incb.rc_blocking = a;
+	incb.rc_deadline = b;
+	incb.took_ms = tl_now_ms() - t0;
+	incb.ran = true;
+	pthread_mutex_unlock(&incb.mu);
+	sipc_result_release(res);
+}
+
+static bool
+incb_ran(void *arg)
+{
+	bool r;
+
+	pthread_mutex_lock(&incb.mu);
+	r = incb.ran;
+	pthread_mutex_unlock(&incb.mu);
+	return r;
+}
+
+/*
+ * sipc.h (sipc_done_fn, sipc_submit) and CONTRACT M2: a submit from a
+ * completion callback never blocks: when the memory ceiling has no room
+ * (the callback's own reply and a request in flight hold it), a submit
+ * without SIPC_REQ_NOWAIT, with or without a deadline, returns
+ * SIPC_E_FULL at once and its callback never runs.
+ */
+static void
+test_outside3_callback_submit_memory_full_never_blocks(void)
+{
+	char *argv[] = { "slow", "300", NULL };
+	struct st_outslot o = { &box, 0 };
+	struct sipc_request rq = { .payload = pay60, .len = sizeof(pay60) };
+	struct sipc_config c;
+	sipc_supervisor *s;
+
+	st_cfg_base(&c, "slow", argv, 1);
+	c.max_payload = 64;
+	c.ring_bytes = 200;
+	c.mem_ceiling = 200;          /* 2 x 60 held + 64 reserve: no room */
+	c.stall_ms = 60000;
+	s = st_start(&c, 1, WAIT_MS);
+	st_outbox_reset(&box);
+	incb.s = s;
+	incb.ran = false;
+	CU_ASSERT_FATAL(sipc_submit(s, &rq, submit_in_callback, NULL, NULL) ==
+	    0);
+	CU_ASSERT_FATAL(sipc_submit(s, &rq, st_outbox_done, &o, NULL) == 0);
+	CU_ASSERT_FATAL(tl_wait_until(incb_ran, NULL, WAIT_MS));
+	CU_ASSERT_EQUAL(incb.rc_blocking, SIPC_E_FULL);
+	CU_ASSERT_EQUAL(incb.rc_deadline, SIPC_E_FULL);
+	CU_ASSERT(incb.took_ms < 1000);
+	CU_ASSERT(st_outbox_wait(&box, 1, WAIT_MS));
+	CU_ASSERT_EQUAL(box.res[0].outcome, SIPC_OUTCOME_OK);
+	st_outbox_release(&box);
+	CU_ASSERT(st_stats_wait(s, pred_settled, NULL, WAIT_MS));
+	sipc_destroy(s);
+}
+
 int
 main(void)
 {
@@ -905,6 +988,8 @@ main(void)
 	      test_outside3_reply_max_payload_boundary },
 	    { "test_outside3_ring_bytes_boundary",
 	      test_outside3_ring_bytes_boundary },
+	    { "test_outside3_callback_submit_memory_full_never_blocks",
+	      test_outside3_callback_submit_memory_full_never_blocks },
 	    { NULL, NULL } });
 	return tl_run();
 }
