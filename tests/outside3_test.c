@@ -961,6 +961,93 @@ test_outside3_callback_submit_memory_full_never_blocks(void)
 	sipc_destroy(s);
 }
 
+/* ------------------------------------------------------------ names */
+
+/* A short lower-case name: [a-z_]+, at most 32 characters. */
+static bool
+lower_name(const char *n)
+{
+	return n != NULL && n[0] != '\0' && strlen(n) <= 32 &&
+	    strspn(n, "abcdefghijklmnopqrstuvwxyz_") == strlen(n);
+}
+
+/* `n` names, all lower-case, pairwise different. */
+static void
+check_names(const char *const *v, unsigned n)
+{
+	unsigned i, j;
+
+	for (i = 0; i < n; i++) {
+		CU_ASSERT(lower_name(v[i]));
+		for (j = 0; j < i; j++)
+			CU_ASSERT(v[i] != NULL && v[j] != NULL &&
+			    strcmp(v[i], v[j]) != 0);
+	}
+}
+
+/*
+ * sipc_strerror(3): every *_name() gives a short lower-case name, one per
+ * value; the containment and cgroup modes are named as the page lists
+ * them; a value out of range gets a name too (never NULL); the message
+ * of a positive errno is that of the negative one ("leniently"); and
+ * sipc_exit_format() writes the page's own example word for word.
+ */
+static void
+test_outside3_names_and_exit_format_as_documented(void)
+{
+	const char *v[16];
+	struct sipc_exit e = { .kind = SIPC_EXIT_SIGNAL, .signo = 11,
+	    .core_dumped = true };
+	char buf[128];
+	unsigned i;
+
+	for (i = 0; i <= SIPC_OUTCOME_UNKNOWN; i++)
+		v[i] = sipc_outcome_name((enum sipc_outcome)i);
+	check_names(v, i);
+	for (i = 0; i <= SIPC_EXIT_OOM; i++)
+		v[i] = sipc_exit_kind_name((enum sipc_exit_kind)i);
+	check_names(v, i);
+	for (i = 0; i <= SIPC_TERM_POLICY; i++)
+		v[i] = sipc_term_reason_name((enum sipc_term_reason)i);
+	check_names(v, i);
+	for (i = 0; i <= SIPC_WS_FAILED; i++)
+		v[i] = sipc_worker_state_name((enum sipc_worker_state)i);
+	check_names(v, i);
+	for (i = 0; i < 7; i++)
+		v[i] = sipc_guarantee_name(1u << i);
+	check_names(v, i);
+	CU_ASSERT_STRING_EQUAL(sipc_containment_name(SIPC_CONTAIN_AUTO),
+	    "auto");
+	CU_ASSERT_STRING_EQUAL(sipc_containment_name(
+	    SIPC_CONTAIN_PROCESS_GROUP), "process_group");
+	CU_ASSERT_STRING_EQUAL(sipc_containment_name(
+	    SIPC_CONTAIN_PID_NAMESPACE), "pid_namespace");
+	CU_ASSERT_STRING_EQUAL(sipc_containment_name(
+	    SIPC_CONTAIN_USER_NAMESPACE), "user_namespace");
+	CU_ASSERT_STRING_EQUAL(sipc_cgroup_mode_name(SIPC_CGROUP_AUTO), "auto");
+	CU_ASSERT_STRING_EQUAL(sipc_cgroup_mode_name(SIPC_CGROUP_OFF), "off");
+	CU_ASSERT_STRING_EQUAL(sipc_cgroup_mode_name(SIPC_CGROUP_REQUIRED),
+	    "required");
+
+	CU_ASSERT(lower_name(sipc_outcome_name((enum sipc_outcome)99)));
+	CU_ASSERT(lower_name(sipc_exit_kind_name((enum sipc_exit_kind)99)));
+	CU_ASSERT(lower_name(sipc_term_reason_name(
+	    (enum sipc_term_reason)99)));
+	CU_ASSERT(lower_name(sipc_worker_state_name(
+	    (enum sipc_worker_state)99)));
+	CU_ASSERT(lower_name(sipc_containment_name((enum sipc_containment)99)));
+	CU_ASSERT(lower_name(sipc_cgroup_mode_name((enum sipc_cgroup_mode)99)));
+	CU_ASSERT(sipc_guarantee_name(0) != NULL);
+	CU_ASSERT(sipc_guarantee_name(3) != NULL);
+	CU_ASSERT(sipc_guarantee_name(1u << 7) != NULL);
+
+	CU_ASSERT_STRING_EQUAL(sipc_strerror(EINVAL), sipc_strerror(-EINVAL));
+	CU_ASSERT_STRING_EQUAL(sipc_strerror(ENOENT), sipc_strerror(-ENOENT));
+
+	CU_ASSERT(sipc_exit_format(&e, buf, sizeof(buf)) > 0);
+	CU_ASSERT_STRING_EQUAL(buf, "killed by signal 11 (core dumped)");
+}
+
 int
 main(void)
 {
@@ -990,6 +1077,8 @@ main(void)
 	      test_outside3_ring_bytes_boundary },
 	    { "test_outside3_callback_submit_memory_full_never_blocks",
 	      test_outside3_callback_submit_memory_full_never_blocks },
+	    { "test_outside3_names_and_exit_format_as_documented",
+	      test_outside3_names_and_exit_format_as_documented },
 	    { NULL, NULL } });
 	return tl_run();
 }
