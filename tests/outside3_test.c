@@ -1048,6 +1048,153 @@ test_outside3_names_and_exit_format_as_documented(void)
 	CU_ASSERT_STRING_EQUAL(buf, "killed by signal 11 (core dumped)");
 }
 
+/* ------------------------------------------------ calls from callbacks */
+
+/* What the calls a callback may make returned there: how many ran, how
+ * many answered 0, and any answer the documents do not allow (0 and,
+ * once destroy has begun, SIPC_E_SHUTDOWN are allowed). */
+static struct {
+	pthread_mutex_t mu;
+	sipc_supervisor *s;        /* set after sipc_create() returned */
+	unsigned log_calls, log_ok, done_calls, done_ok, bad;
+	int bad_rc;
+} cbk = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+/* stats, list, leftovers: all three allowed on a library thread. */
+static void
+allowed_calls(sipc_supervisor *s, unsigned *calls, unsigned *ok)
+{
+	struct sipc_unresolved *u = NULL;
+	struct sipc_leftover *l = NULL;
+	struct sipc_stats st;
+	size_t n;
+	int rc[3];
+	unsigned i;
+
+	rc[0] = sipc_stats_get(s, &st);
+	if (rc[0] == 0)
+		sipc_stats_release(&st);
+	rc[1] = sipc_reconcile_list(s, &u, &n);
+	if (rc[1] == 0)
+		sipc_reconcile_free(u);
+	rc[2] = sipc_reconcile_leftovers(s, &l, &n);
+	if (rc[2] == 0)
+		sipc_reconcile_leftovers_free(l);
+	pthread_mutex_lock(&cbk.mu);
+	(*calls)++;
+	if (rc[0] == 0 && rc[1] == 0 && rc[2] == 0)
+		(*ok)++;
+	for (i = 0; i < 3; i++)
+		if (rc[i] != 0 && rc[i] != SIPC_E_SHUTDOWN) {
+			cbk.bad++;
+			cbk.bad_rc = rc[i];
+		}
+	pthread_mutex_unlock(&cbk.mu);
+}
+
+static void
+cbk_log(void *arg, enum sipc_log_level lvl, uint32_t wid, uint32_t gen,
+        pid_t pid, const char *msg)
+{
+	sipc_supervisor *s;
+
+	pthread_mutex_lock(&cbk.mu);
+	s = cbk.s;
+	pthread_mutex_unlock(&cbk.mu);
+	if (s != NULL)
+		allowed_calls(s, &cbk.log_calls, &cbk.log_ok);
+}
+
+static void
+cbk_done(void *arg, struct sipc_result *res)
+{
+	allowed_calls(cbk.s, &cbk.done_calls, &cbk.done_ok);
+	sipc_result_release(res);
+}
+
+static void
+cbk_submit(sipc_supervisor *s, const char *cmd, unsigned timeout_ms,
+           unsigned flags)
+{
+	char p[64];
+	struct sipc_request rq = { .payload = p, .timeout_ms = timeout_ms,
+	    .flags = flags };
+
+	rq.len = (size_t)snprintf(p, sizeof(p), "%c%c%c%c%s", 0, 'C', 'M',
+	    'D', cmd);
+	CU_ASSERT(sipc_submit(s, &rq, cbk_done, NULL, NULL) == 0);
+}
+
+/* The completion callback has run more than *(unsigned *)arg times. */
+static bool
+cbk_done_n(void *arg)
+{
+	bool r;
+
+	pthread_mutex_lock(&cbk.mu);
+	r = cbk.done_calls > *(unsigned *)arg;
+	pthread_mutex_unlock(&cbk.mu);
+	return r;
+}
+
+static bool
+pred_restarts(const struct sipc_stats *st, void *arg)
+{
+	return st->restarts >= *(unsigned *)arg && st->pending == 0;
+}
+
+/*
+ * sipc.h "Threads" and sipc_log_fn / sipc_done_fn: no library lock is
+ * held while a completion or log callback runs, and sipc_stats_get()
+ * and the reconcile calls are allowed there.  Every log line (worker
+ * diagnostics, a crash, a deadline's CANCEL, a protocol
+ * violation, a lost channel, restarts, destroy) and every completion
+ * (one of each outcome but REJECTED) calls all three: none blocks (the test would hang), each answers 0
+ * (SIPC_E_SHUTDOWN once destroy has begun).
+ */
+static void
+test_outside3_calls_allowed_in_log_and_completion_callbacks(void)
+{
+	char *dir = sd_make();
+	struct sipc_config c;
+	static const char *const cmds[6] = { "pid", "error 5", "crash segv",
+	    "hang", "badframe", "closechan" };
+	sipc_supervisor *s;
+	unsigned want = 3, i;    /* segv, badframe, closechan */
+
+	st_cfg_base(&c, "echo", NULL, 1);
+	c.state_dir = dir;
+	c.log = cbk_log;
+	c.stall_ms = 60000;
+	pthread_mutex_lock(&cbk.mu);
+	cbk.s = NULL;
+	cbk.log_calls = cbk.log_ok = cbk.done_calls = cbk.done_ok = 0;
+	cbk.bad = 0;
+	pthread_mutex_unlock(&cbk.mu);
+	s = st_start(&c, 1, WAIT_MS);
+	pthread_mutex_lock(&cbk.mu);
+	cbk.s = s;
+	pthread_mutex_unlock(&cbk.mu);
+	for (i = 0; i < 6; i++) {
+		cbk_submit(s, cmds[i], i == 3 ? 200 : 0, 0);
+		CU_ASSERT(tl_wait_until(cbk_done_n, &i, WAIT_MS));
+	}
+	CU_ASSERT(st_stats_wait(s, pred_restarts, &want, WAIT_MS));
+	CU_ASSERT(sipc_wait_ready(s, 1, WAIT_MS) == 0);
+	sipc_destroy(s);
+	pthread_mutex_lock(&cbk.mu);
+	CU_ASSERT_EQUAL(cbk.done_calls, 6);
+	CU_ASSERT_EQUAL(cbk.done_ok, 6);
+	CU_ASSERT(cbk.log_calls >= 4 && cbk.log_ok >= 4);
+	CU_ASSERT_EQUAL(cbk.bad, 0);
+	if (cbk.bad != 0)
+		fprintf(stderr, "a callback's call answered %d (%s)\n",
+		    cbk.bad_rc, sipc_strerror(cbk.bad_rc));
+	cbk.s = NULL;
+	pthread_mutex_unlock(&cbk.mu);
+	sd_remove(dir);
+}
+
 int
 main(void)
 {
@@ -1079,6 +1226,8 @@ main(void)
 	      test_outside3_callback_submit_memory_full_never_blocks },
 	    { "test_outside3_names_and_exit_format_as_documented",
 	      test_outside3_names_and_exit_format_as_documented },
+	    { "test_outside3_calls_allowed_in_log_and_completion_callbacks",
+	      test_outside3_calls_allowed_in_log_and_completion_callbacks },
 	    { NULL, NULL } });
 	return tl_run();
 }
