@@ -1200,6 +1200,66 @@ test_outside3_calls_allowed_in_log_and_completion_callbacks(void)
 	sd_remove(dir);
 }
 
+static bool
+pred_mem_zero(const struct sipc_stats *st, void *arg)
+{
+	return st->mem_held == 0;
+}
+
+/*
+ * sipc_submit() in sipc.h and CONTRACT M4: requests are admitted only
+ * while min(max_payload, mem_ceiling - max_payload) bytes of the
+ * ceiling stay free for replies.  max_payload 64: with mem_ceiling 200
+ * (reserve 64) requests are held up to exactly 136 bytes, with 100
+ * (reserve 36) up to exactly 64; one byte more is SIPC_E_FULL at once
+ * under SIPC_REQ_NOWAIT, no callback, and mem_held says what is held.
+ */
+static void
+test_outside3_mem_ceiling_admits_to_the_reserve(void)
+{
+	static const struct { size_t ceiling; size_t lens[3]; } k[] = {
+		{ 200, { 60, 60, 16 } },   /* 136 = 200 - 64 */
+		{ 100, { 64, 0, 0 } },     /* 64 = 100 - 36 */
+	};
+	static char pay[64];
+	char *argv[] = { "slow", "20000", NULL };
+	struct sipc_config c;
+	struct sipc_request rq = { .payload = pay, .flags = SIPC_REQ_NOWAIT };
+	struct st_outslot o[3] = { { &box, 0 }, { &box, 1 }, { &box, 2 } };
+	sipc_supervisor *s;
+	size_t held;
+	unsigned i, j, n;
+
+	for (i = 0; i < 2; i++) {
+		st_cfg_base(&c, "slow", argv, 1);
+		c.max_payload = 64;
+		c.ring_bytes = 88;
+		c.mem_ceiling = k[i].ceiling;
+		c.stall_ms = 60000;
+		s = st_start(&c, 1, WAIT_MS);
+		st_outbox_reset(&box);
+		CU_ASSERT(st_stats_wait(s, pred_mem_zero, NULL, WAIT_MS));
+		held = 0;
+		for (j = n = 0; j < 3 && k[i].lens[j] != 0; j++, n++) {
+			rq.len = k[i].lens[j];
+			CU_ASSERT_EQUAL(sipc_submit(s, &rq, st_outbox_done,
+			    &o[j], NULL), 0);
+			held += rq.len;
+		}
+		CU_ASSERT_EQUAL(held, c.mem_ceiling - (c.mem_ceiling -
+		    c.max_payload < c.max_payload ? c.mem_ceiling -
+		    c.max_payload : c.max_payload));
+		rq.len = 1;
+		CU_ASSERT_EQUAL(sipc_submit(s, &rq, never_done, NULL, NULL),
+		    SIPC_E_FULL);
+		CU_ASSERT_EQUAL(st_pool_stats(s).mem_held, held);
+		CU_ASSERT_EQUAL(st_pool_stats(s).pending, n);
+		sipc_destroy(s);
+		CU_ASSERT_EQUAL(st_outbox_total(&box), n);
+		st_outbox_release(&box);
+	}
+}
+
 int
 main(void)
 {
@@ -1233,6 +1293,8 @@ main(void)
 	      test_outside3_names_and_exit_format_as_documented },
 	    { "test_outside3_calls_allowed_in_log_and_completion_callbacks",
 	      test_outside3_calls_allowed_in_log_and_completion_callbacks },
+	    { "test_outside3_mem_ceiling_admits_to_the_reserve",
+	      test_outside3_mem_ceiling_admits_to_the_reserve },
 	    { NULL, NULL } });
 	return tl_run();
 }
