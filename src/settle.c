@@ -218,13 +218,17 @@ sipc__settle(struct sipc__slot *sl, const struct sipc_exit *e,
 				break;
 			}
 			sipc__req_unref(s, q);
+			/* No worker left to write it to (cool-down): the
+			 * retry's own reason, as for a retry that waited in
+			 * a queue (move_queued); sipc(7) UNKNOWN. */
 			if (d == SIPC__SETTLE_REQUEUE)
 				finish(s, q, SIPC_OUTCOME_REJECTED, closing ?
 				    SIPC_E_SHUTDOWN : SIPC_E_UNAVAILABLE, false,
 				    tail);
 			else
-				finish(s, q, SIPC_OUTCOME_UNKNOWN,
-				    settle_err(d, e), true, tail);
+				finish(s, q, SIPC_OUTCOME_UNKNOWN, closing ?
+				    settle_err(d, e) : SIPC_E_UNAVAILABLE, true,
+				    tail);
 			break;
 		case SIPC__SETTLE_TIMEOUT:
 			finish(s, q, SIPC_OUTCOME_TIMEOUT, SIPC_E_TIMEOUT,
