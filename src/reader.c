@@ -3,7 +3,7 @@
  * in writer.c; starting and stopping both.
  *
  * writer and direct path: writer.c.
- * reader: poll()s three descriptors - the protocol socket, the
+ * reader: waits (epoll) on three descriptors - the protocol socket, the
  *   diagnostics pipe (worker stdout+stderr) and a wake eventfd - decodes
  *   many frames per read(), completes requests through the table, and
  *   turns diagnostics into escaped, length-capped lines for the log
@@ -12,6 +12,10 @@
  *   frame's payload is taken from mem_ceiling before it is allocated
  *   and given back once handled; a frame that does not fit is not read
  *   until room comes back (table.c).
+ * caller reads: a sipc_call() thread that wrote its own request to an
+ *   idle worker may take the socket out of the reader's interest set and
+ *   read its reply itself, with the same code and decode state (struct
+ *   sipc__rx), then give it back (below).
  *
  * Both threads are started and joined by the reaper thread, once per
  * generation.  Lock order: slot -> table.  Callbacks run with no lock.

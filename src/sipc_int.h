@@ -4,7 +4,8 @@
  * Threads:
  *   - callers: sipc_submit/sipc_call/sipc_stats_get/sipc_destroy
  *   - per worker slot: one reader (reader.c), one writer (writer.c);
- *     a submitting thread may write for an idle worker (writer.c)
+ *     a submitting thread may write for an idle worker (writer.c), and
+ *     a sipc_call() thread then read its own reply (reader.c)
  *   - one reaper (reaper.c, its loop): pidfds + timerfd + eventfd;
  *     spawns, reaps, classifies (slot.c), settles (settle.c), enforces
  *     deadlines, stalls and grace periods.

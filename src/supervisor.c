@@ -94,8 +94,9 @@ reject_unreserved(struct sipc_supervisor *s, struct sipc__req *q)
 	sipc__lib_thread = was;
 }
 
-/* sipc_submit(), and sipc_call() with `call` set: its caller waits for
- * the outcome anyway, so it may write the request itself (writer.c). */
+/* sipc_submit(), and sipc_call() with `cr` set: its caller waits for
+ * the outcome anyway, so it may write the request itself (writer.c) and
+ * read the reply itself (reader.c; cr->sl says whether it may). */
 static int
 submit(sipc_supervisor *s, const struct sipc_request *req, sipc_done_fn done,
        void *arg, struct sipc__callread *cr, uint64_t *ret_id)
