@@ -809,10 +809,13 @@ reader_main(void *arg)
 	r.vis = malloc(4 * lmax + 1);
 	if (r.rx == NULL || r.dbuf == NULL || r.line == NULL || r.vis == NULL) {
 		sipc__log(sl->sup, SIPC_LOG_ERROR, sl, "reader: out of memory");
-		if (r.rx != NULL)
-			proto_lost(&r);
-		else
-			sipc__reaper_wake(sl->sup);   /* decides on its own */
+		/* Nothing read yet: the channel is lost (as proto_lost()),
+		 * and the reaper ends the worker. */
+		pthread_mutex_lock(&sl->lock);
+		sl->channel_lost = true;
+		pthread_cond_broadcast(&sl->cv_writer);
+		pthread_mutex_unlock(&sl->lock);
+		sipc__reaper_wake(sl->sup);
 	} else {
 		/* A caller may take the socket from now on (slot lock). */
 		pthread_mutex_lock(&sl->lock);
