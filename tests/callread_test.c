@@ -82,6 +82,12 @@ caller_owns(void *arg)
 	return own;
 }
 
+static bool
+caller_gave_back(void *arg)
+{
+	return !caller_owns(arg);
+}
+
 /* Is slot 0's reader between reads?  A worker is READY while its reader
  * still finishes the read that held the HELLO; a call made then leaves
  * the socket to the reader (and is answered through it). */
@@ -189,6 +195,11 @@ test_callread_reader_sleeps_through_calls(void)
 	    WAIT_MS));
 	r0 = thread_switches("sipc-rd0");
 	for (i = 0; i < n; i++) {
+		/* Each call to an idle worker and an idle reader: one that
+		 * comes while the reader still finishes the read that held
+		 * the previous reply finds it busy and leaves the socket to
+		 * it (on a loaded machine, call after call). */
+		(void)tl_wait_until(reader_idle, s, WAIT_MS);
 		CU_ASSERT_FATAL(sipc_call(s, &req, &r) == 0);
 		ok += r.outcome == SIPC_OUTCOME_OK && r.reply_len == sizeof(buf) &&
 		    memcmp(r.reply, buf, sizeof(buf)) == 0;
@@ -383,6 +394,56 @@ test_callread_async_beside_call_on_library_threads(void)
 }
 
 /*
+ * An asynchronous submit to the worker whose socket a caller holds: the
+ * caller gives the socket back before that request is sent (else its
+ * reply, and its callback, would be the caller's), and every callback
+ * runs on a library thread.  The worker is stopped meanwhile, so the
+ * call is still waiting when the submit comes.
+ */
+static void
+test_callread_submit_takes_socket_back(void)
+{
+	struct sipc_config c;
+	struct bg_call bc;
+	sipc_supervisor *s;
+	unsigned i, n = 8;
+	uint32_t v[8];
+	pid_t pid;
+
+	if (st_skip_sandboxed("stops the worker by its host pid"))
+		return;
+	st_cfg_base(&c, "echo", NULL, 1);
+	c.containment = SIPC_CONTAIN_PROCESS_GROUP;
+	s = st_start(&c, 1, WAIT_MS);
+	CU_ASSERT_FATAL(tl_wait_until(reader_idle, s, WAIT_MS));
+	memset(&mixed, 0, sizeof(mixed));
+	pid = st_worker_stats(s, 0).pid;
+	CU_ASSERT_FATAL(kill(pid, SIGSTOP) == 0);
+	bg_call_start(&bc, s, NULL, 0);
+	mixed.caller = bc.t;
+	CU_ASSERT_FATAL(tl_wait_until(caller_owns, s, WAIT_MS));
+	for (i = 0; i < n; i++) {
+		v[i] = i;
+		struct sipc_request req = { .payload = &v[i],
+		    .len = sizeof(v[i]), .timeout_ms = WAIT_MS };
+		CU_ASSERT(sipc_submit(s, &req, mixed_done,
+		    (void *)(uintptr_t)i, NULL) == 0);
+	}
+	/* Given back before the worker reads anything. */
+	CU_ASSERT(tl_wait_until(caller_gave_back, s, WAIT_MS));
+	CU_ASSERT_FATAL(kill(pid, SIGCONT) == 0);
+	CU_ASSERT(tl_wait_until(mixed_all, &n, WAIT_MS));
+	CU_ASSERT_FATAL(tl_wait_until(bg_call_done, &bc, WAIT_MS));
+	pthread_join(bc.t, NULL);
+	CU_ASSERT_EQUAL(bc.res.outcome, SIPC_OUTCOME_OK);
+	sipc_result_release(&bc.res);
+	CU_ASSERT_EQUAL(atomic_load(&mixed.total), n);
+	CU_ASSERT_EQUAL(atomic_load(&mixed.on_caller), 0);
+	CU_ASSERT_EQUAL(atomic_load(&mixed.bad), 0);
+	sipc_destroy(s);
+}
+
+/*
  * The deadline passes while the caller holds the socket (the worker
  * accepted and never answers): TIMEOUT at the deadline, and the slot
  * goes on answering.
@@ -516,6 +577,153 @@ test_callread_flooded_diagnostics(void)
 	sipc_destroy(s);
 }
 
+/* ------------------------------------------------- reply without room */
+
+/* An asynchronous reply whose callback holds its bytes until the test
+ * opens the gate (it runs on that worker's reader thread). */
+struct gate {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool entered, open;
+	enum sipc_outcome outcome;
+};
+
+static struct gate gate = { .mu = PTHREAD_MUTEX_INITIALIZER,
+    .cv = PTHREAD_COND_INITIALIZER };
+
+static void
+gate_done(void *arg, struct sipc_result *res)
+{
+	pthread_mutex_lock(&gate.mu);
+	gate.entered = true;
+	gate.outcome = res->outcome;
+	while (!gate.open)
+		pthread_cond_wait(&gate.cv, &gate.mu);
+	pthread_mutex_unlock(&gate.mu);
+	sipc_result_release(res);
+}
+
+static bool
+gate_entered(void *arg)
+{
+	bool e;
+
+	pthread_mutex_lock(&gate.mu);
+	e = gate.entered;
+	pthread_mutex_unlock(&gate.mu);
+	return e;
+}
+
+static void
+gate_open(void)
+{
+	pthread_mutex_lock(&gate.mu);
+	gate.open = true;
+	pthread_cond_broadcast(&gate.cv);
+	pthread_mutex_unlock(&gate.mu);
+}
+
+struct slot_ref { sipc_supervisor *s; unsigned i; };
+
+static bool
+slot_caller_owns(void *arg)
+{
+	struct slot_ref *r = arg;
+	struct sipc__slot *sl = &r->s->slots[r->i];
+	bool own;
+
+	pthread_mutex_lock(&sl->lock);
+	own = sl->rd_owner == SIPC__RD_CALLER;
+	pthread_mutex_unlock(&sl->lock);
+	return own;
+}
+
+/* The socket is the reader's again, and a reader waits for reply room. */
+static bool
+reader_waits_for_room(void *arg)
+{
+	struct slot_ref *r = arg;
+	unsigned w;
+
+	pthread_mutex_lock(&r->s->table.lock);
+	w = r->s->table.reply_waiters;
+	pthread_mutex_unlock(&r->s->table.lock);
+	return w > 0 && !slot_caller_owns(arg);
+}
+
+/*
+ * The caller holds the socket when its reply comes and there is no room
+ * for it under mem_ceiling (another worker's reply is held by a callback
+ * that has not returned): the caller does not wait for room itself; it
+ * leaves the bytes it read to the reader, which waits for room as
+ * always, and the reply arrives intact once room comes back.
+ */
+static void
+test_callread_reply_without_room(void)
+{
+	char *const argv[] = { "framelog", NULL };
+	struct slot_ref sb;
+	struct sipc_config c;
+	struct bg_call bc;
+	sipc_supervisor *s;
+	unsigned sa, i;
+	pid_t pid;
+	bool intact = true;
+
+	if (st_skip_sandboxed("stops the worker by its host pid"))
+		return;
+	st_cfg_base(&c, "framelog", argv, 2);
+	c.containment = SIPC_CONTAIN_PROCESS_GROUP;
+	c.max_payload = 64 * 1024;
+	c.mem_ceiling = 100 * 1024;        /* room for one big reply */
+	c.ring_bytes = c.mem_ceiling;
+	s = st_start(&c, 2, WAIT_MS);
+	memset(&gate, 0, sizeof(gate));
+	pthread_mutex_init(&gate.mu, NULL);
+	pthread_cond_init(&gate.cv, NULL);
+	{
+		char cmd[32];
+		int n = snprintf(cmd + 4, sizeof(cmd) - 4, "big 60000");
+		struct sipc_request req = { .payload = cmd,
+		    .len = (uint32_t)n + 4, .timeout_ms = WAIT_MS };
+
+		memcpy(cmd, "\0CMD", 4);
+		CU_ASSERT_FATAL(sipc_submit(s, &req, gate_done, NULL,
+		    NULL) == 0);
+	}
+	CU_ASSERT_FATAL(tl_wait_until(gate_entered, NULL, WAIT_MS));
+	sa = st_worker_stats(s, 0).completed == 1 ? 0 : 1;
+	sb.s = s;
+	sb.i = 1 - sa;
+	CU_ASSERT_FATAL(st_worker_stats(s, sa).completed == 1);
+	/* The other worker, stopped: the caller takes its socket and
+	 * waits there; the reply comes when the test lets it. */
+	pid = st_worker_stats(s, sb.i).pid;
+	CU_ASSERT_FATAL(kill(pid, SIGSTOP) == 0);
+	/* Both workers idle: the rotation picks the next start; make it
+	 * the stopped one (a hint, read unlocked by dispatch). */
+	if (atomic_load(&s->rr) % 2 != sb.i)
+		atomic_fetch_add(&s->rr, 1);
+	bg_call_start(&bc, s, "big 50000", 0);
+	CU_ASSERT(tl_wait_until(slot_caller_owns, &sb, WAIT_MS));
+	CU_ASSERT_FATAL(kill(pid, SIGCONT) == 0);
+	CU_ASSERT(tl_wait_until(reader_waits_for_room, &sb, WAIT_MS));
+	CU_ASSERT(!atomic_load(&bc.done));
+	gate_open();
+	CU_ASSERT_FATAL(tl_wait_until(bg_call_done, &bc, WAIT_MS));
+	pthread_join(bc.t, NULL);
+	CU_ASSERT_EQUAL(bc.rc, 0);
+	CU_ASSERT_EQUAL(bc.res.outcome, SIPC_OUTCOME_OK);
+	CU_ASSERT_EQUAL(bc.res.reply_len, 50000);
+	for (i = 0; i < bc.res.reply_len && intact; i++)
+		intact = ((const uint8_t *)bc.res.reply)[i] ==
+		    (uint8_t)(bc.res.request_id + i);
+	CU_ASSERT(intact);
+	CU_ASSERT_EQUAL(gate.outcome, SIPC_OUTCOME_OK);
+	sipc_result_release(&bc.res);
+	sipc_destroy(s);
+}
+
 int
 main(void)
 {
@@ -529,6 +737,8 @@ main(void)
 	      test_callread_crash_before_accept_retried },
 	    { "test_callread_async_beside_call_on_library_threads",
 	      test_callread_async_beside_call_on_library_threads },
+	    { "test_callread_submit_takes_socket_back",
+	      test_callread_submit_takes_socket_back },
 	    { "test_callread_deadline_while_reading",
 	      test_callread_deadline_while_reading },
 	    { "test_callread_destroy_while_reading",
@@ -537,6 +747,8 @@ main(void)
 	      test_callread_chatty_worker },
 	    { "test_callread_flooded_diagnostics",
 	      test_callread_flooded_diagnostics },
+	    { "test_callread_reply_without_room",
+	      test_callread_reply_without_room },
 	    { NULL, NULL } });
 	return tl_run();
 }
