@@ -157,7 +157,8 @@ sipc__dispatch_requeue(struct sipc_supervisor *s, struct sipc__req *q, int avoid
  * a new request.  0: queued.  Else SIPC_E_FULL / _UNAVAILABLE /
  * _SHUTDOWN / SIPC_E_TIMEOUT (deadline passed while waiting for room). */
 int
-sipc__dispatch_new(struct sipc_supervisor *s, struct sipc__req *q)
+sipc__dispatch_new(struct sipc_supervisor *s, struct sipc__req *q,
+                   struct sipc__callread *cr)
 {
 	struct sipc__slot *sl;
 	struct timespec ts;
@@ -182,6 +183,12 @@ sipc__dispatch_new(struct sipc_supervisor *s, struct sipc__req *q)
 			continue;
 		}
 		if (sipc__direct_claim(sl, q)) {
+			/* Taken before the request is sent: the reader
+			 * never sees a byte of its reply. */
+			if (cr != NULL && sipc__callread_take(sl)) {
+				cr->sl = sl;
+				cr->deadline_ms = q->deadline_ms;
+			}
 			pthread_mutex_unlock(&sl->lock);
 			sipc__direct_send(sl, q);
 			return 0;

@@ -66,3 +66,9 @@ sipc__event_wait(struct sipc__event *ev)
 		    EV_SLEEPING, NULL, NULL, 0);
 	}
 }
+
+bool
+sipc__event_is_set(struct sipc__event *ev)
+{
+	return atomic_load_explicit(&ev->word, memory_order_acquire) == EV_SET;
+}

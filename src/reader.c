@@ -3,7 +3,7 @@
  * in writer.c; starting and stopping both.
  *
  * writer and direct path: writer.c.
- * reader: poll()s three descriptors - the protocol socket, the
+ * reader: waits (epoll) on three descriptors - the protocol socket, the
  *   diagnostics pipe (worker stdout+stderr) and a wake eventfd - decodes
  *   many frames per read(), completes requests through the table, and
  *   turns diagnostics into escaped, length-capped lines for the log
@@ -12,6 +12,10 @@
  *   frame's payload is taken from mem_ceiling before it is allocated
  *   and given back once handled; a frame that does not fit is not read
  *   until room comes back (table.c).
+ * caller reads: a sipc_call() thread that wrote its own request to an
+ *   idle worker may take the socket out of the reader's interest set and
+ *   read its reply itself, with the same code and decode state (struct
+ *   sipc__rx), then give it back (below).
  *
  * Both threads are started and joined by the reaper thread, once per
  * generation.  Lock order: slot -> table.  Callbacks run with no lock.
@@ -24,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdint.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -45,20 +50,35 @@
 
 /* ------------------------------------------------------------ reader */
 
-struct reader {
-	struct sipc__slot *sl;
+/* The protocol socket's decode state: the reader thread's, or while a
+ * sipc_call() thread holds the socket (sl->rd_owner), that thread's.
+ * Only the owner touches it; a hand-over is made under the slot lock. */
+struct sipc__rx {
 	struct sipc_decoder dec;
-	uint8_t *buf;
-	char *line;                   /* diag_line_max bytes */
-	size_t line_len;
-	char *vis;                    /* 4 * diag_line_max + 1 */
+	uint8_t *buf;                 /* READ_BUF bytes */
 	bool ready;                   /* HELLO seen */
 	bool proto_done;              /* EOF, error or violation */
 	bool at_eof;                  /* the whole stream was decoded */
-	bool diag_done;
 	bool final;                   /* final drain: never wait for room */
 	size_t held;                  /* ceiling bytes taken for the frame
 	                               * being decoded (0: none) */
+	const uint8_t *pend;          /* bytes of buf read, not decoded: */
+	size_t pend_len;              /* a caller found no room for a frame */
+	int epfd;                     /* the reader's interest set */
+	int give_fd;                  /* eventfd: the caller must give the
+	                               * socket back (rd_revoke) */
+};
+
+/* One thread's view: the reader thread's, or a reading caller's. */
+struct reader {
+	struct sipc__slot *sl;
+	struct sipc__rx *rx;
+	bool caller;                  /* a sipc_call() thread */
+	uint8_t *dbuf;                /* reader: diagnostics, READ_BUF */
+	char *line;                   /* diag_line_max bytes */
+	size_t line_len;
+	char *vis;                    /* 4 * diag_line_max + 1 */
+	bool diag_done;
 	int64_t wake_at_ms;           /* ... since then (monotonic) */
 	bool wake_writer;             /* a reply gave a writer without room
 	                               * some: wake it once the bytes of
@@ -159,10 +179,10 @@ violation(struct reader *r, int err, const char *what, uint64_t id)
 	/* Decoding stops here: an ACCEPT behind the bad bytes (a worker
 	 * that keeps serving) is never seen, so its absence proves
 	 * nothing.  Not so for a frame cut by the end of the stream. */
-	if (!r->at_eof)
+	if (!r->rx->at_eof)
 		sl->stream_cut = true;
 	pthread_mutex_unlock(&sl->lock);
-	r->proto_done = true;
+	r->rx->proto_done = true;
 	sipc__reaper_wake(s);
 }
 
@@ -186,7 +206,7 @@ on_hello(struct reader *r, struct sipc_frame *f)
 		violation(r, SIPC_E_VERSION, "protocol version mismatch", 0);
 		return;
 	}
-	r->ready = true;
+	r->rx->ready = true;
 	pthread_mutex_lock(&sl->lock);
 	sl->accepts = (h.flags & SIPC_HELLO_F_ACCEPTS) != 0;
 	if (sl->state == SIPC_WS_STARTING)
@@ -245,7 +265,7 @@ writer_signal(struct sipc__slot *sl)
  * (`force`, from reader_loop()), whichever comes first: a request that
  * never answers cannot keep the rest of the room unused.  Then, while the worker runs, the reader sends what
  * the ring holds itself when it can (writer.c); in the final drain the
- * worker is gone, and only the writer is woken.
+ * worker is gone, and only the writer is woken (as by a reading caller).
  */
 static void
 writer_flush(struct reader *r, bool force)
@@ -258,7 +278,8 @@ writer_flush(struct reader *r, bool force)
 	if (!force && atomic_load(&sl->inflight) > max / 2)
 		return;
 	r->wake_writer = false;
-	if (r->final)
+	/* A reading caller sends nothing but its own request. */
+	if (r->rx->final || r->caller)
 		writer_signal(sl);
 	else
 		sipc__reader_refill(sl);
@@ -325,7 +346,7 @@ on_frame(struct reader *r, struct sipc_frame *f)
 		violation(r, SIPC_E_PROTOCOL, "unknown flag bits", f->hdr.id);
 		return;
 	}
-	if (!r->ready) {
+	if (!r->rx->ready) {
 		on_hello(r, f);
 		return;
 	}
@@ -363,17 +384,18 @@ reader_leave(void *arg)
  * nothing and takes nothing.  When they do not fit, wait: nothing more
  * is read from this channel meanwhile, so the worker's writes block
  * (backpressure).  The wait is not progress: one that outlasts stall_ms
- * ends the worker by the stall rule.  The final drain never waits.
+ * ends the worker by the stall rule.  The final drain never waits, nor
+ * does a reading caller: false then leaves the frame to the reader.
  */
 static bool
 frame_reserve(struct reader *r, const uint8_t *p, size_t n)
 {
-	struct sipc_decoder *d = &r->dec;
+	struct sipc_decoder *d = &r->rx->dec;
 	uint8_t h[SIPC_FRAME_HDR_LEN];
 	struct sipc_frame_hdr hdr;
 	size_t k;
 
-	if (r->held > 0 || d->in_payload || d->error != 0 ||
+	if (r->rx->held > 0 || d->in_payload || d->error != 0 ||
 	    d->have + n < SIPC_FRAME_HDR_LEN)
 		return true;
 	k = SIPC_FRAME_HDR_LEN - d->have;
@@ -384,12 +406,14 @@ frame_reserve(struct reader *r, const uint8_t *p, size_t n)
 		return true;
 	if (!sipc__mem_try_take(r->sl->sup, hdr.len,
 	    r->sl->sup->cfg.mem_ceiling)) {
+		if (r->caller)
+			return false;   /* the reader waits for it */
 		writer_flush(r, true);  /* it must not wait with us */
-		if (!sipc__mem_take_reply(r->sl->sup, hdr.len, !r->final,
+		if (!sipc__mem_take_reply(r->sl->sup, hdr.len, !r->rx->final,
 		    reader_leave, r))
 			return false;
 	}
-	r->held = hdr.len;
+	r->rx->held = hdr.len;
 	return true;
 }
 
@@ -405,7 +429,7 @@ mem_give_up(struct reader *r)
 	pthread_mutex_lock(&sl->lock);
 	sl->stream_cut = true;
 	pthread_mutex_unlock(&sl->lock);
-	r->proto_done = true;
+	r->rx->proto_done = true;
 }
 
 /* A frame is complete: act on it, then return its bytes (a delivered
@@ -415,8 +439,8 @@ frame_done(struct reader *r, struct sipc_frame *f)
 {
 	on_frame(r, f);
 	free(f->payload);
-	sipc__mem_release(r->sl->sup, r->held);
-	r->held = 0;
+	sipc__mem_release(r->sl->sup, r->rx->held);
+	r->rx->held = 0;
 }
 
 static void
@@ -428,12 +452,19 @@ proto_bytes(struct reader *r, const uint8_t *p, size_t n)
 
 	atomic_fetch_add(&r->sl->bytes_in, n);
 	atomic_store(&r->sl->last_progress_ms, sipc__now_ms());
-	while (n > 0 && !r->proto_done) {
+	while (n > 0 && !r->rx->proto_done) {
 		if (!frame_reserve(r, p, n)) {
-			mem_give_up(r);
+			if (r->caller) {
+				/* Still in rx->buf: the reader decodes
+				 * them first when it has the socket back. */
+				r->rx->pend = p;
+				r->rx->pend_len = n;
+			} else {
+				mem_give_up(r);
+			}
 			break;
 		}
-		used = sipc__decoder_feed(&r->dec, p, n, &f, &done);
+		used = sipc__decoder_feed(&r->rx->dec, p, n, &f, &done);
 		if (used < 0) {
 			violation(r, (int)used, sipc_strerror((int)used), 0);
 			break;
@@ -455,12 +486,12 @@ proto_lost(struct reader *r)
 
 	/* A frame cut off by the end of the stream is a violation too
 	 * (it is counted; the worker is ending anyway). */
-	if (!r->proto_done && sipc__decoder_partial(&r->dec)) {
-		r->at_eof = true;
+	if (!r->rx->proto_done && sipc__decoder_partial(&r->rx->dec)) {
+		r->rx->at_eof = true;
 		violation(r, SIPC_E_PROTOCOL, "truncated frame at end of stream",
 		    0);
 	}
-	r->proto_done = true;
+	r->rx->proto_done = true;
 	pthread_mutex_lock(&sl->lock);
 	sl->channel_lost = true;
 	pthread_cond_broadcast(&sl->cv_writer);
@@ -476,7 +507,7 @@ proto_direct(struct reader *r, int fd, bool nonblock, size_t max, bool *used)
 {
 	struct sipc_frame f;
 	uint8_t *dst;
-	size_t need = sipc__decoder_direct(&r->dec, &dst);
+	size_t need = sipc__decoder_direct(&r->rx->dec, &dst);
 	bool done;
 	ssize_t n;
 
@@ -488,22 +519,26 @@ proto_direct(struct reader *r, int fd, bool nonblock, size_t max, bool *used)
 		return n;
 	atomic_fetch_add(&r->sl->bytes_in, (uint64_t)n);
 	atomic_store(&r->sl->last_progress_ms, sipc__now_ms());
-	sipc__decoder_direct_done(&r->dec, (size_t)n, &f, &done);
+	sipc__decoder_direct_done(&r->rx->dec, (size_t)n, &f, &done);
 	if (done)
 		frame_done(r, &f);
 	writer_flush(r, false);
 	return n;
 }
 
-/* Read what one descriptor has.  Returns false at EOF/error. */
+/* Read what one descriptor has: one read, or (`all`) until it has no
+ * more.  Never blocks: the diagnostics pipe is non-blocking, and the
+ * socket's bytes may have been read by a caller since the wake-up.
+ * Returns false at EOF/error. */
 static bool
-drain_fd(struct reader *r, int fd, bool proto, bool nonblock)
+drain_fd(struct reader *r, int fd, bool proto, bool all)
 {
+	uint8_t *buf = proto ? r->rx->buf : r->dbuf;
 	ssize_t n;
 	bool direct = false;
 
 	for (;;) {
-		if (proto && (n = proto_direct(r, fd, nonblock, SIZE_MAX, &direct),
+		if (proto && (n = proto_direct(r, fd, true, SIZE_MAX, &direct),
 		    direct)) {
 			if (n < 0 && errno == EINTR)
 				continue;
@@ -511,12 +546,12 @@ drain_fd(struct reader *r, int fd, bool proto, bool nonblock)
 				return true;
 			if (n <= 0)
 				return false;
-			if (!nonblock || r->proto_done)
+			if (!all || r->rx->proto_done || r->rx->pend_len > 0)
 				return true;
 			continue;
 		}
-		n = proto ? recv(fd, r->buf, READ_BUF,
-		    nonblock ? MSG_DONTWAIT : 0) : read(fd, r->buf, READ_BUF);
+		n = proto ? recv(fd, buf, READ_BUF, MSG_DONTWAIT) :
+		    read(fd, buf, READ_BUF);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -524,10 +559,10 @@ drain_fd(struct reader *r, int fd, bool proto, bool nonblock)
 		if (n <= 0)
 			return false;
 		if (proto)
-			proto_bytes(r, r->buf, (size_t)n);
+			proto_bytes(r, buf, (size_t)n);
 		else
-			diag_feed(r, r->buf, (size_t)n);
-		if (!nonblock || (proto && r->proto_done))
+			diag_feed(r, buf, (size_t)n);
+		if (!all || (proto && (r->rx->proto_done || r->rx->pend_len > 0)))
 			return true;
 	}
 }
@@ -550,18 +585,18 @@ final_drain(struct reader *r, int fd, bool proto, int64_t until)
 
 	if (ioctl(fd, FIONREAD, &avail) == 0 && avail > 0)
 		left = (size_t)avail;
-	while (left > 0 && !(proto && r->proto_done) &&
+	while (left > 0 && !(proto && r->rx->proto_done) &&
 	    sipc__now_ms() < until) {
 		want = left < READ_BUF ? left : READ_BUF;
 		n = proto ? proto_direct(r, fd, true, left, &direct) : 0;
 		if (proto && !direct) {
-			n = recv(fd, r->buf, want, MSG_DONTWAIT);
+			n = recv(fd, r->rx->buf, want, MSG_DONTWAIT);
 			if (n > 0)
-				proto_bytes(r, r->buf, (size_t)n);
+				proto_bytes(r, r->rx->buf, (size_t)n);
 		} else if (!proto) {
-			n = read(fd, r->buf, want);
+			n = read(fd, r->dbuf, want);
 			if (n > 0)
-				diag_feed(r, r->buf, (size_t)n);
+				diag_feed(r, r->dbuf, (size_t)n);
 		}
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -584,25 +619,77 @@ reader_should_exit(struct reader *r)
 	return gone;
 }
 
+enum { RX_PROTO = 0, RX_DIAG, RX_WAKE };
+
+/* Slot lock held (or before the threads start): watch or stop watching
+ * `fd` in the reader's interest set.  Level-triggered: a socket added
+ * back with bytes pending wakes the reader at once. */
+static int
+rx_watch(struct sipc__rx *rx, int op, int fd, uint32_t tag)
+{
+	struct epoll_event e = { .events = EPOLLIN, .data.u32 = tag };
+
+	return epoll_ctl(rx->epfd, op, fd, &e);
+}
+
+/* Reader thread: read the socket, if it is still this thread's (a
+ * caller may have taken it since the wake-up).  Bytes a caller left
+ * undecoded (no room for a frame) go first. */
+static void
+reader_proto(struct reader *r, bool readable)
+{
+	struct sipc__slot *sl = r->sl;
+	struct sipc__rx *rx = r->rx;
+	size_t n;
+
+	pthread_mutex_lock(&sl->lock);
+	if (sl->rd_owner != SIPC__RD_READER) {
+		pthread_mutex_unlock(&sl->lock);
+		return;
+	}
+	sl->rd_busy = true;
+	pthread_mutex_unlock(&sl->lock);
+	if (rx->pend_len > 0 && !rx->proto_done) {
+		n = rx->pend_len;
+		rx->pend_len = 0;
+		proto_bytes(r, rx->pend, n);
+	}
+	if (readable && !rx->proto_done &&
+	    !drain_fd(r, sl->proto_fd, true, false) && !rx->proto_done)
+		proto_lost(r);
+	pthread_mutex_lock(&sl->lock);
+	sl->rd_busy = false;
+	if (rx->proto_done)
+		(void)rx_watch(rx, EPOLL_CTL_DEL, sl->proto_fd, RX_PROTO);
+	pthread_mutex_unlock(&sl->lock);
+}
+
+/* Reader thread, leaving its loop: the socket back for the final
+ * drain, for good (rd_busy stays set: no caller takes it again). */
+static void
+reader_reclaim(struct reader *r)
+{
+	struct sipc__slot *sl = r->sl;
+
+	pthread_mutex_lock(&sl->lock);
+	while (sipc__callread_revoke(sl))
+		pthread_cond_wait(&sl->cv_read, &sl->lock);
+	sl->rd_busy = true;
+	pthread_mutex_unlock(&sl->lock);
+}
+
 static void
 reader_loop(struct reader *r)
 {
 	struct sipc__slot *sl = r->sl;
-	struct pollfd pfd[3];
-	int64_t until;
+	struct sipc__rx *rx = r->rx;
+	struct epoll_event evs[3];
+	bool proto, diag, wake;
+	int64_t until, left;
 	uint64_t ev;
-
-	int64_t left;
-	int n, timeout;
+	int i, n, timeout;
 
 	for (;;) {
-		pfd[0].fd = r->proto_done ? -1 : sl->proto_fd;
-		pfd[1].fd = r->diag_done ? -1 : sl->diag_fd;
-		pfd[2].fd = sl->wake_fd;
-		for (int i = 0; i < 3; i++) {
-			pfd[i].events = POLLIN;
-			pfd[i].revents = 0;
-		}
 		/* An owed writer wake waits for more replies at most
 		 * SIPC__REFILL_WAIT_MS, whatever else keeps this thread
 		 * busy (a chatty worker's diagnostics). */
@@ -616,35 +703,43 @@ reader_loop(struct reader *r)
 			}
 			timeout = (int)left;
 		}
-		n = poll(pfd, 3, timeout);
+		n = epoll_wait(rx->epfd, evs, 3, timeout);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
 		}
-		if (n == 0)
-			continue;       /* the owed wake's time is up */
-		if (pfd[0].revents & (POLLIN | POLLHUP | POLLERR))
-			if (!drain_fd(r, sl->proto_fd, true, false) &&
-			    !r->proto_done)
-				proto_lost(r);
-		if (pfd[1].revents & (POLLIN | POLLHUP | POLLERR))
-			if (!drain_fd(r, sl->diag_fd, false, false))
-				r->diag_done = true;
-		if (pfd[2].revents & POLLIN) {
+		proto = diag = wake = false;
+		for (i = 0; i < n; i++) {
+			proto |= evs[i].data.u32 == RX_PROTO;
+			diag |= evs[i].data.u32 == RX_DIAG;
+			wake |= evs[i].data.u32 == RX_WAKE;
+		}
+		if (proto)
+			reader_proto(r, true);
+		if (diag && !drain_fd(r, sl->diag_fd, false, false)) {
+			r->diag_done = true;
+			(void)rx_watch(rx, EPOLL_CTL_DEL, sl->diag_fd, RX_DIAG);
+		}
+		if (wake) {
 			(void)read(sl->wake_fd, &ev, sizeof(ev));
 			if (reader_should_exit(r))
 				break;
+			reader_proto(r, false);   /* a caller's leftovers */
 		}
 	}
 	/* The process is gone: what it wrote is still buffered in the
 	 * kernel.  Take that (replies first), bounded, then stop; the
 	 * worker is gone, so never wait for reply room. */
-	r->final = true;
+	reader_reclaim(r);
+	rx->final = true;
+	if (rx->pend_len > 0 && !rx->proto_done)
+		proto_bytes(r, rx->pend, rx->pend_len);
+	rx->pend_len = 0;
 	until = sipc__now_ms() + SIPC__FINAL_DRAIN_MS;
-	if (!r->proto_done && final_drain(r, sl->proto_fd, true, until) &&
-	    !r->proto_done && sipc__decoder_partial(&r->dec)) {
-		r->at_eof = true;
+	if (!rx->proto_done && final_drain(r, sl->proto_fd, true, until) &&
+	    !rx->proto_done && sipc__decoder_partial(&rx->dec)) {
+		rx->at_eof = true;
 		violation(r, SIPC_E_PROTOCOL, "truncated frame at end of stream",
 		    0);
 	}
@@ -652,6 +747,45 @@ reader_loop(struct reader *r)
 		(void)final_drain(r, sl->diag_fd, false, until);
 	if (r->line_len > 0)
 		diag_emit(r);
+}
+
+/* The decode state and the interest set; NULL when out of memory or
+ * descriptors. */
+static struct sipc__rx *
+rx_new(struct sipc__slot *sl)
+{
+	struct sipc__rx *rx = calloc(1, sizeof(*rx));
+
+	if (rx == NULL)
+		return NULL;
+	sipc__decoder_init(&rx->dec, sl->sup->cfg.max_payload);
+	rx->buf = malloc(READ_BUF);
+	rx->epfd = epoll_create1(EPOLL_CLOEXEC);
+	rx->give_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (rx->buf == NULL || rx->epfd < 0 || rx->give_fd < 0 ||
+	    rx_watch(rx, EPOLL_CTL_ADD, sl->proto_fd, RX_PROTO) < 0 ||
+	    rx_watch(rx, EPOLL_CTL_ADD, sl->diag_fd, RX_DIAG) < 0 ||
+	    rx_watch(rx, EPOLL_CTL_ADD, sl->wake_fd, RX_WAKE) < 0) {
+		if (rx->epfd >= 0)
+			close(rx->epfd);
+		if (rx->give_fd >= 0)
+			close(rx->give_fd);
+		free(rx->buf);
+		free(rx);
+		return NULL;
+	}
+	return rx;
+}
+
+static void
+rx_free(struct sipc__slot *sl, struct sipc__rx *rx)
+{
+	sipc__decoder_free(&rx->dec);
+	sipc__mem_release(sl->sup, rx->held);   /* a frame cut short */
+	close(rx->epfd);
+	close(rx->give_fd);
+	free(rx->buf);
+	free(rx);
 }
 
 static void *
@@ -669,22 +803,138 @@ reader_main(void *arg)
 	 * (a daemon, a setsid escapee) holds the pipe open after the worker
 	 * died, and the final drain must not wait for it. */
 	(void)fcntl(sl->diag_fd, F_SETFL, O_NONBLOCK);
-	sipc__decoder_init(&r.dec, sl->sup->cfg.max_payload);
-	r.buf = malloc(READ_BUF);
+	r.rx = rx_new(sl);
+	r.dbuf = malloc(READ_BUF);
 	r.line = malloc(lmax);
 	r.vis = malloc(4 * lmax + 1);
-	if (r.buf == NULL || r.line == NULL || r.vis == NULL) {
+	if (r.rx == NULL || r.dbuf == NULL || r.line == NULL || r.vis == NULL) {
 		sipc__log(sl->sup, SIPC_LOG_ERROR, sl, "reader: out of memory");
-		proto_lost(&r);
+		/* Nothing read yet: the channel is lost (as proto_lost()),
+		 * and the reaper ends the worker. */
+		pthread_mutex_lock(&sl->lock);
+		sl->channel_lost = true;
+		pthread_cond_broadcast(&sl->cv_writer);
+		pthread_mutex_unlock(&sl->lock);
+		sipc__reaper_wake(sl->sup);
 	} else {
+		/* A caller may take the socket from now on (slot lock). */
+		pthread_mutex_lock(&sl->lock);
+		sl->rx = r.rx;
+		sl->rd_give_fd = r.rx->give_fd;
+		pthread_mutex_unlock(&sl->lock);
 		reader_loop(&r);
+		pthread_mutex_lock(&sl->lock);
+		sl->rx = NULL;
+		sl->rd_give_fd = -1;
+		pthread_mutex_unlock(&sl->lock);
 	}
-	sipc__decoder_free(&r.dec);
-	sipc__mem_release(sl->sup, r.held);   /* a frame cut short */
-	free(r.buf);
+	if (r.rx != NULL)
+		rx_free(sl, r.rx);
+	free(r.dbuf);
 	free(r.line);
 	free(r.vis);
 	return NULL;
+}
+
+/* ------------------------------------------------------ caller reads */
+
+/*
+ * One sipc_call() of 64 B to an idle worker paid four context switches:
+ * the worker woke, the reader woke for the reply and delivered it, the
+ * caller woke on its event.  When the caller wrote its own request
+ * (direct path) to an otherwise idle worker, it can read the reply
+ * itself: the reader's hop goes.  The caller takes the socket out of the
+ * reader's interest set (the reader is not woken) and decodes with the
+ * reader's code, under a library thread's rules; anyone who needs the
+ * reader to have it again (the writer with something to send, the
+ * reader on its way out) asks for it back (rd_revoke, give_fd).
+ * Nothing but the caller's own request is sent meanwhile (writer.c,
+ * direct path), so no other request's callback runs on its thread.
+ */
+bool
+sipc__callread_take(struct sipc__slot *sl)
+{
+	struct sipc__rx *rx = sl->rx;
+
+	if (rx == NULL || sl->rd_busy || sl->rd_owner != SIPC__RD_READER ||
+	    sl->violation || sl->channel_lost || rx->proto_done ||
+	    rx->pend_len > 0 || rx->held > 0 ||
+	    sipc__decoder_partial(&rx->dec))
+		return false;
+	if (rx_watch(rx, EPOLL_CTL_DEL, sl->proto_fd, RX_PROTO) < 0)
+		return false;
+	sl->rd_owner = SIPC__RD_CALLER;
+	return true;
+}
+
+/* The caller's thread, no lock held: the socket back to the reader.
+ * Bytes the caller left undecoded wake it (the interest set alone would
+ * not: they are out of the socket).  Every touch of the slot is under
+ * its lock: once the reader sees the socket back, it may finish, and
+ * the reaper close the descriptors and free the slot's generation. */
+static void
+callread_give_back(struct reader *r)
+{
+	struct sipc__slot *sl = r->sl;
+	struct sipc__rx *rx = r->rx;
+	uint64_t v;
+
+	pthread_mutex_lock(&sl->lock);
+	sl->rd_owner = SIPC__RD_READER;
+	if (sl->rd_revoke) {
+		sl->rd_revoke = false;
+		(void)eventfd_read(rx->give_fd, &v);
+		pthread_cond_broadcast(&sl->cv_read);
+		pthread_cond_broadcast(&sl->cv_writer);
+	} else if (r->wake_writer) {
+		pthread_cond_signal(&sl->cv_writer);
+	}
+	if (!rx->proto_done)
+		(void)rx_watch(rx, EPOLL_CTL_ADD, sl->proto_fd, RX_PROTO);
+	if (rx->pend_len > 0)
+		(void)eventfd_write(sl->wake_fd, 1);
+	pthread_mutex_unlock(&sl->lock);
+}
+
+void
+sipc__callread_run(struct sipc__slot *sl, struct sipc__event *ev,
+                   int64_t deadline_ms)
+{
+	struct reader r = { .sl = sl, .rx = sl->rx, .caller = true };
+	struct pollfd pfd[2] = {
+		{ .fd = sl->proto_fd, .events = POLLIN },
+		{ .fd = r.rx->give_fd, .events = POLLIN },
+	};
+	int64_t left;
+	int n, timeout;
+	bool was;
+
+	/* A log line (a violation) may run here: under a library
+	 * thread's rules, as on the submitting thread (CONTRACT TH2). */
+	was = sipc__callback_rules_begin();
+	while (!sipc__event_is_set(ev)) {
+		/* At the deadline the reaper delivers TIMEOUT; the worker
+		 * may then get a CANCEL, which the writer sends. */
+		timeout = -1;
+		if (deadline_ms != 0) {
+			if ((left = deadline_ms - sipc__now_ms()) <= 0)
+				break;
+			timeout = left < INT32_MAX ? (int)left : INT32_MAX;
+		}
+		n = poll(pfd, 2, timeout);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || pfd[1].revents != 0)
+			break;
+		/* EOF and errors are the reader's to act on, as is a
+		 * frame without room (pend). */
+		if (pfd[0].revents != 0 &&
+		    (!drain_fd(&r, sl->proto_fd, true, false) ||
+		    r.rx->proto_done || r.rx->pend_len > 0))
+			break;
+	}
+	callread_give_back(&r);
+	sipc__lib_thread = was;
 }
 
 /* ------------------------------------------------------------ control */
@@ -699,6 +949,8 @@ sipc__worker_threads_start(struct sipc__slot *sl)
 	pthread_mutex_lock(&sl->lock);
 	sl->stop = sl->proc_gone = sl->channel_lost = sl->violation = false;
 	sl->stream_cut = false;
+	sl->rd_owner = SIPC__RD_READER;
+	sl->rd_busy = sl->rd_revoke = false;
 	pthread_mutex_unlock(&sl->lock);
 	/* Room for a 1 MiB frame in the socket (frame.h); kernel memory,
 	 * used only while bytes are queued. */

@@ -4,7 +4,8 @@
  * Threads:
  *   - callers: sipc_submit/sipc_call/sipc_stats_get/sipc_destroy
  *   - per worker slot: one reader (reader.c), one writer (writer.c);
- *     a submitting thread may write for an idle worker (writer.c)
+ *     a submitting thread may write for an idle worker (writer.c), and
+ *     a sipc_call() thread then read its own reply (reader.c)
  *   - one reaper (reaper.c, its loop): pidfds + timerfd + eventfd;
  *     spawns, reaps, classifies (slot.c), settles (settle.c), enforces
  *     deadlines, stalls and grace periods.
@@ -79,6 +80,13 @@ enum sipc__sender {
 	SIPC__SEND_READER,            /* refilling after replies (writer.c) */
 };
 
+enum sipc__rd_owner {
+	SIPC__RD_READER = 0,
+	SIPC__RD_CALLER,
+};
+
+struct sipc__rx;
+
 /*
  * Worker slot.  One per pool position; generations replace each other.
  * Three parts, kept apart by who may touch them (a split into member
@@ -135,6 +143,18 @@ struct sipc__slot {
 	int cg_err;                   /* ... or why not (0: none wanted) */
 	char *diag_tail;              /* ring of the last diag bytes */
 	size_t diag_tail_len, diag_tail_pos;
+	/* Who reads the protocol socket (reader.c, "caller reads"): the
+	 * reader thread, or a sipc_call() thread waiting for its own
+	 * reply on an otherwise idle worker.  Only the owner touches the
+	 * decode state `rx` (set by the reader thread while it runs, NULL
+	 * otherwise); the reader sets rd_busy before it reads and clears
+	 * it after, and the socket is taken only while it is clear. */
+	enum sipc__rd_owner rd_owner;
+	bool rd_busy;
+	bool rd_revoke;               /* the caller must give it back */
+	int rd_give_fd;               /* ... told through this eventfd */
+	struct sipc__rx *rx;
+	pthread_cond_t cv_read;       /* the caller gave the socket back */
 	/* ---- counters */
 	/* [table] (counts written-unanswered on the current generation) */
 	_Atomic unsigned inflight;
@@ -244,6 +264,8 @@ struct sipc__event {
 void sipc__event_init(struct sipc__event *ev);
 void sipc__event_set(struct sipc__event *ev);
 void sipc__event_wait(struct sipc__event *ev);
+/* True once set (the waiter's own check; no wait). */
+bool sipc__event_is_set(struct sipc__event *ev);
 
 /* requests (table.c) */
 struct sipc__req *sipc__req_new(const struct sipc_request *r, uint64_t id,
@@ -312,9 +334,19 @@ void sipc__outcome(struct sipc_supervisor *s, struct sipc__req *q,
  * first, else `avoid` itself when its restart is planned (IDLE).
  * Returns 0, or SIPC_E_UNAVAILABLE when no slot can take it. */
 int sipc__dispatch_requeue(struct sipc_supervisor *s, struct sipc__req *q, int avoid);
+/* A sipc_call() whose thread took its slot's protocol socket to read
+ * its own reply (reader.c): the slot, or NULL; the request's deadline. */
+struct sipc__callread {
+	struct sipc__slot *sl;
+	int64_t deadline_ms;
+};
 /* Dispatch a new request (dispatch.c): 0 queued (or written directly),
- * else SIPC_E_FULL / _UNAVAILABLE / _SHUTDOWN / SIPC_E_TIMEOUT. */
-int sipc__dispatch_new(struct sipc_supervisor *s, struct sipc__req *q);
+ * else SIPC_E_FULL / _UNAVAILABLE / _SHUTDOWN / SIPC_E_TIMEOUT.  With
+ * `cr` (a sipc_call() only), a call written directly may also take its
+ * slot's socket (cr->sl set); its thread then runs
+ * sipc__callread_run() before it waits for its outcome. */
+int sipc__dispatch_new(struct sipc_supervisor *s, struct sipc__req *q,
+                       struct sipc__callread *cr);
 
 /* worker threads (reader.c) */
 /* Bound on a dead worker's final drain (what was buffered when it was
@@ -343,6 +375,23 @@ void sipc__thread_name(const char *what, const struct sipc__slot *sl);
  */
 bool sipc__direct_claim(struct sipc__slot *sl, struct sipc__req *q);
 void sipc__direct_send(struct sipc__slot *sl, struct sipc__req *q);
+/*
+ * Caller reads (reader.c).  sipc__callread_take(): slot lock held, just
+ * after sipc__direct_claim() for a sipc_call(): true when the socket is
+ * now the caller's (the reader is not reading, holds no partial frame,
+ * no bytes wait for reply room, the stream is sound).
+ * sipc__callread_run(): that caller, no lock held: reads and handles
+ * frames with the reader's code until `ev` is set, the deadline passes
+ * or the socket is asked back, then gives it back to the reader.
+ * sipc__callread_revoke() (writer.c): slot lock held, any library
+ * thread: ask the caller for the socket (no-op when the reader has it);
+ * true when the caller has it (the one asking waits for cv_read or
+ * cv_writer, which the caller broadcasts when it gives it back).
+ */
+bool sipc__callread_take(struct sipc__slot *sl);
+void sipc__callread_run(struct sipc__slot *sl, struct sipc__event *ev,
+                        int64_t deadline_ms);
+bool sipc__callread_revoke(struct sipc__slot *sl);
 /*
  * The reader's refill (writer.c): replies gave a writer that had no room
  * some.  Reader thread, no lock held.  When the channel is free and

@@ -94,11 +94,12 @@ reject_unreserved(struct sipc_supervisor *s, struct sipc__req *q)
 	sipc__lib_thread = was;
 }
 
-/* sipc_submit(), and sipc_call() with `call` set: its caller waits for
- * the outcome anyway, so it may write the request itself (writer.c). */
+/* sipc_submit(), and sipc_call() with `cr` set: its caller waits for
+ * the outcome anyway, so it may write the request itself (writer.c) and
+ * read the reply itself (reader.c; cr->sl says whether it may). */
 static int
 submit(sipc_supervisor *s, const struct sipc_request *req, sipc_done_fn done,
-       void *arg, bool call, uint64_t *ret_id)
+       void *arg, struct sipc__callread *cr, uint64_t *ret_id)
 {
 	struct sipc__req *q;
 	uint64_t id;
@@ -119,7 +120,7 @@ submit(sipc_supervisor *s, const struct sipc_request *req, sipc_done_fn done,
 		rc = -ENOMEM;
 		goto out;
 	}
-	q->call = call;
+	q->call = cr != NULL;
 	if ((rc = reserve_memory(s, q)) != 0) {
 		if (rc == SIPC_E_FULL && !(q->flags & SIPC_REQ_NOWAIT) &&
 		    !sipc__lib_thread) {
@@ -144,7 +145,7 @@ submit(sipc_supervisor *s, const struct sipc_request *req, sipc_done_fn done,
 	sipc__req_ref(q);
 	/* Not journalled as accepted: never dispatched (REJECTED below). */
 	if ((rc = sipc__journal_note_accepted(s, q)) == 0)
-		rc = sipc__dispatch_new(s, q);
+		rc = sipc__dispatch_new(s, q, cr);
 	if (rc == SIPC_E_FULL && ((q->flags & SIPC_REQ_NOWAIT) ||
 	    sipc__lib_thread)) {
 		/* Never accepted: no callback, the caller has the error. */
@@ -185,7 +186,7 @@ int
 sipc_submit(sipc_supervisor *s, const struct sipc_request *req,
             sipc_done_fn done, void *arg, uint64_t *ret_id)
 {
-	return submit(s, req, done, arg, false, ret_id);
+	return submit(s, req, done, arg, NULL, ret_id);
 }
 
 /* ------------------------------------------------------------ call */
@@ -210,6 +211,7 @@ int
 sipc_call(sipc_supervisor *s, const struct sipc_request *req,
           struct sipc_result *ret)
 {
+	struct sipc__callread cr = { .sl = NULL };
 	struct call_wait w;
 	int rc;
 
@@ -219,7 +221,7 @@ sipc_call(sipc_supervisor *s, const struct sipc_request *req,
 		return rc;
 	memset(&w, 0, sizeof(w));
 	sipc__event_init(&w.ev);
-	rc = submit(s, req, call_done, &w, true, NULL);
+	rc = submit(s, req, call_done, &w, &cr, NULL);
 	if (rc == SIPC_E_FULL || rc == SIPC_E_SHUTDOWN) {
 		memset(&w.res, 0, sizeof(w.res));
 		w.res.outcome = SIPC_OUTCOME_REJECTED;
@@ -228,6 +230,10 @@ sipc_call(sipc_supervisor *s, const struct sipc_request *req,
 		return 0;
 	}
 	if (rc == 0) {
+		/* Took the socket: read the reply here rather than be
+		 * woken by the reader for it (reader.c, caller reads). */
+		if (cr.sl != NULL)
+			sipc__callread_run(cr.sl, &w.ev, cr.deadline_ms);
 		sipc__event_wait(&w.ev);
 		*ret = w.res;
 	}
@@ -300,9 +306,11 @@ slots_init(struct sipc_supervisor *s)
 		sl->sup = s;
 		sl->idx = i;
 		sl->proto_fd = sl->diag_fd = sl->wake_fd = sl->end_fd = -1;
+		sl->rd_give_fd = -1;
 		pthread_mutex_init(&sl->lock, NULL);
 		sipc__cond_init(&sl->cv_writer);
 		sipc__cond_init(&sl->cv_space);
+		sipc__cond_init(&sl->cv_read);
 		sipc__slot_set_state(sl, SIPC_WS_IDLE);   /* calloc: from IDLE */
 		if ((rc = sipc__ring_init(&sl->ring, s->cfg.ring_frames,
 		    s->cfg.ring_bytes)) < 0)
@@ -337,6 +345,7 @@ sup_free(struct sipc_supervisor *s)
 		pthread_mutex_destroy(&sl->lock);
 		pthread_cond_destroy(&sl->cv_writer);
 		pthread_cond_destroy(&sl->cv_space);
+		pthread_cond_destroy(&sl->cv_read);
 	}
 	free(s->slots);
 	for (i = 0; s->argv != NULL && s->argv[i] != NULL; i++)

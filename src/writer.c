@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -122,9 +123,14 @@ writer_has_work(struct sipc__slot *sl, unsigned *ret_room)
 	inflight = atomic_load(&sl->inflight);
 	*ret_room = inflight < s->cfg.max_inflight ?
 	    s->cfg.max_inflight - inflight : 0;
-	if (sl->ncancels > 0 || sl->rest != NULL || sl->handoff != NULL)
-		return true;
-	return *ret_room > 0 && sl->ring.count > 0;
+	if (sl->ncancels == 0 && sl->rest == NULL && sl->handoff == NULL &&
+	    (*ret_room == 0 || sl->ring.count == 0))
+		return false;
+	/* Nothing but the caller's own request may be on the wire while
+	 * the caller reads the socket: the reply to anything else would
+	 * be handled, and its callback run, on the caller's thread.  Ask
+	 * for the socket back; the caller signals cv_writer then. */
+	return !sipc__callread_revoke(sl);
 }
 
 /* Slot and table locks held: `q` goes to this generation's worker now. */
@@ -336,7 +342,7 @@ sipc__direct_claim(struct sipc__slot *sl, struct sipc__req *q)
 	if (sl->state != SIPC_WS_READY || sl->stop || sl->channel_lost ||
 	    sl->proc_gone || sl->sending != SIPC__SEND_NONE ||
 	    sl->ring.count > 0 || sl->ncancels > 0 || sl->rest != NULL ||
-	    sl->handoff != NULL)
+	    sl->handoff != NULL || sl->rd_owner != SIPC__RD_READER)
 		return false;
 	pthread_mutex_lock(&s->table.lock);
 	/* Only to an idle worker (nothing in flight), while the pool is
@@ -419,6 +425,20 @@ sipc__direct_send(struct sipc__slot *sl, struct sipc__req *q)
 	if (lost)
 		sipc__reaper_wake(s);
 	sipc__req_unref(s, q);
+}
+
+/* The socket's reader, when a caller reads it (reader.c, caller reads):
+ * ask for it back, once per hand-over. */
+bool
+sipc__callread_revoke(struct sipc__slot *sl)
+{
+	if (sl->rd_owner != SIPC__RD_CALLER)
+		return false;
+	if (!sl->rd_revoke) {
+		sl->rd_revoke = true;
+		(void)eventfd_write(sl->rd_give_fd, 1);
+	}
+	return true;
 }
 
 /* ------------------------------------------------------ reader refill */

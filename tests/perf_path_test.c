@@ -19,6 +19,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -152,11 +153,22 @@ writer_switches_now(void)
 	return thread_switches("sipc-wr0");
 }
 
+/* The calling thread's voluntary context switches. */
+static long
+self_switches(void)
+{
+	struct rusage ru;
+
+	return getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_nvcsw : -1;
+}
+
 /*
  * A synchronous call on an idle worker is written by the caller itself:
  * the writer thread sleeps through all of them.  Before the direct
  * path, each call woke the writer (at least one switch a call).  The
- * reader must wake for every reply, which shows that the counts move.
+ * calling thread reads each reply itself (reader.c) and sleeps for most
+ * of them (a reply already there when it looks costs no sleep), which
+ * shows that the counts move.
  */
 static void
 test_perf_path_sync_call_leaves_writer_asleep(void)
@@ -177,7 +189,7 @@ test_perf_path_sync_call_leaves_writer_asleep(void)
 	CU_ASSERT_FATAL(sipc_call(s, &req, &r) == 0);
 	sipc_result_release(&r);
 	w0 = writer_switches_now();
-	r0 = thread_switches("sipc-rd0");
+	r0 = self_switches();
 	CU_ASSERT_FATAL(w0 >= 0 && r0 >= 0);
 	for (i = 0; i < n; i++) {
 		CU_ASSERT_FATAL(sipc_call(s, &req, &r) == 0);
@@ -185,9 +197,9 @@ test_perf_path_sync_call_leaves_writer_asleep(void)
 		sipc_result_release(&r);
 	}
 	w1 = thread_switches("sipc-wr0");
-	r1 = thread_switches("sipc-rd0");
+	r1 = self_switches();
 	CU_ASSERT_EQUAL(ok, n);
-	CU_ASSERT(r1 - r0 >= (long)n / 2);
+	CU_ASSERT(r1 - r0 >= (long)n / 10);
 	/* A handful, not one a call: nothing but the caller writes. */
 	CU_ASSERT(w1 - w0 < (long)n / 10);
 	if (w1 - w0 >= (long)n / 10)

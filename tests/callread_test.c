@@ -1,0 +1,754 @@
+/*
+ * callread_test.c - a synchronous call reads its own reply (reader.c,
+ * "caller reads"): the calling thread takes its idle worker's protocol
+ * socket from the reader thread and gives it back; every outcome stays
+ * exactly what the reader alone would have made of it.
+ *
+ * Real workers (echo, crash, chatty), real signals.  Tests look at the
+ * slot's owner field under the slot lock, as the library does.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sipc.h"
+#include "sipc_int.h"
+#include "sipctest.h"
+#include "testlib.h"
+
+#define WAIT_MS 10000
+
+/* A library thread's voluntary context switches, by its name (-1 when
+ * there is no such thread). */
+static long
+thread_switches(const char *name)
+{
+	char path[300], comm[32], line[128];
+	struct dirent *de;
+	long v = -1;
+	DIR *d;
+	FILE *f;
+
+	if ((d = opendir("/proc/self/task")) == NULL)
+		return -1;
+	while (v < 0 && (de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
+		    de->d_name);
+		if ((f = fopen(path, "r")) == NULL)
+			continue;
+		if (fgets(comm, sizeof(comm), f) == NULL)
+			comm[0] = '\0';
+		fclose(f);
+		comm[strcspn(comm, "\n")] = '\0';
+		if (strcmp(comm, name) != 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/status",
+		    de->d_name);
+		if ((f = fopen(path, "r")) == NULL)
+			continue;
+		while (fgets(line, sizeof(line), f) != NULL)
+			if (sscanf(line, "voluntary_ctxt_switches: %ld", &v) == 1)
+				break;
+		fclose(f);
+	}
+	closedir(d);
+	return v;
+}
+
+static bool
+reader_named(void *arg)
+{
+	return thread_switches(arg) >= 0;
+}
+
+/* Does a caller own slot 0's socket now? */
+static bool
+caller_owns(void *arg)
+{
+	struct sipc__slot *sl = &((struct sipc_supervisor *)arg)->slots[0];
+	bool own;
+
+	pthread_mutex_lock(&sl->lock);
+	own = sl->rd_owner == SIPC__RD_CALLER;
+	pthread_mutex_unlock(&sl->lock);
+	return own;
+}
+
+static bool
+caller_gave_back(void *arg)
+{
+	return !caller_owns(arg);
+}
+
+/* Is slot 0's reader between reads?  A worker is READY while its reader
+ * still finishes the read that held the HELLO; a call made then leaves
+ * the socket to the reader (and is answered through it). */
+static bool
+reader_idle(void *arg)
+{
+	struct sipc__slot *sl = &((struct sipc_supervisor *)arg)->slots[0];
+	bool idle;
+
+	pthread_mutex_lock(&sl->lock);
+	idle = sl->rx != NULL && !sl->rd_busy;
+	pthread_mutex_unlock(&sl->lock);
+	return idle;
+}
+
+/* A sipc_call() on its own thread, so the test can act meanwhile. */
+struct bg_call {
+	sipc_supervisor *s;
+	const char *cmd;              /* "\0CMD" command, or NULL: "data" */
+	unsigned timeout_ms;
+	struct sipc_result res;
+	int rc;
+	atomic_bool done;
+	pthread_t t;
+};
+
+static void *
+bg_call_main(void *arg)
+{
+	struct bg_call *c = arg;
+	char buf[128];
+	size_t len;
+
+	if (c->cmd != NULL) {
+		memcpy(buf, "\0CMD", 4);
+		len = 4 + (size_t)snprintf(buf + 4, sizeof(buf) - 4, "%s",
+		    c->cmd);
+	} else {
+		len = (size_t)snprintf(buf, sizeof(buf), "data");
+	}
+	struct sipc_request req = { .payload = buf, .len = (uint32_t)len,
+	    .timeout_ms = c->timeout_ms };
+	c->rc = sipc_call(c->s, &req, &c->res);
+	atomic_store(&c->done, true);
+	return NULL;
+}
+
+static void
+bg_call_start(struct bg_call *c, sipc_supervisor *s, const char *cmd,
+              unsigned timeout_ms)
+{
+	memset(c, 0, sizeof(*c));
+	c->s = s;
+	c->cmd = cmd;
+	c->timeout_ms = timeout_ms;
+	CU_ASSERT_FATAL(pthread_create(&c->t, NULL, bg_call_main, c) == 0);
+}
+
+static bool
+bg_call_done(void *arg)
+{
+	return atomic_load(&((struct bg_call *)arg)->done);
+}
+
+static uint64_t
+frames_in(sipc_supervisor *s)
+{
+	return atomic_load(&s->slots[0].frames_in);
+}
+
+struct frames_at_least { sipc_supervisor *s; uint64_t n; };
+
+static bool
+frames_reached(void *arg)
+{
+	struct frames_at_least *f = arg;
+
+	return frames_in(f->s) >= f->n;
+}
+
+/*
+ * The point of it: the reader thread sleeps through synchronous calls
+ * to an idle worker; the caller reads each reply itself.  Before, the
+ * reader woke for every reply (at least one switch a call).
+ */
+static void
+test_callread_reader_sleeps_through_calls(void)
+{
+	struct sipc_config c;
+	struct sipc_result r;
+	sipc_supervisor *s;
+	const unsigned n = 400;
+	unsigned i, ok = 0;
+	long r0, r1;
+	char buf[64];
+
+	st_cfg_base(&c, "echo", NULL, 1);
+	s = st_start(&c, 1, WAIT_MS);
+	memset(buf, 'x', sizeof(buf));
+	struct sipc_request req = { .payload = buf, .len = sizeof(buf),
+	    .timeout_ms = WAIT_MS };
+	CU_ASSERT_FATAL(sipc_call(s, &req, &r) == 0);
+	sipc_result_release(&r);
+	CU_ASSERT_FATAL(tl_wait_until(reader_named, (void *)"sipc-rd0",
+	    WAIT_MS));
+	r0 = thread_switches("sipc-rd0");
+	for (i = 0; i < n; i++) {
+		/* Each call to an idle worker and an idle reader: one that
+		 * comes while the reader still finishes the read that held
+		 * the previous reply finds it busy and leaves the socket to
+		 * it (on a loaded machine, call after call). */
+		(void)tl_wait_until(reader_idle, s, WAIT_MS);
+		CU_ASSERT_FATAL(sipc_call(s, &req, &r) == 0);
+		ok += r.outcome == SIPC_OUTCOME_OK && r.reply_len == sizeof(buf) &&
+		    memcmp(r.reply, buf, sizeof(buf)) == 0;
+		sipc_result_release(&r);
+	}
+	r1 = thread_switches("sipc-rd0");
+	CU_ASSERT_EQUAL(ok, n);
+	CU_ASSERT(r1 - r0 < (long)n / 10);
+	if (r1 - r0 >= (long)n / 10)
+		fprintf(stderr, "reader woke %ld times in %u calls\n",
+		    r1 - r0, n);
+	/* Every reply was counted as a frame in, ACCEPTs too. */
+	CU_ASSERT(st_worker_stats(s, 0).frames_in >= 2 * (uint64_t)(n + 1));
+	sipc_destroy(s);
+}
+
+/*
+ * The worker dies after its ACCEPT, while the caller holds the socket:
+ * the caller handled the ACCEPT, so the request may have run (UNKNOWN),
+ * exactly as when the reader reads it.
+ */
+static void
+test_callread_crash_after_accept_unknown(void)
+{
+	struct frames_at_least f;
+	struct sipc_config c;
+	struct bg_call bc;
+	sipc_supervisor *s;
+	pid_t pid;
+
+	st_cfg_base(&c, "echo", NULL, 1);
+	s = st_start(&c, 1, WAIT_MS);
+	CU_ASSERT_FATAL(tl_wait_until(reader_idle, s, WAIT_MS));
+	pid = st_worker_stats(s, 0).pid;
+	f.s = s;
+	f.n = frames_in(s) + 1;           /* the ACCEPT */
+	bg_call_start(&bc, s, "hang", 0);
+	CU_ASSERT_FATAL(tl_wait_until(caller_owns, s, WAIT_MS));
+	CU_ASSERT_FATAL(tl_wait_until(frames_reached, &f, WAIT_MS));
+	CU_ASSERT(caller_owns(s));        /* the caller read the ACCEPT */
+	CU_ASSERT_FATAL(kill(pid, SIGKILL) == 0);
+	CU_ASSERT_FATAL(tl_wait_until(bg_call_done, &bc, WAIT_MS));
+	pthread_join(bc.t, NULL);
+	CU_ASSERT_EQUAL(bc.rc, 0);
+	CU_ASSERT_EQUAL(bc.res.outcome, SIPC_OUTCOME_UNKNOWN);
+	CU_ASSERT(bc.res.may_have_run);
+	sipc_result_release(&bc.res);
+	/* The worker's own crash, right after its ACCEPT (the caller
+	 * took the socket before the request went out). */
+	CU_ASSERT_FATAL(sipc_wait_ready(s, 1, WAIT_MS) == 0);
+	bg_call_start(&bc, s, "crash exit 3", 0);
+	CU_ASSERT_FATAL(tl_wait_until(bg_call_done, &bc, WAIT_MS));
+	pthread_join(bc.t, NULL);
+	CU_ASSERT_EQUAL(bc.rc, 0);
+	CU_ASSERT_EQUAL(bc.res.outcome, SIPC_OUTCOME_UNKNOWN);
+	CU_ASSERT(bc.res.may_have_run);
+	sipc_result_release(&bc.res);
+	sipc_destroy(s);
+}
+
+/*
+ * The worker dies before it read the request (stopped, then killed),
+ * while the caller holds the socket: no ACCEPT, so it never ran; it is
+ * retried on the restarted worker and answered there, as before.
+ */
+static void
+test_callread_crash_before_accept_retried(void)
+{
+	struct sipc_config c;
+	struct bg_call bc;
+	sipc_supervisor *s;
+	pid_t pid;
+
+	if (st_skip_sandboxed("signals the worker by its host pid"))
+		return;
+	st_cfg_base(&c, "echo", NULL, 1);
+	/* The worker itself is the pid stopped (no sipc-init above it). */
+	c.containment = SIPC_CONTAIN_PROCESS_GROUP;
+	s = st_start(&c, 1, WAIT_MS);
+	CU_ASSERT_FATAL(tl_wait_until(reader_idle, s, WAIT_MS));
+	pid = st_worker_stats(s, 0).pid;
+	CU_ASSERT_FATAL(kill(pid, SIGSTOP) == 0);
+	bg_call_start(&bc, s, NULL, 0);
+	CU_ASSERT_FATAL(tl_wait_until(caller_owns, s, WAIT_MS));
+	CU_ASSERT_FATAL(kill(pid, SIGKILL) == 0);
+	CU_ASSERT_FATAL(tl_wait_until(bg_call_done, &bc, WAIT_MS));
+	pthread_join(bc.t, NULL);
+	CU_ASSERT_EQUAL(bc.rc, 0);
+	CU_ASSERT_EQUAL(bc.res.outcome, SIPC_OUTCOME_OK);
+	CU_ASSERT(bc.res.reply_len == 4 &&
+	    memcmp(bc.res.reply, "data", 4) == 0);
+	CU_ASSERT(st_worker_stats(s, 0).pid != pid);
+	sipc_result_release(&bc.res);
+	sipc_destroy(s);
+}
+
+/* Asynchronous submits beside a thread making synchronous calls, one
+ * worker: every callback on a library thread, never on the caller's. */
+struct mixed {
+	pthread_t caller;
+	atomic_uint on_caller, total, bad;
+	atomic_uint seen[200];
+};
+
+static struct mixed mixed;
+
+static void
+mixed_done(void *arg, struct sipc_result *res)
+{
+	unsigned i = (unsigned)(uintptr_t)arg;
+
+	if (pthread_equal(pthread_self(), mixed.caller))
+		atomic_fetch_add(&mixed.on_caller, 1);
+	if (res->outcome != SIPC_OUTCOME_OK || res->reply_len != sizeof(i) ||
+	    memcmp(res->reply, &i, sizeof(i)) != 0)
+		atomic_fetch_add(&mixed.bad, 1);
+	atomic_fetch_add(&mixed.seen[i], 1);
+	atomic_fetch_add(&mixed.total, 1);
+	sipc_result_release(res);
+}
+
+struct caller_loop {
+	sipc_supervisor *s;
+	unsigned n, ok;
+};
+
+static void *
+caller_loop_main(void *arg)
+{
+	struct caller_loop *cl = arg;
+	struct sipc_result r;
+	char buf[32];
+	unsigned i;
+
+	for (i = 0; i < cl->n; i++) {
+		int len = snprintf(buf, sizeof(buf), "call %u", i);
+		struct sipc_request req = { .payload = buf,
+		    .len = (uint32_t)len, .timeout_ms = WAIT_MS };
+
+		if (sipc_call(cl->s, &req, &r) != 0)
+			continue;
+		cl->ok += r.outcome == SIPC_OUTCOME_OK &&
+		    r.reply_len == (size_t)len &&
+		    memcmp(r.reply, buf, (size_t)len) == 0;
+		sipc_result_release(&r);
+	}
+	return NULL;
+}
+
+static bool
+mixed_all(void *arg)
+{
+	return atomic_load(&mixed.total) >= *(unsigned *)arg;
+}
+
+static void
+test_callread_async_beside_call_on_library_threads(void)
+{
+	struct caller_loop cl;
+	struct sipc_config c;
+	sipc_supervisor *s;
+	unsigned i, n = 200, once = 0;
+	uint32_t v[200];
+
+	st_cfg_base(&c, "echo", NULL, 1);
+	s = st_start(&c, 1, WAIT_MS);
+	memset(&mixed, 0, sizeof(mixed));
+	cl.s = s;
+	cl.n = 300;
+	cl.ok = 0;
+	CU_ASSERT_FATAL(pthread_create(&mixed.caller, NULL, caller_loop_main,
+	    &cl) == 0);
+	for (i = 0; i < n; i++) {
+		v[i] = i;
+		struct sipc_request req = { .payload = &v[i],
+		    .len = sizeof(v[i]), .timeout_ms = WAIT_MS };
+		CU_ASSERT(sipc_submit(s, &req, mixed_done,
+		    (void *)(uintptr_t)i, NULL) == 0);
+		if (i % 8 == 7)
+			usleep(200);  /* spread them over the calls */
+	}
+	CU_ASSERT(tl_wait_until(mixed_all, &n, WAIT_MS));
+	pthread_join(mixed.caller, NULL);
+	for (i = 0; i < n; i++)
+		once += atomic_load(&mixed.seen[i]) == 1;
+	CU_ASSERT_EQUAL(once, n);
+	CU_ASSERT_EQUAL(atomic_load(&mixed.total), n);
+	CU_ASSERT_EQUAL(atomic_load(&mixed.on_caller), 0);
+	CU_ASSERT_EQUAL(atomic_load(&mixed.bad), 0);
+	CU_ASSERT_EQUAL(cl.ok, cl.n);
+	sipc_destroy(s);
+}
+
+/*
+ * An asynchronous submit to the worker whose socket a caller holds: the
+ * caller gives the socket back before that request is sent (else its
+ * reply, and its callback, would be the caller's), and every callback
+ * runs on a library thread.  The worker is stopped meanwhile, so the
+ * call is still waiting when the submit comes.
+ */
+static void
+test_callread_submit_takes_socket_back(void)
+{
+	struct sipc_config c;
+	struct bg_call bc;
+	sipc_supervisor *s;
+	unsigned i, n = 8;
+	uint32_t v[8];
+	pid_t pid;
+
+	if (st_skip_sandboxed("stops the worker by its host pid"))
+		return;
+	st_cfg_base(&c, "echo", NULL, 1);
+	c.containment = SIPC_CONTAIN_PROCESS_GROUP;
+	s = st_start(&c, 1, WAIT_MS);
+	CU_ASSERT_FATAL(tl_wait_until(reader_idle, s, WAIT_MS));
+	memset(&mixed, 0, sizeof(mixed));
+	pid = st_worker_stats(s, 0).pid;
+	CU_ASSERT_FATAL(kill(pid, SIGSTOP) == 0);
+	bg_call_start(&bc, s, NULL, 0);
+	mixed.caller = bc.t;
+	CU_ASSERT_FATAL(tl_wait_until(caller_owns, s, WAIT_MS));
+	for (i = 0; i < n; i++) {
+		v[i] = i;
+		struct sipc_request req = { .payload = &v[i],
+		    .len = sizeof(v[i]), .timeout_ms = WAIT_MS };
+		CU_ASSERT(sipc_submit(s, &req, mixed_done,
+		    (void *)(uintptr_t)i, NULL) == 0);
+	}
+	/* Given back before the worker reads anything. */
+	CU_ASSERT(tl_wait_until(caller_gave_back, s, WAIT_MS));
+	CU_ASSERT_FATAL(kill(pid, SIGCONT) == 0);
+	CU_ASSERT(tl_wait_until(mixed_all, &n, WAIT_MS));
+	CU_ASSERT_FATAL(tl_wait_until(bg_call_done, &bc, WAIT_MS));
+	pthread_join(bc.t, NULL);
+	CU_ASSERT_EQUAL(bc.res.outcome, SIPC_OUTCOME_OK);
+	sipc_result_release(&bc.res);
+	CU_ASSERT_EQUAL(atomic_load(&mixed.total), n);
+	CU_ASSERT_EQUAL(atomic_load(&mixed.on_caller), 0);
+	CU_ASSERT_EQUAL(atomic_load(&mixed.bad), 0);
+	sipc_destroy(s);
+}
+
+/*
+ * The deadline passes while the caller holds the socket (the worker
+ * accepted and never answers): TIMEOUT at the deadline, and the slot
+ * goes on answering.
+ */
+static void
+test_callread_deadline_while_reading(void)
+{
+	struct sipc_config c;
+	struct sipc_result r;
+	struct bg_call bc;
+	sipc_supervisor *s;
+	int64_t t0, took;
+
+	st_cfg_base(&c, "echo", NULL, 1);
+	s = st_start(&c, 1, WAIT_MS);
+	CU_ASSERT_FATAL(tl_wait_until(reader_idle, s, WAIT_MS));
+	t0 = sipc__now_ms();
+	bg_call_start(&bc, s, "hang", 300);
+	CU_ASSERT(tl_wait_until(caller_owns, s, WAIT_MS));
+	CU_ASSERT_FATAL(tl_wait_until(bg_call_done, &bc, WAIT_MS));
+	took = sipc__now_ms() - t0;
+	pthread_join(bc.t, NULL);
+	CU_ASSERT_EQUAL(bc.rc, 0);
+	CU_ASSERT_EQUAL(bc.res.outcome, SIPC_OUTCOME_TIMEOUT);
+	CU_ASSERT(took >= 300 && took < 300 + 2000);
+	if (took < 300 || took >= 2300)
+		fprintf(stderr, "TIMEOUT after %lld ms\n", (long long)took);
+	sipc_result_release(&bc.res);
+	CU_ASSERT(!caller_owns(s));
+	/* The slot works on (its worker may be replaced for the hang). */
+	st_call_cmd(s, NULL, WAIT_MS, 0, &r);
+	CU_ASSERT_EQUAL(r.outcome, SIPC_OUTCOME_OK);
+	sipc_result_release(&r);
+	st_call_cmd(s, NULL, WAIT_MS, 0, &r);
+	CU_ASSERT_EQUAL(r.outcome, SIPC_OUTCOME_OK);
+	sipc_result_release(&r);
+	sipc_destroy(s);
+}
+
+/* sipc_destroy() on another thread while a call holds the socket: the
+ * call returns (the worker's end settles it), nothing hangs. */
+static void
+test_callread_destroy_while_reading(void)
+{
+	struct sipc_config c;
+	struct bg_call bc;
+	sipc_supervisor *s;
+
+	st_cfg_base(&c, "echo", NULL, 1);
+	s = st_start(&c, 1, WAIT_MS);
+	CU_ASSERT_FATAL(tl_wait_until(reader_idle, s, WAIT_MS));
+	bg_call_start(&bc, s, "hang", 0);
+	CU_ASSERT_FATAL(tl_wait_until(caller_owns, s, WAIT_MS));
+	sipc_destroy(s);
+	CU_ASSERT_FATAL(tl_wait_until(bg_call_done, &bc, WAIT_MS));
+	pthread_join(bc.t, NULL);
+	CU_ASSERT_EQUAL(bc.rc, 0);
+	CU_ASSERT(bc.res.outcome == SIPC_OUTCOME_UNKNOWN ||
+	    bc.res.outcome == SIPC_OUTCOME_REJECTED);
+	sipc_result_release(&bc.res);
+}
+
+static atomic_uint bursts;
+
+/* Log callback: counts the chatty worker's burst lines (any thread). */
+static void
+count_bursts(void *arg, enum sipc_log_level lvl, uint32_t wid, uint32_t gen,
+             pid_t pid, const char *msg)
+{
+	if (lvl == SIPC_LOG_DIAG && strstr(msg, " burst ") != NULL)
+		atomic_fetch_add(&bursts, 1);
+}
+
+static bool
+bursts_reached(void *arg)
+{
+	return atomic_load(&bursts) >= *(unsigned *)arg;
+}
+
+/* A worker that writes a lot to stderr and stdout around every reply:
+ * the diagnostics stay the reader's, logged, and no call waits on them. */
+static void
+test_callread_chatty_worker(void)
+{
+	char *argv[] = { "chatty", "300", NULL };
+	struct sipc_config c;
+	struct sipc_result r;
+	sipc_supervisor *s;
+	unsigned i, ok = 0;
+
+	unsigned want = 2 * 30;           /* stdout and stderr, each call */
+
+	st_cfg_base(&c, "chatty", argv, 1);
+	c.log = count_bursts;
+	atomic_store(&bursts, 0);
+	s = st_start(&c, 1, WAIT_MS);
+	for (i = 0; i < 30; i++) {
+		struct sipc_request req = { .payload = "abc", .len = 3,
+		    .timeout_ms = WAIT_MS };
+		CU_ASSERT_FATAL(sipc_call(s, &req, &r) == 0);
+		ok += r.outcome == SIPC_OUTCOME_OK && r.reply_len == 3;
+		sipc_result_release(&r);
+	}
+	CU_ASSERT_EQUAL(ok, 30);
+	CU_ASSERT(tl_wait_until(bursts_reached, &want, WAIT_MS));
+	sipc_destroy(s);
+}
+
+/* A descendant floods the diagnostics pipe for ever: calls still get
+ * their replies. */
+static void
+test_callread_flooded_diagnostics(void)
+{
+	struct sipc_config c;
+	struct sipc_result r;
+	sipc_supervisor *s;
+	unsigned i, ok = 0;
+
+	st_cfg_base(&c, "flooder", NULL, 1);
+	s = st_start(&c, 1, WAIT_MS);
+	for (i = 0; i < 30; i++) {
+		struct sipc_request req = { .payload = "abc", .len = 3,
+		    .timeout_ms = WAIT_MS };
+		CU_ASSERT_FATAL(sipc_call(s, &req, &r) == 0);
+		ok += r.outcome == SIPC_OUTCOME_OK &&
+		    r.reply_len > 8 && memcmp(r.reply, "escapee=", 8) == 0;
+		sipc_result_release(&r);
+	}
+	CU_ASSERT_EQUAL(ok, 30);
+	CU_ASSERT(tl_wait_until(st_log_has_cb, (void *)"xxxxxxxx", WAIT_MS));
+	sipc_destroy(s);
+}
+
+/* ------------------------------------------------- reply without room */
+
+/* An asynchronous reply whose callback holds its bytes until the test
+ * opens the gate (it runs on that worker's reader thread). */
+struct gate {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool entered, open;
+	enum sipc_outcome outcome;
+};
+
+static struct gate gate = { .mu = PTHREAD_MUTEX_INITIALIZER,
+    .cv = PTHREAD_COND_INITIALIZER };
+
+static void
+gate_done(void *arg, struct sipc_result *res)
+{
+	pthread_mutex_lock(&gate.mu);
+	gate.entered = true;
+	gate.outcome = res->outcome;
+	while (!gate.open)
+		pthread_cond_wait(&gate.cv, &gate.mu);
+	pthread_mutex_unlock(&gate.mu);
+	sipc_result_release(res);
+}
+
+static bool
+gate_entered(void *arg)
+{
+	bool e;
+
+	pthread_mutex_lock(&gate.mu);
+	e = gate.entered;
+	pthread_mutex_unlock(&gate.mu);
+	return e;
+}
+
+static void
+gate_open(void)
+{
+	pthread_mutex_lock(&gate.mu);
+	gate.open = true;
+	pthread_cond_broadcast(&gate.cv);
+	pthread_mutex_unlock(&gate.mu);
+}
+
+struct slot_ref { sipc_supervisor *s; unsigned i; };
+
+static bool
+slot_caller_owns(void *arg)
+{
+	struct slot_ref *r = arg;
+	struct sipc__slot *sl = &r->s->slots[r->i];
+	bool own;
+
+	pthread_mutex_lock(&sl->lock);
+	own = sl->rd_owner == SIPC__RD_CALLER;
+	pthread_mutex_unlock(&sl->lock);
+	return own;
+}
+
+/* The socket is the reader's again, and a reader waits for reply room. */
+static bool
+reader_waits_for_room(void *arg)
+{
+	struct slot_ref *r = arg;
+	unsigned w;
+
+	pthread_mutex_lock(&r->s->table.lock);
+	w = r->s->table.reply_waiters;
+	pthread_mutex_unlock(&r->s->table.lock);
+	return w > 0 && !slot_caller_owns(arg);
+}
+
+/*
+ * The caller holds the socket when its reply comes and there is no room
+ * for it under mem_ceiling (another worker's reply is held by a callback
+ * that has not returned): the caller does not wait for room itself; it
+ * leaves the bytes it read to the reader, which waits for room as
+ * always, and the reply arrives intact once room comes back.
+ */
+static void
+test_callread_reply_without_room(void)
+{
+	char *const argv[] = { "framelog", NULL };
+	struct slot_ref sb;
+	struct sipc_config c;
+	struct bg_call bc;
+	sipc_supervisor *s;
+	unsigned sa, i;
+	pid_t pid;
+	bool intact = true;
+
+	if (st_skip_sandboxed("stops the worker by its host pid"))
+		return;
+	st_cfg_base(&c, "framelog", argv, 2);
+	c.containment = SIPC_CONTAIN_PROCESS_GROUP;
+	c.max_payload = 64 * 1024;
+	c.mem_ceiling = 100 * 1024;        /* room for one big reply */
+	c.ring_bytes = c.mem_ceiling;
+	s = st_start(&c, 2, WAIT_MS);
+	memset(&gate, 0, sizeof(gate));
+	pthread_mutex_init(&gate.mu, NULL);
+	pthread_cond_init(&gate.cv, NULL);
+	{
+		char cmd[32];
+		int n = snprintf(cmd + 4, sizeof(cmd) - 4, "big 60000");
+		struct sipc_request req = { .payload = cmd,
+		    .len = (uint32_t)n + 4, .timeout_ms = WAIT_MS };
+
+		memcpy(cmd, "\0CMD", 4);
+		CU_ASSERT_FATAL(sipc_submit(s, &req, gate_done, NULL,
+		    NULL) == 0);
+	}
+	CU_ASSERT_FATAL(tl_wait_until(gate_entered, NULL, WAIT_MS));
+	sa = st_worker_stats(s, 0).completed == 1 ? 0 : 1;
+	sb.s = s;
+	sb.i = 1 - sa;
+	CU_ASSERT_FATAL(st_worker_stats(s, sa).completed == 1);
+	/* The other worker, stopped: the caller takes its socket and
+	 * waits there; the reply comes when the test lets it. */
+	pid = st_worker_stats(s, sb.i).pid;
+	CU_ASSERT_FATAL(kill(pid, SIGSTOP) == 0);
+	/* Both workers idle: the rotation picks the next start; make it
+	 * the stopped one (a hint, read unlocked by dispatch). */
+	if (atomic_load(&s->rr) % 2 != sb.i)
+		atomic_fetch_add(&s->rr, 1);
+	bg_call_start(&bc, s, "big 50000", 0);
+	CU_ASSERT(tl_wait_until(slot_caller_owns, &sb, WAIT_MS));
+	CU_ASSERT_FATAL(kill(pid, SIGCONT) == 0);
+	CU_ASSERT(tl_wait_until(reader_waits_for_room, &sb, WAIT_MS));
+	CU_ASSERT(!atomic_load(&bc.done));
+	gate_open();
+	CU_ASSERT_FATAL(tl_wait_until(bg_call_done, &bc, WAIT_MS));
+	pthread_join(bc.t, NULL);
+	CU_ASSERT_EQUAL(bc.rc, 0);
+	CU_ASSERT_EQUAL(bc.res.outcome, SIPC_OUTCOME_OK);
+	CU_ASSERT_EQUAL(bc.res.reply_len, 50000);
+	for (i = 0; i < bc.res.reply_len && intact; i++)
+		intact = ((const uint8_t *)bc.res.reply)[i] ==
+		    (uint8_t)(bc.res.request_id + i);
+	CU_ASSERT(intact);
+	CU_ASSERT_EQUAL(gate.outcome, SIPC_OUTCOME_OK);
+	sipc_result_release(&bc.res);
+	sipc_destroy(s);
+}
+
+int
+main(void)
+{
+	st_no_core_files();
+	tl_suite("callread", (tl_test[]){
+	    { "test_callread_reader_sleeps_through_calls",
+	      test_callread_reader_sleeps_through_calls },
+	    { "test_callread_crash_after_accept_unknown",
+	      test_callread_crash_after_accept_unknown },
+	    { "test_callread_crash_before_accept_retried",
+	      test_callread_crash_before_accept_retried },
+	    { "test_callread_async_beside_call_on_library_threads",
+	      test_callread_async_beside_call_on_library_threads },
+	    { "test_callread_submit_takes_socket_back",
+	      test_callread_submit_takes_socket_back },
+	    { "test_callread_deadline_while_reading",
+	      test_callread_deadline_while_reading },
+	    { "test_callread_destroy_while_reading",
+	      test_callread_destroy_while_reading },
+	    { "test_callread_chatty_worker",
+	      test_callread_chatty_worker },
+	    { "test_callread_flooded_diagnostics",
+	      test_callread_flooded_diagnostics },
+	    { "test_callread_reply_without_room",
+	      test_callread_reply_without_room },
+	    { NULL, NULL } });
+	return tl_run();
+}
