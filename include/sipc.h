@@ -16,8 +16,10 @@
  *   - Threads.  "Library thread" means a thread the library runs: a
  *     worker's reader or writer, the reaper, and a host thread while it
  *     runs a callback inside another public call (a completion for an
- *     immediate rejection, or a log line when the journal breaks inside
- *     sipc_submit()).  Completion and log callbacks run there.  The calls
+ *     immediate rejection, a log line when the journal breaks inside
+ *     sipc_submit(), or a log line while a sipc_call() thread reads its
+ *     own reply from an idle worker, such as a protocol violation).
+ *     Completion and log callbacks run there.  The calls
  *     that wait for library threads (sipc_destroy, sipc_call,
  *     sipc_wait_ready) return -EDEADLK there, whichever supervisor they
  *     name: a callback of supervisor A that blocked on supervisor B
@@ -297,8 +299,9 @@ enum sipc_log_level { SIPC_LOG_ERROR, SIPC_LOG_WARN, SIPC_LOG_INFO, SIPC_LOG_DIA
 /* Log callback.  `msg` is escaped, NUL-terminated, valid for the call.
  * Worker diagnostics arrive with level SIPC_LOG_DIAG and the worker's
  * id/generation/pid; library events use worker_id = UINT32_MAX when no
- * worker is concerned.  Runs on a library thread (a worker's reader or
- * the reaper) with no library lock held.  sipc_destroy(), sipc_call()
+ * worker is concerned.  Runs on a library thread (a worker's reader,
+ * the reaper, or a thread inside sipc_call() reading its own reply;
+ * see Threads above) with no library lock held.  sipc_destroy(), sipc_call()
  * and sipc_wait_ready() return -EDEADLK from it (see Threads above). */
 typedef void (*sipc_log_fn)(void *arg, enum sipc_log_level level,
                             uint32_t worker_id, uint32_t generation,

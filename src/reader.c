@@ -6,8 +6,8 @@
  * reader: waits (epoll) on three descriptors - the protocol socket, the
  *   diagnostics pipe (worker stdout+stderr) and a wake eventfd - decodes
  *   many frames per read(), completes requests through the table, and
- *   turns diagnostics into escaped, length-capped lines for the log
- *   callback and the slot's crash-report tail.  Diagnostics are never
+ *   hands diagnostics to diag.c (escaped, length-capped pieces for the
+ *   log callback and the slot's crash-report tail).  Diagnostics are never
  *   fed to the decoder; protocol bytes never reach the log raw.  Each
  *   frame's payload is taken from mem_ceiling before it is allocated
  *   and given back once handled; a frame that does not fit is not read
@@ -35,9 +35,6 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#define LIBBSD_OPENBSD_VIS 1
-#include <bsd/vis.h>
-
 #include "le.h"
 #include "sipc_int.h"
 
@@ -46,7 +43,6 @@
 /* How long an owed writer wake waits for more replies (writer_flush):
  * short against any handler that keeps half the window busy. */
 #define SIPC__REFILL_WAIT_MS 1
-#define VIS_FLAGS (VIS_CSTYLE | VIS_OCTAL | VIS_TAB | VIS_NL)
 
 /* ------------------------------------------------------------ reader */
 
@@ -75,91 +71,13 @@ struct reader {
 	struct sipc__rx *rx;
 	bool caller;                  /* a sipc_call() thread */
 	uint8_t *dbuf;                /* reader: diagnostics, READ_BUF */
-	char *line;                   /* diag_line_max bytes */
-	size_t line_len;
-	char *vis;                    /* 4 * diag_line_max + 1 */
+	struct sipc__diag diag;       /* reader: the line being cut */
 	bool diag_done;
 	int64_t wake_at_ms;           /* ... since then (monotonic) */
 	bool wake_writer;             /* a reply gave a writer without room
 	                               * some: wake it once the bytes of
 	                               * this read are handled */
 };
-
-/* Append escaped text to the slot's tail ring (slot lock held). */
-static void
-tail_append(struct sipc__slot *sl, const char *txt, size_t n)
-{
-	size_t cap = sl->sup->cfg.diag_tail_bytes;
-
-	if (cap == 0 || sl->diag_tail == NULL)
-		return;
-	while (n-- > 0) {
-		sl->diag_tail[sl->diag_tail_pos] = *txt++;
-		sl->diag_tail_pos = (sl->diag_tail_pos + 1) % cap;
-		if (sl->diag_tail_len < cap)
-			sl->diag_tail_len++;
-	}
-}
-
-void
-sipc__slot_diag_tail(struct sipc__slot *sl, char **ret)
-{
-	size_t cap = sl->sup->cfg.diag_tail_bytes, len, start, i;
-	char *out;
-
-	pthread_mutex_lock(&sl->lock);
-	len = sl->diag_tail_len;
-	if (len == 0 || (out = malloc(len + 1)) == NULL) {
-		pthread_mutex_unlock(&sl->lock);
-		*ret = NULL;
-		return;
-	}
-	start = (sl->diag_tail_pos + cap - len) % cap;
-	for (i = 0; i < len; i++)
-		out[i] = sl->diag_tail[(start + i) % cap];
-	out[len] = '\0';
-	pthread_mutex_unlock(&sl->lock);
-	*ret = out;
-}
-
-static void
-diag_emit(struct reader *r)
-{
-	struct sipc__slot *sl = r->sl;
-	struct sipc_supervisor *s = sl->sup;
-	size_t cap = 4 * s->cfg.diag_line_max + 1;
-	int n;
-
-	/* strnvisx: explicit length, so NUL bytes are escaped too */
-	n = strnvisx(r->vis, cap, r->line, r->line_len, VIS_FLAGS);
-	if (n < 0)
-		n = (int)strlen(r->vis);
-	r->line_len = 0;
-	pthread_mutex_lock(&sl->lock);
-	tail_append(sl, r->vis, (size_t)n);
-	tail_append(sl, "\n", 1);
-	pthread_mutex_unlock(&sl->lock);
-	if (s->cfg.log != NULL)
-		s->cfg.log(s->cfg.log_arg, SIPC_LOG_DIAG, sl->idx,
-		    sl->generation, sl->pid, r->vis);
-}
-
-/* Split diagnostics into lines of at most diag_line_max bytes. */
-static void
-diag_feed(struct reader *r, const uint8_t *p, size_t n)
-{
-	size_t max = r->sl->sup->cfg.diag_line_max;
-
-	for (; n > 0; p++, n--) {
-		if (*p == '\n') {
-			diag_emit(r);
-			continue;
-		}
-		r->line[r->line_len++] = (char)*p;
-		if (r->line_len == max)
-			diag_emit(r);
-	}
-}
 
 static void
 violation(struct reader *r, int err, const char *what, uint64_t id)
@@ -561,7 +479,7 @@ drain_fd(struct reader *r, int fd, bool proto, bool all)
 		if (proto)
 			proto_bytes(r, buf, (size_t)n);
 		else
-			diag_feed(r, buf, (size_t)n);
+			sipc__diag_feed(&r->diag, r->sl, buf, (size_t)n);
 		if (!all || (proto && (r->rx->proto_done || r->rx->pend_len > 0)))
 			return true;
 	}
@@ -596,7 +514,7 @@ final_drain(struct reader *r, int fd, bool proto, int64_t until)
 		} else if (!proto) {
 			n = read(fd, r->dbuf, want);
 			if (n > 0)
-				diag_feed(r, r->dbuf, (size_t)n);
+				sipc__diag_feed(&r->diag, r->sl, r->dbuf, (size_t)n);
 		}
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -745,8 +663,7 @@ reader_loop(struct reader *r)
 	}
 	if (!r->diag_done)
 		(void)final_drain(r, sl->diag_fd, false, until);
-	if (r->line_len > 0)
-		diag_emit(r);
+	sipc__diag_flush(&r->diag, sl);
 }
 
 /* The decode state and the interest set; NULL when out of memory or
@@ -793,7 +710,6 @@ reader_main(void *arg)
 {
 	struct reader r;
 	struct sipc__slot *sl = arg;
-	size_t lmax = sl->sup->cfg.diag_line_max;
 
 	sipc__lib_thread = true;
 	sipc__thread_name("sipc-rd", sl);
@@ -805,9 +721,8 @@ reader_main(void *arg)
 	(void)fcntl(sl->diag_fd, F_SETFL, O_NONBLOCK);
 	r.rx = rx_new(sl);
 	r.dbuf = malloc(READ_BUF);
-	r.line = malloc(lmax);
-	r.vis = malloc(4 * lmax + 1);
-	if (r.rx == NULL || r.dbuf == NULL || r.line == NULL || r.vis == NULL) {
+	if (r.rx == NULL || r.dbuf == NULL ||
+	    sipc__diag_init(&r.diag, sl->sup->cfg.diag_line_max) < 0) {
 		sipc__log(sl->sup, SIPC_LOG_ERROR, sl, "reader: out of memory");
 		/* Nothing read yet: the channel is lost (as proto_lost()),
 		 * and the reaper ends the worker. */
@@ -831,8 +746,7 @@ reader_main(void *arg)
 	if (r.rx != NULL)
 		rx_free(sl, r.rx);
 	free(r.dbuf);
-	free(r.line);
-	free(r.vis);
+	sipc__diag_free(&r.diag);
 	return NULL;
 }
 

@@ -408,6 +408,21 @@ struct sipc__wbatch *sipc__wbatch_new(void);
 void sipc__wbatch_drop(struct sipc__slot *sl);
 void sipc__worker_threads_stop(struct sipc__slot *sl);
 void sipc__slot_diag_tail(struct sipc__slot *sl, char **ret);
+
+/* diag.c: one worker's diagnostics cut into escaped pieces (reader
+ * thread only). */
+struct sipc__diag {
+	char *line;                   /* max bytes: the piece being cut */
+	size_t len, max;
+	bool cut;                     /* the last piece was cut at max: a
+	                               * '\n' right after it ends it */
+	char *vis;                    /* 4 * max + 1 */
+};
+int sipc__diag_init(struct sipc__diag *d, size_t line_max);
+void sipc__diag_free(struct sipc__diag *d);
+void sipc__diag_feed(struct sipc__diag *d, struct sipc__slot *sl,
+                     const uint8_t *p, size_t n);
+void sipc__diag_flush(struct sipc__diag *d, struct sipc__slot *sl);
 void sipc__log(struct sipc_supervisor *s, enum sipc_log_level lvl,
                const struct sipc__slot *sl, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

@@ -130,6 +130,12 @@ submit(sipc_supervisor *s, const struct sipc_request *req, sipc_done_fn done,
 				*ret_id = q->id;
 			reject_unreserved(s, q);
 			rc = 0;
+		} else if (rc == SIPC_E_FULL) {
+			/* Refused at once: counted like a refusal for want
+			 * of ring room (one submitted, one rejected); which
+			 * bound it met is not the caller's to tell. */
+			atomic_fetch_add(&s->n_submitted, 1);
+			atomic_fetch_add(&s->n_rejected, 1);
 		}
 		free_unsubmitted(q);
 		goto out;

@@ -452,7 +452,7 @@ cap_has_x(void *arg)
  * most 4 x diag_line_max characters.  chatty writes a line of 5000 'x'
  * (and escapes, a frame header with NUL bytes) on stdout and stderr
  * before its HELLO.  Limit = 5000: each line is one piece of exactly
- * 5000; 4999: a piece of 4999 and
+ * 5000, and no empty piece after it; 4999: a piece of 4999 and
  * one of 1; 16: pieces of 16 and a last of 8 (5000 = 312 x 16 + 8).
  */
 static void
@@ -489,7 +489,9 @@ test_outside3_diag_cut_exactly_at_line_max(void)
 		CU_ASSERT_EQUAL(other, 0);
 		CU_ASSERT_EQUAL(cap.nbad, 0);
 		CU_ASSERT(cap.longest <= 4 * max);
-		if (full != 2 * (5000 / max) || other != 0)
+		/* a '\n' right after a piece cut at the limit ends it */
+		CU_ASSERT_EQUAL(cap.nempty, 0);
+		if (full != 2 * (5000 / max) || other != 0 || cap.nempty != 0)
 			fprintf(stderr, "max %zu: %u full, %u rest, %u other, "
 			    "%u empty\n", max, full, rest, other, cap.nempty);
 		pthread_mutex_unlock(&cap.mu);
@@ -818,6 +820,58 @@ test_outside3_reply_max_payload_boundary(void)
 	CU_ASSERT_EQUAL(st.completed_ok, 1);
 	CU_ASSERT_EQUAL(st.unknown, 1);
 	sipc_stats_release(&st);
+	sipc_destroy(s);
+}
+
+static void
+release_only(void *arg, struct sipc_result *res)
+{
+	(void)arg;
+	sipc_result_release(res);
+}
+
+/*
+ * A refusal for want of room is one submitted and one rejected request,
+ * whichever bound refused it: the ring (counted so) or the memory
+ * ceiling (counted nowhere before), through sipc_submit() (SIPC_E_FULL)
+ * and sipc_call() (REJECTED / SIPC_E_FULL) alike.
+ */
+static void
+test_outside3_mem_full_refusal_counted(void)
+{
+	char *argv[] = { "slow", "3000", NULL };
+	static char pay[60];
+	struct sipc_request rq = { .payload = pay, .len = sizeof(pay),
+	    .flags = SIPC_REQ_NOWAIT };
+	struct sipc_config c;
+	struct sipc_stats a, b;
+	struct sipc_result r;
+	sipc_supervisor *s;
+	unsigned i;
+	int rc = 0;
+
+	st_cfg_base(&c, "slow", argv, 1);
+	c.max_payload = 64;
+	c.ring_bytes = 200;
+	c.mem_ceiling = 200;
+	c.stall_ms = 60000;
+	s = st_start(&c, 1, WAIT_MS);
+	for (i = 0; i < 10 && rc == 0; i++)
+		rc = sipc_submit(s, &rq, release_only, NULL, NULL);
+	CU_ASSERT_EQUAL(rc, SIPC_E_FULL);
+	CU_ASSERT_FATAL(sipc_stats_get(s, &a) == 0);
+	/* the ceiling, not the ring, is what is full */
+	CU_ASSERT(a.mem_held + sizeof(pay) > c.mem_ceiling - c.max_payload);
+	CU_ASSERT_EQUAL(sipc_submit(s, &rq, release_only, NULL, NULL),
+	    SIPC_E_FULL);
+	CU_ASSERT_FATAL(sipc_call(s, &rq, &r) == 0);
+	CU_ASSERT(r.outcome == SIPC_OUTCOME_REJECTED && r.error == SIPC_E_FULL);
+	sipc_result_release(&r);
+	CU_ASSERT_FATAL(sipc_stats_get(s, &b) == 0);
+	CU_ASSERT_EQUAL(b.rejected, a.rejected + 2);
+	CU_ASSERT_EQUAL(b.submitted, a.submitted + 2);
+	sipc_stats_release(&a);
+	sipc_stats_release(&b);
 	sipc_destroy(s);
 }
 
@@ -1287,6 +1341,8 @@ main(void)
 	      test_outside3_reply_max_payload_boundary },
 	    { "test_outside3_ring_bytes_boundary",
 	      test_outside3_ring_bytes_boundary },
+	    { "test_outside3_mem_full_refusal_counted",
+	      test_outside3_mem_full_refusal_counted },
 	    { "test_outside3_callback_submit_memory_full_never_blocks",
 	      test_outside3_callback_submit_memory_full_never_blocks },
 	    { "test_outside3_names_and_exit_format_as_documented",
