@@ -7,7 +7,6 @@
  * Real workers (echo, crash, chatty), real signals.  Tests look at the
  * slot's owner field under the slot lock, as the library does.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -25,50 +24,7 @@
 
 #define WAIT_MS 10000
 
-/* A library thread's voluntary context switches, by its name (-1 when
- * there is no such thread). */
-static long
-thread_switches(const char *name)
-{
-	char path[300], comm[32], line[128];
-	struct dirent *de;
-	long v = -1;
-	DIR *d;
-	FILE *f;
 
-	if ((d = opendir("/proc/self/task")) == NULL)
-		return -1;
-	while (v < 0 && (de = readdir(d)) != NULL) {
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
-		    de->d_name);
-		if ((f = fopen(path, "r")) == NULL)
-			continue;
-		if (fgets(comm, sizeof(comm), f) == NULL)
-			comm[0] = '\0';
-		fclose(f);
-		comm[strcspn(comm, "\n")] = '\0';
-		if (strcmp(comm, name) != 0)
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/status",
-		    de->d_name);
-		if ((f = fopen(path, "r")) == NULL)
-			continue;
-		while (fgets(line, sizeof(line), f) != NULL)
-			if (sscanf(line, "voluntary_ctxt_switches: %ld", &v) == 1)
-				break;
-		fclose(f);
-	}
-	closedir(d);
-	return v;
-}
-
-static bool
-reader_named(void *arg)
-{
-	return thread_switches(arg) >= 0;
-}
 
 /* Does a caller own slot 0's socket now? */
 static bool
@@ -192,9 +148,9 @@ test_callread_reader_sleeps_through_calls(void)
 	    .timeout_ms = WAIT_MS };
 	CU_ASSERT_FATAL(sipc_call(s, &req, &r) == 0);
 	sipc_result_release(&r);
-	CU_ASSERT_FATAL(tl_wait_until(reader_named, (void *)"sipc-rd0",
+	CU_ASSERT_FATAL(tl_wait_until(tl_thread_named, (void *)"sipc-rd0",
 	    WAIT_MS));
-	r0 = thread_switches("sipc-rd0");
+	r0 = tl_thread_switches("sipc-rd0");
 	for (i = 0; i < n; i++) {
 		/* Each call to an idle worker and an idle reader: one that
 		 * comes while the reader still finishes the read that held
@@ -206,7 +162,7 @@ test_callread_reader_sleeps_through_calls(void)
 		    memcmp(r.reply, buf, sizeof(buf)) == 0;
 		sipc_result_release(&r);
 	}
-	r1 = thread_switches("sipc-rd0");
+	r1 = tl_thread_switches("sipc-rd0");
 	CU_ASSERT_EQUAL(ok, n);
 	CU_ASSERT(r1 - r0 < (long)n / 10);
 	if (r1 - r0 >= (long)n / 10)
@@ -216,14 +172,6 @@ test_callread_reader_sleeps_through_calls(void)
 	CU_ASSERT(st_worker_stats(s, 0).frames_in >= 2 * (uint64_t)(n + 1));
 	sipc_destroy(s);
 }
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
 
 /*
  * A reply over 64 KiB is left to the reader thread: the caller gives the
@@ -258,9 +206,9 @@ test_callread_large_reply_left_to_reader(void)
 		CU_ASSERT_FATAL(sipc_call(s, &req, &r) == 0);
 		sipc_result_release(&r);
 	}
-	CU_ASSERT_FATAL(tl_wait_until(reader_named, (void *)"sipc-rd0",
+	CU_ASSERT_FATAL(tl_wait_until(tl_thread_named, (void *)"sipc-rd0",
 	    WAIT_MS));
-	r0 = thread_switches("sipc-rd0");
+	r0 = tl_thread_switches("sipc-rd0");
 	getrusage(RUSAGE_SELF, &u0);
 	for (i = 0; i < n; i++) {
 		(void)tl_wait_until(reader_idle, s, WAIT_MS);
@@ -270,15 +218,15 @@ test_callread_large_reply_left_to_reader(void)
 		sipc_result_release(&r);
 	}
 	getrusage(RUSAGE_SELF, &u1);
-	r1 = thread_switches("sipc-rd0");
+	r1 = tl_thread_switches("sipc-rd0");
 	CU_ASSERT_EQUAL(ok, n);
 	CU_ASSERT(r1 - r0 >= (long)n);
-#ifndef SANITIZED
-	CU_ASSERT(u1.ru_minflt - u0.ru_minflt < 64L * n);
-	if (u1.ru_minflt - u0.ru_minflt >= 64L * n)
-		fprintf(stderr, "%ld page faults in %u calls of 1 MiB\n",
-		    u1.ru_minflt - u0.ru_minflt, n);
-#endif
+	if (!TL_SANITIZED) {
+		CU_ASSERT(u1.ru_minflt - u0.ru_minflt < 64L * n);
+		if (u1.ru_minflt - u0.ru_minflt >= 64L * n)
+			fprintf(stderr, "%ld page faults in %u calls of "
+			    "1 MiB\n", u1.ru_minflt - u0.ru_minflt, n);
+	}
 	sipc_destroy(s);
 	free(buf);
 }

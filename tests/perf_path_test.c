@@ -11,7 +11,6 @@
  * and non-blocking tests start threads of their own.  Waits are on
  * events with generous deadlines.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -99,58 +98,15 @@ test_perf_path_event_cross_thread(void)
 
 /* ------------------------------------------------------------ threads */
 
-/* Voluntary context switches of this process's thread named `name`;
- * -1 when there is none. */
-static long
-thread_switches(const char *name)
-{
-	char path[300], comm[32], line[128];
-	struct dirent *de;
-	long v = -1;
-	DIR *d;
-	FILE *f;
 
-	if ((d = opendir("/proc/self/task")) == NULL)
-		return -1;
-	while (v < 0 && (de = readdir(d)) != NULL) {
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
-		    de->d_name);
-		if ((f = fopen(path, "r")) == NULL)
-			continue;
-		if (fgets(comm, sizeof(comm), f) == NULL)
-			comm[0] = '\0';
-		fclose(f);
-		comm[strcspn(comm, "\n")] = '\0';
-		if (strcmp(comm, name) != 0)
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/status",
-		    de->d_name);
-		if ((f = fopen(path, "r")) == NULL)
-			continue;
-		while (fgets(line, sizeof(line), f) != NULL)
-			if (sscanf(line, "voluntary_ctxt_switches: %ld", &v) == 1)
-				break;
-		fclose(f);
-	}
-	closedir(d);
-	return v;
-}
-
-static bool
-writer_named(void *arg)
-{
-	return thread_switches(arg) >= 0;
-}
 
 /* The writer's context switches so far, once it has named itself: a
  * worker may be READY (its HELLO read) before its writer thread ran. */
 static long
 writer_switches_now(void)
 {
-	CU_ASSERT(tl_wait_until(writer_named, (void *)"sipc-wr0", WAIT_MS));
-	return thread_switches("sipc-wr0");
+	CU_ASSERT(tl_wait_until(tl_thread_named, (void *)"sipc-wr0", WAIT_MS));
+	return tl_thread_switches("sipc-wr0");
 }
 
 /* The calling thread's voluntary context switches. */
@@ -196,7 +152,7 @@ test_perf_path_sync_call_leaves_writer_asleep(void)
 		ok += r.outcome == SIPC_OUTCOME_OK && r.reply_len == sizeof(buf);
 		sipc_result_release(&r);
 	}
-	w1 = thread_switches("sipc-wr0");
+	w1 = tl_thread_switches("sipc-wr0");
 	r1 = self_switches();
 	CU_ASSERT_EQUAL(ok, n);
 	CU_ASSERT(r1 - r0 >= (long)n / 10);
@@ -248,7 +204,7 @@ test_perf_path_full_writer_not_woken_per_submit(void)
 		 * which is what is counted. */
 		usleep(2000);
 	}
-	w1 = thread_switches("sipc-wr0");
+	w1 = tl_thread_switches("sipc-wr0");
 	ws = st_worker_stats(s, 0);
 	/* Still in the sleep: the measure is only meaningful if so. */
 	if (ws.completed == 0) {
@@ -577,7 +533,7 @@ test_perf_path_idle_submit_written_directly(void)
 		    &slots[k], NULL) == 0);
 		CU_ASSERT_FATAL(st_outbox_wait(&box, k + 1, WAIT_MS));
 	}
-	w1 = thread_switches("sipc-wr0");
+	w1 = tl_thread_switches("sipc-wr0");
 	for (k = 0; k < n; k++)
 		ok += box.calls[k] == 1 &&
 		    box.res[k].outcome == SIPC_OUTCOME_OK &&
@@ -629,7 +585,7 @@ refill_run(unsigned n, size_t len, unsigned inflight)
 		    &slots[k], NULL) == 0);
 	}
 	CU_ASSERT_FATAL(st_outbox_wait(&box, n, WAIT_MS));
-	w1 = thread_switches("sipc-wr0");
+	w1 = tl_thread_switches("sipc-wr0");
 	for (k = 0; k < n; k++)
 		good += box.calls[k] == 1 &&
 		    box.res[k].outcome == SIPC_OUTCOME_OK &&

@@ -38,16 +38,6 @@
 #include "unix/clone.h"
 #include "testlib.h"
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-#ifndef SANITIZED
-#define SANITIZED 0
-#endif
 
 #define BUF_LEN ((size_t)32 << 20)
 
@@ -140,7 +130,7 @@ spawn_true(void *arg)
 static void
 test_spawn_vm_parent_pages_not_copied(void)
 {
-	if (SANITIZED) {
+	if (TL_SANITIZED) {
 		tl_skip("sanitizer build: the clone3 path is kept");
 		return;
 	}
@@ -216,7 +206,7 @@ test_spawn_vm_cgroup_leaf_pages_not_copied(void)
 
 	if (!leaf_open(&lf, 1))
 		return;
-	if (SANITIZED) {
+	if (TL_SANITIZED) {
 		CU_ASSERT_FATAL(spawn_sleep_in_leaf(&lf) == 0);
 	} else {
 		pages_not_copied(spawn_sleep_in_leaf, &lf);
@@ -262,7 +252,7 @@ test_spawn_vm_cgroup_move_refused_fails_closed(void)
 	dfd = sipc__fd_high(open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
 	CU_ASSERT_FATAL(dfd >= 0);
 	rc = spawn_in("/bin/true", dfd, &err, NULL, NULL);
-	if (SANITIZED) {
+	if (TL_SANITIZED) {
 		CU_ASSERT(rc < 0 && rc != SIPC_E_EXEC);
 	} else {
 		CU_ASSERT_EQUAL(rc, -ENOSPC);

@@ -238,3 +238,46 @@ tl_read_line(int fd, char *buf, size_t len, int ms)
 {
 	return lr_read_line(fd, buf, len, ms);
 }
+
+long
+tl_thread_switches(const char *name)
+{
+	char path[300], comm[32], line[128];
+	struct dirent *de;
+	long v = -1;
+	DIR *d;
+	FILE *f;
+
+	if ((d = opendir("/proc/self/task")) == NULL)
+		return -1;
+	while (v < 0 && (de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
+		    de->d_name);
+		if ((f = fopen(path, "re")) == NULL)
+			continue;
+		if (fgets(comm, sizeof(comm), f) == NULL)
+			comm[0] = '\0';
+		fclose(f);
+		comm[strcspn(comm, "\n")] = '\0';
+		if (strcmp(comm, name) != 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/status",
+		    de->d_name);
+		if ((f = fopen(path, "re")) == NULL)
+			continue;
+		while (fgets(line, sizeof(line), f) != NULL)
+			if (sscanf(line, "voluntary_ctxt_switches: %ld", &v) == 1)
+				break;
+		fclose(f);
+	}
+	closedir(d);
+	return v;
+}
+
+bool
+tl_thread_named(void *name)
+{
+	return tl_thread_switches(name) >= 0;
+}

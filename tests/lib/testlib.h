@@ -59,6 +59,23 @@ bool tl_wait_baseline(int fds, int threads, int children, int timeout_ms);
 
 /* Is a process alive (exists and not a zombie)? */
 bool tl_pid_alive(int pid);
+/* Voluntary context switches of this process's thread named `name`
+ * (its comm), -1 when there is none; tl_thread_named() is the predicate
+ * "such a thread exists" for tl_wait_until (arg: the name). */
+long tl_thread_switches(const char *name);
+bool tl_thread_named(void *name);
+
+/* 1 in an ASan or TSan build (their allocators and spawn paths differ). */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define TL_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define TL_SANITIZED 1
+#endif
+#endif
+#ifndef TL_SANITIZED
+#define TL_SANITIZED 0
+#endif
 
 /*
  * Fork a child that only waits to be killed (it ends itself after
