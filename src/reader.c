@@ -561,6 +561,19 @@ rx_watch(struct sipc__rx *rx, int op, int fd, uint32_t tag)
 	return epoll_ctl(rx->epfd, op, fd, &e);
 }
 
+/* Reader thread, holding the socket: decode what a caller read and
+ * left (a frame without room, or a large payload) before reading on. */
+static void
+decode_pend(struct reader *r)
+{
+	struct sipc__rx *rx = r->rx;
+	size_t n = rx->pend_len;
+
+	rx->pend_len = 0;
+	if (n > 0 && !rx->proto_done)
+		proto_bytes(r, rx->pend, n);
+}
+
 /* Reader thread: read the socket, if it is still this thread's (a
  * caller may have taken it since the wake-up).  Bytes a caller left
  * undecoded (no room for a frame) go first. */
@@ -569,7 +582,6 @@ reader_proto(struct reader *r, bool readable)
 {
 	struct sipc__slot *sl = r->sl;
 	struct sipc__rx *rx = r->rx;
-	size_t n;
 
 	pthread_mutex_lock(&sl->lock);
 	if (sl->rd_owner != SIPC__RD_READER) {
@@ -578,11 +590,7 @@ reader_proto(struct reader *r, bool readable)
 	}
 	sl->rd_busy = true;
 	pthread_mutex_unlock(&sl->lock);
-	if (rx->pend_len > 0 && !rx->proto_done) {
-		n = rx->pend_len;
-		rx->pend_len = 0;
-		proto_bytes(r, rx->pend, n);
-	}
+	decode_pend(r);
 	if (readable && !rx->proto_done &&
 	    !drain_fd(r, sl->proto_fd, true, false) && !rx->proto_done)
 		proto_lost(r);
@@ -662,9 +670,7 @@ reader_loop(struct reader *r)
 	 * worker is gone, so never wait for reply room. */
 	reader_reclaim(r);
 	rx->final = true;
-	if (rx->pend_len > 0 && !rx->proto_done)
-		proto_bytes(r, rx->pend, rx->pend_len);
-	rx->pend_len = 0;
+	decode_pend(r);
 	until = sipc__now_ms() + SIPC__FINAL_DRAIN_MS;
 	if (!rx->proto_done && final_drain(r, sl->proto_fd, true, until) &&
 	    !rx->proto_done && sipc__decoder_partial(&rx->dec)) {
