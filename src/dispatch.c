@@ -188,6 +188,8 @@ sipc__dispatch_new(struct sipc_supervisor *s, struct sipc__req *q,
 			if (cr != NULL && sipc__callread_take(sl)) {
 				cr->sl = sl;
 				cr->deadline_ms = q->deadline_ms;
+			} else {
+				sipc__callread_unpark(sl);  /* for its reply */
 			}
 			pthread_mutex_unlock(&sl->lock);
 			sipc__direct_send(sl, q);

@@ -548,7 +548,7 @@ reader_should_exit(struct reader *r)
 	return gone;
 }
 
-enum { RX_PROTO = 0, RX_DIAG, RX_WAKE };
+enum { RX_PROTO = SIPC__RX_PROTO, RX_DIAG, RX_WAKE };
 
 /* Slot lock held (or before the threads start): watch or stop watching
  * `fd` in the reader's interest set.  Level-triggered: a socket added
@@ -753,11 +753,12 @@ reader_main(void *arg)
 		pthread_mutex_lock(&sl->lock);
 		sl->rx = r.rx;
 		sl->rd_give_fd = r.rx->give_fd;
+		sl->rd_epfd = r.rx->epfd;
 		pthread_mutex_unlock(&sl->lock);
 		reader_loop(&r);
 		pthread_mutex_lock(&sl->lock);
 		sl->rx = NULL;
-		sl->rd_give_fd = -1;
+		sl->rd_give_fd = sl->rd_epfd = -1;
 		pthread_mutex_unlock(&sl->lock);
 	}
 	if (r.rx != NULL)
@@ -787,6 +788,14 @@ sipc__callread_take(struct sipc__slot *sl)
 {
 	struct sipc__rx *rx = sl->rx;
 
+	if (sl->rd_owner == SIPC__RD_PARKED) {
+		/* Out of the reader's set since the last call; nothing
+		 * was read meanwhile (whatever came is in the socket). */
+		if (sl->violation || sl->channel_lost || sl->stop)
+			return false;
+		sl->rd_owner = SIPC__RD_CALLER;
+		return true;
+	}
 	if (rx == NULL || sl->rd_busy || sl->rd_owner != SIPC__RD_READER ||
 	    sl->violation || sl->channel_lost || rx->proto_done ||
 	    rx->pend_len > 0 || rx->held > 0 ||
@@ -796,6 +805,27 @@ sipc__callread_take(struct sipc__slot *sl)
 		return false;
 	sl->rd_owner = SIPC__RD_CALLER;
 	return true;
+}
+
+/* Slot lock held, the caller done: may the socket stay out of the
+ * reader's set until the next call?  Only with nothing in flight, to
+ * send, undecoded or owed: then the reader has nothing to read from it
+ * but what a misbehaving or dying worker writes, which the next call,
+ * a submit, or the worker's end gives back to the reader. */
+static bool
+callread_may_park(struct reader *r)
+{
+	struct sipc__slot *sl = r->sl;
+	struct sipc__rx *rx = r->rx;
+
+	return !sl->rd_revoke && !r->wake_writer && !sl->stop &&
+	    !sl->violation && !sl->channel_lost && !sl->proc_gone &&
+	    sl->state == SIPC_WS_READY && !rx->proto_done &&
+	    rx->pend_len == 0 && rx->held == 0 &&
+	    !sipc__decoder_partial(&rx->dec) &&
+	    atomic_load(&sl->inflight) == 0 && sl->ring.count == 0 &&
+	    sl->ncancels == 0 && sl->rest == NULL && sl->handoff == NULL &&
+	    sl->sending == SIPC__SEND_NONE;
 }
 
 /* The caller's thread, no lock held: the socket back to the reader.
@@ -811,6 +841,11 @@ callread_give_back(struct reader *r)
 	uint64_t v;
 
 	pthread_mutex_lock(&sl->lock);
+	if (callread_may_park(r)) {
+		sl->rd_owner = SIPC__RD_PARKED;
+		pthread_mutex_unlock(&sl->lock);
+		return;
+	}
 	sl->rd_owner = SIPC__RD_READER;
 	if (sl->rd_revoke) {
 		sl->rd_revoke = false;

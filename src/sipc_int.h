@@ -83,9 +83,16 @@ enum sipc__sender {
 enum sipc__rd_owner {
 	SIPC__RD_READER = 0,
 	SIPC__RD_CALLER,
+	/* Nobody: the last caller left the socket out of the reader's
+	 * interest set with nothing in flight, undecoded or to send, so
+	 * that the next call takes it without two epoll_ctl() calls.  Any
+	 * other need gives it back to the reader first (unpark). */
+	SIPC__RD_PARKED,
 };
 
 struct sipc__rx;
+/* The protocol socket's tag in the reader's interest set. */
+#define SIPC__RX_PROTO 0u
 
 /*
  * Worker slot.  One per pool position; generations replace each other.
@@ -153,6 +160,8 @@ struct sipc__slot {
 	bool rd_busy;
 	bool rd_revoke;               /* the caller must give it back */
 	int rd_give_fd;               /* ... told through this eventfd */
+	int rd_epfd;                  /* the reader's interest set, where
+	                               * an unpark adds the socket back */
 	struct sipc__rx *rx;
 	pthread_cond_t cv_read;       /* the caller gave the socket back */
 	/* ---- counters */
@@ -384,14 +393,18 @@ void sipc__direct_send(struct sipc__slot *sl, struct sipc__req *q);
  * frames with the reader's code until `ev` is set, the deadline passes
  * or the socket is asked back, then gives it back to the reader.
  * sipc__callread_revoke() (writer.c): slot lock held, any library
- * thread: ask the caller for the socket (no-op when the reader has it);
- * true when the caller has it (the one asking waits for cv_read or
- * cv_writer, which the caller broadcasts when it gives it back).
+ * thread: ask the caller for the socket (no-op when the reader has it;
+ * a parked socket goes back to the reader at once); true when the
+ * caller has it (the one asking waits for cv_read or cv_writer, which
+ * the caller broadcasts when it gives it back).
+ * sipc__callread_unpark(): slot lock held: a parked socket back into
+ * the reader's interest set (no-op otherwise).
  */
 bool sipc__callread_take(struct sipc__slot *sl);
 void sipc__callread_run(struct sipc__slot *sl, struct sipc__event *ev,
                         int64_t deadline_ms);
 bool sipc__callread_revoke(struct sipc__slot *sl);
+void sipc__callread_unpark(struct sipc__slot *sl);
 /*
  * The reader's refill (writer.c): replies gave a writer that had no room
  * some.  Reader thread, no lock held.  When the channel is free and

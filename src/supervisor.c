@@ -312,7 +312,7 @@ slots_init(struct sipc_supervisor *s)
 		sl->sup = s;
 		sl->idx = i;
 		sl->proto_fd = sl->diag_fd = sl->wake_fd = sl->end_fd = -1;
-		sl->rd_give_fd = -1;
+		sl->rd_give_fd = sl->rd_epfd = -1;
 		pthread_mutex_init(&sl->lock, NULL);
 		sipc__cond_init(&sl->cv_writer);
 		sipc__cond_init(&sl->cv_space);

@@ -61,6 +61,7 @@ struct sipc_worker {
 	sipc_worker_cancel cancel_fn;
 	sipc_worker_idle idle_fn;
 	bool accept_batch;          /* bench only: ACCEPT a batch up front */
+	bool drained;               /* the last read emptied the socket */
 };
 
 /* Write all of buf, retrying on EINTR and short writes. */
@@ -526,8 +527,11 @@ rt_before_block(sipc_worker *w, void *arg)
  * the peer reads what this end wrote earlier (the socket's "room to
  * write" wake-up, which read() does not filter and poll() does): with
  * the supervisor reading every reply, that was one context switch for
- * nothing per request.  The first try does not wait, so a batch that is
- * already there costs no extra system call.
+ * nothing per request.  Whether to try a read that does not wait first
+ * follows the last read: one that filled the buffer likely left more
+ * (a pipelined stream: one system call), one that did not emptied the
+ * socket, and a try would mostly find nothing (a synchronous caller
+ * waiting for this reply: poll() at once saves the try).
  */
 static ssize_t
 rt_read(sipc_worker *w, void *dst, size_t n)
@@ -535,15 +539,22 @@ rt_read(sipc_worker *w, void *dst, size_t n)
 	struct pollfd pf = { .fd = w->fd, .events = POLLIN };
 	ssize_t r;
 
-	if ((r = recv(w->fd, dst, n, MSG_DONTWAIT)) >= 0)
-		return r;
-	if (errno == ENOTSOCK)
-		return read(w->fd, dst, n);
-	if (errno != EAGAIN && errno != EWOULDBLOCK)
-		return -1;
+	if (!w->drained) {
+		if ((r = recv(w->fd, dst, n, MSG_DONTWAIT)) >= 0)
+			goto done;
+		if (errno == ENOTSOCK) {
+			r = read(w->fd, dst, n);
+			goto done;
+		}
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			return -1;
+	}
 	if (poll(&pf, 1, -1) < 0)
 		return -1;                  /* EINTR: the caller tries again */
-	return read(w->fd, dst, n);
+	r = read(w->fd, dst, n);
+done:
+	w->drained = r >= 0 && (size_t)r < n;
+	return r;
 }
 
 int

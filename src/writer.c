@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -342,7 +343,7 @@ sipc__direct_claim(struct sipc__slot *sl, struct sipc__req *q)
 	if (sl->state != SIPC_WS_READY || sl->stop || sl->channel_lost ||
 	    sl->proc_gone || sl->sending != SIPC__SEND_NONE ||
 	    sl->ring.count > 0 || sl->ncancels > 0 || sl->rest != NULL ||
-	    sl->handoff != NULL || sl->rd_owner != SIPC__RD_READER)
+	    sl->handoff != NULL || sl->rd_owner == SIPC__RD_CALLER)
 		return false;
 	pthread_mutex_lock(&s->table.lock);
 	/* Only to an idle worker (nothing in flight), while the pool is
@@ -432,6 +433,7 @@ sipc__direct_send(struct sipc__slot *sl, struct sipc__req *q)
 bool
 sipc__callread_revoke(struct sipc__slot *sl)
 {
+	sipc__callread_unpark(sl);
 	if (sl->rd_owner != SIPC__RD_CALLER)
 		return false;
 	if (!sl->rd_revoke) {
@@ -439,6 +441,20 @@ sipc__callread_revoke(struct sipc__slot *sl)
 		(void)eventfd_write(sl->rd_give_fd, 1);
 	}
 	return true;
+}
+
+void
+sipc__callread_unpark(struct sipc__slot *sl)
+{
+	struct epoll_event e = { .events = EPOLLIN,
+	    .data.u32 = SIPC__RX_PROTO };
+
+	if (sl->rd_owner != SIPC__RD_PARKED)
+		return;
+	sl->rd_owner = SIPC__RD_READER;
+	/* Level-triggered: what the worker wrote while parked (an end of
+	 * stream, a violation) wakes the reader now. */
+	(void)epoll_ctl(sl->rd_epfd, EPOLL_CTL_ADD, sl->proto_fd, &e);
 }
 
 /* ------------------------------------------------------ reader refill */

@@ -744,6 +744,106 @@ test_callread_reply_without_room(void)
 	sipc_destroy(s);
 }
 
+/* Slot 0's socket reader now (slot lock). */
+static enum sipc__rd_owner
+rd_owner(sipc_supervisor *s)
+{
+	struct sipc__slot *sl = &s->slots[0];
+	enum sipc__rd_owner o;
+
+	pthread_mutex_lock(&sl->lock);
+	o = sl->rd_owner;
+	pthread_mutex_unlock(&sl->lock);
+	return o;
+}
+
+static bool
+call_echoes(sipc_supervisor *s, const char *text)
+{
+	struct sipc_request req = { .payload = text, .len = strlen(text),
+	    .timeout_ms = WAIT_MS };
+	struct sipc_result r;
+	bool ok;
+
+	if (sipc_call(s, &req, &r) != 0)
+		return false;
+	ok = r.outcome == SIPC_OUTCOME_OK && r.reply_len == strlen(text) &&
+	    memcmp(r.reply, text, r.reply_len) == 0;
+	sipc_result_release(&r);
+	return ok;
+}
+
+/*
+ * Between synchronous calls to an idle worker the socket stays out of
+ * the reader's interest set (parked): the next call takes it without
+ * the two epoll_ctl() calls of a hand-over.  An asynchronous submit
+ * gives it back to the reader, whose thread reads the reply and runs
+ * the callback; the next call parks it again.
+ */
+static void
+test_callread_socket_parked_between_calls(void)
+{
+	struct sipc_config c;
+	sipc_supervisor *s;
+	unsigned i, n = 4;
+	uint32_t v[4];
+
+	st_cfg_base(&c, "echo", NULL, 1);
+	s = st_start(&c, 1, WAIT_MS);
+	CU_ASSERT_FATAL(tl_wait_until(reader_idle, s, WAIT_MS));
+	CU_ASSERT_FATAL(call_echoes(s, "first"));
+	/* Given up before sipc_call() returned, so no wait: */
+	CU_ASSERT_EQUAL(rd_owner(s), SIPC__RD_PARKED);
+	CU_ASSERT(call_echoes(s, "second"));
+	CU_ASSERT_EQUAL(rd_owner(s), SIPC__RD_PARKED);
+	memset(&mixed, 0, sizeof(mixed));
+	mixed.caller = pthread_self();
+	for (i = 0; i < n; i++) {
+		v[i] = i;
+		struct sipc_request req = { .payload = &v[i],
+		    .len = sizeof(v[i]), .timeout_ms = WAIT_MS };
+		CU_ASSERT(sipc_submit(s, &req, mixed_done,
+		    (void *)(uintptr_t)i, NULL) == 0);
+	}
+	CU_ASSERT(tl_wait_until(mixed_all, &n, WAIT_MS));
+	CU_ASSERT_EQUAL(atomic_load(&mixed.bad), 0);
+	CU_ASSERT_EQUAL(atomic_load(&mixed.on_caller), 0);
+	CU_ASSERT_EQUAL(rd_owner(s), SIPC__RD_READER);
+	CU_ASSERT_FATAL(tl_wait_until(reader_idle, s, WAIT_MS));
+	CU_ASSERT(call_echoes(s, "third"));
+	CU_ASSERT_EQUAL(rd_owner(s), SIPC__RD_PARKED);
+	sipc_destroy(s);
+}
+
+/*
+ * A worker killed while its socket is parked (nobody watches it for an
+ * end of stream): the reaper's end of the worker gives the socket back
+ * for the final drain, the slot restarts, and calls go on.
+ */
+static void
+test_callread_parked_worker_killed(void)
+{
+	struct sipc_config c;
+	struct st_exit_want ex = { 0, SIPC_EXIT_SIGNAL };
+	sipc_supervisor *s;
+	pid_t pid;
+
+	if (st_skip_sandboxed("kills the worker by its host pid"))
+		return;
+	st_cfg_base(&c, "echo", NULL, 1);
+	c.containment = SIPC_CONTAIN_PROCESS_GROUP;
+	s = st_start(&c, 1, WAIT_MS);
+	CU_ASSERT_FATAL(tl_wait_until(reader_idle, s, WAIT_MS));
+	CU_ASSERT_FATAL(call_echoes(s, "before"));
+	CU_ASSERT_FATAL(rd_owner(s) == SIPC__RD_PARKED);
+	pid = st_worker_stats(s, 0).pid;
+	CU_ASSERT_FATAL(pid > 0 && kill(pid, SIGKILL) == 0);
+	CU_ASSERT(st_stats_wait(s, st_pred_exit_kind, &ex, WAIT_MS));
+	CU_ASSERT(st_stats_wait(s, st_pred_respawned, NULL, WAIT_MS));
+	CU_ASSERT(call_echoes(s, "after"));
+	sipc_destroy(s);
+}
+
 int
 main(void)
 {
@@ -771,6 +871,10 @@ main(void)
 	      test_callread_flooded_diagnostics },
 	    { "test_callread_reply_without_room",
 	      test_callread_reply_without_room },
+	    { "test_callread_socket_parked_between_calls",
+	      test_callread_socket_parked_between_calls },
+	    { "test_callread_parked_worker_killed",
+	      test_callread_parked_worker_killed },
 	    { NULL, NULL } });
 	return tl_run();
 }
