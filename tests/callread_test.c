@@ -8,6 +8,7 @@
  * slot's owner field under the slot lock, as the library does.
  */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -844,6 +845,50 @@ test_callread_parked_worker_killed(void)
 	sipc_destroy(s);
 }
 
+/* Has slot 0's worker closed its end of the channel?  (poll() only
+ * looks; nothing is read.) */
+static bool
+peer_closed(void *arg)
+{
+	struct sipc__slot *sl = &((sipc_supervisor *)arg)->slots[0];
+	struct pollfd p = { .fd = sl->proto_fd, .events = POLLRDHUP };
+
+	return poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP));
+}
+
+/*
+ * A worker that closes its channel while it is parked and stays alive:
+ * nobody watches the socket then, so the end of stream is found by the
+ * next call.  Its request was never started (no ACCEPT): it goes to the
+ * replacement and ends OK; the old worker is ended, not left READY.
+ */
+static void
+test_callread_parked_channel_closed(void)
+{
+	static const char cmd[] = "\0CMDcloselater 200";
+	struct sipc_request req = { .payload = cmd, .len = sizeof(cmd) - 1,
+	    .timeout_ms = WAIT_MS };
+	struct sipc_config c;
+	struct sipc_result r;
+	sipc_supervisor *s;
+	uint32_t gen;
+
+	st_cfg_base(&c, "echo", NULL, 1);
+	c.grace_ms = 200;
+	s = st_start(&c, 1, WAIT_MS);
+	CU_ASSERT_FATAL(tl_wait_until(reader_idle, s, WAIT_MS));
+	gen = st_worker_stats(s, 0).generation;
+	CU_ASSERT_FATAL(sipc_call(s, &req, &r) == 0);
+	CU_ASSERT(r.outcome == SIPC_OUTCOME_OK && r.reply_len == 7);
+	sipc_result_release(&r);
+	CU_ASSERT_FATAL(rd_owner(s) == SIPC__RD_PARKED);
+	CU_ASSERT_FATAL(tl_wait_until(peer_closed, s, WAIT_MS));
+	CU_ASSERT(rd_owner(s) == SIPC__RD_PARKED);  /* nobody noticed */
+	CU_ASSERT(call_echoes(s, "after the close"));
+	CU_ASSERT(st_worker_stats(s, 0).generation > gen);
+	sipc_destroy(s);
+}
+
 int
 main(void)
 {
@@ -875,6 +920,8 @@ main(void)
 	      test_callread_socket_parked_between_calls },
 	    { "test_callread_parked_worker_killed",
 	      test_callread_parked_worker_killed },
+	    { "test_callread_parked_channel_closed",
+	      test_callread_parked_channel_closed },
 	    { NULL, NULL } });
 	return tl_run();
 }
