@@ -15,14 +15,13 @@
  * caller reads: a sipc_call() thread that wrote its own request to an
  *   idle worker may take the socket out of the reader's interest set and
  *   read its reply itself, with the same code and decode state (struct
- *   sipc__rx), then give it back (below).
+ *   sipc__rx, rx.h), then give it back (callread.c).
  *
  * Both threads are started and joined by the reaper thread, once per
  * generation.  Lock order: slot -> table.  Callbacks run with no lock.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +36,7 @@
 
 #include "le.h"
 #include "sipc_int.h"
+#include "rx.h"
 
 #define READ_BUF (64 * 1024)
 #define DIRECT_MIN (16 * 1024)    /* payload bytes worth a direct read */
@@ -48,40 +48,6 @@
 #define SIPC__REFILL_WAIT_MS 1
 
 /* ------------------------------------------------------------ reader */
-
-/* The protocol socket's decode state: the reader thread's, or while a
- * sipc_call() thread holds the socket (sl->rd_owner), that thread's.
- * Only the owner touches it; a hand-over is made under the slot lock. */
-struct sipc__rx {
-	struct sipc_decoder dec;
-	uint8_t *buf;                 /* READ_BUF bytes */
-	bool ready;                   /* HELLO seen */
-	bool proto_done;              /* EOF, error or violation */
-	bool at_eof;                  /* the whole stream was decoded */
-	bool final;                   /* final drain: never wait for room */
-	size_t held;                  /* ceiling bytes taken for the frame
-	                               * being decoded (0: none) */
-	const uint8_t *pend;          /* bytes of buf read, not decoded: */
-	size_t pend_len;              /* a frame a caller left to the reader
-	                               * (no room, or a large payload) */
-	int epfd;                     /* the reader's interest set */
-	int give_fd;                  /* eventfd: the caller must give the
-	                               * socket back (rd_revoke) */
-};
-
-/* One thread's view: the reader thread's, or a reading caller's. */
-struct reader {
-	struct sipc__slot *sl;
-	struct sipc__rx *rx;
-	bool caller;                  /* a sipc_call() thread */
-	uint8_t *dbuf;                /* reader: diagnostics, READ_BUF */
-	struct sipc__diag diag;       /* reader: the line being cut */
-	bool diag_done;
-	int64_t wake_at_ms;           /* ... since then (monotonic) */
-	bool wake_writer;             /* a reply gave a writer without room
-	                               * some: wake it once the bytes of
-	                               * this read are handled */
-};
 
 static void
 violation(struct reader *r, int err, const char *what, uint64_t id)
@@ -459,8 +425,8 @@ proto_direct(struct reader *r, int fd, bool nonblock, size_t max, bool *used)
  * more.  Never blocks: the diagnostics pipe is non-blocking, and the
  * socket's bytes may have been read by a caller since the wake-up.
  * Returns false at EOF/error. */
-static bool
-drain_fd(struct reader *r, int fd, bool proto, bool all)
+bool
+sipc__reader_drain(struct reader *r, int fd, bool proto, bool all)
 {
 	uint8_t *buf = proto ? r->rx->buf : r->dbuf;
 	ssize_t n;
@@ -548,13 +514,11 @@ reader_should_exit(struct reader *r)
 	return gone;
 }
 
-enum { RX_PROTO = SIPC__RX_PROTO, RX_DIAG, RX_WAKE };
-
 /* Slot lock held (or before the threads start): watch or stop watching
  * `fd` in the reader's interest set.  Level-triggered: a socket added
  * back with bytes pending wakes the reader at once. */
-static int
-rx_watch(struct sipc__rx *rx, int op, int fd, uint32_t tag)
+int
+sipc__rx_watch(struct sipc__rx *rx, int op, int fd, uint32_t tag)
 {
 	struct epoll_event e = { .events = EPOLLIN, .data.u32 = tag };
 
@@ -592,12 +556,13 @@ reader_proto(struct reader *r, bool readable)
 	pthread_mutex_unlock(&sl->lock);
 	decode_pend(r);
 	if (readable && !rx->proto_done &&
-	    !drain_fd(r, sl->proto_fd, true, false) && !rx->proto_done)
+	    !sipc__reader_drain(r, sl->proto_fd, true, false) &&
+	    !rx->proto_done)
 		proto_lost(r);
 	pthread_mutex_lock(&sl->lock);
 	sl->rd_busy = false;
 	if (rx->proto_done)
-		(void)rx_watch(rx, EPOLL_CTL_DEL, sl->proto_fd, RX_PROTO);
+		(void)sipc__rx_watch(rx, EPOLL_CTL_DEL, sl->proto_fd, RX_PROTO);
 	pthread_mutex_unlock(&sl->lock);
 }
 
@@ -654,9 +619,10 @@ reader_loop(struct reader *r)
 		}
 		if (proto)
 			reader_proto(r, true);
-		if (diag && !drain_fd(r, sl->diag_fd, false, false)) {
+		if (diag && !sipc__reader_drain(r, sl->diag_fd, false, false)) {
 			r->diag_done = true;
-			(void)rx_watch(rx, EPOLL_CTL_DEL, sl->diag_fd, RX_DIAG);
+			(void)sipc__rx_watch(rx, EPOLL_CTL_DEL, sl->diag_fd,
+			    RX_DIAG);
 		}
 		if (wake) {
 			(void)read(sl->wake_fd, &ev, sizeof(ev));
@@ -697,9 +663,9 @@ rx_new(struct sipc__slot *sl)
 	rx->epfd = epoll_create1(EPOLL_CLOEXEC);
 	rx->give_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (rx->buf == NULL || rx->epfd < 0 || rx->give_fd < 0 ||
-	    rx_watch(rx, EPOLL_CTL_ADD, sl->proto_fd, RX_PROTO) < 0 ||
-	    rx_watch(rx, EPOLL_CTL_ADD, sl->diag_fd, RX_DIAG) < 0 ||
-	    rx_watch(rx, EPOLL_CTL_ADD, sl->wake_fd, RX_WAKE) < 0) {
+	    sipc__rx_watch(rx, EPOLL_CTL_ADD, sl->proto_fd, RX_PROTO) < 0 ||
+	    sipc__rx_watch(rx, EPOLL_CTL_ADD, sl->diag_fd, RX_DIAG) < 0 ||
+	    sipc__rx_watch(rx, EPOLL_CTL_ADD, sl->wake_fd, RX_WAKE) < 0) {
 		if (rx->epfd >= 0)
 			close(rx->epfd);
 		if (rx->give_fd >= 0)
@@ -766,141 +732,6 @@ reader_main(void *arg)
 	free(r.dbuf);
 	sipc__diag_free(&r.diag);
 	return NULL;
-}
-
-/* ------------------------------------------------------ caller reads */
-
-/*
- * One sipc_call() of 64 B to an idle worker paid four context switches:
- * the worker woke, the reader woke for the reply and delivered it, the
- * caller woke on its event.  When the caller wrote its own request
- * (direct path) to an otherwise idle worker, it can read the reply
- * itself: the reader's hop goes.  The caller takes the socket out of the
- * reader's interest set (the reader is not woken) and decodes with the
- * reader's code, under a library thread's rules; anyone who needs the
- * reader to have it again (the writer with something to send, the
- * reader on its way out) asks for it back (rd_revoke, give_fd).
- * Nothing but the caller's own request is sent meanwhile (writer.c,
- * direct path), so no other request's callback runs on its thread.
- */
-bool
-sipc__callread_take(struct sipc__slot *sl)
-{
-	struct sipc__rx *rx = sl->rx;
-
-	if (sl->rd_owner == SIPC__RD_PARKED) {
-		/* Out of the reader's set since the last call; nothing
-		 * was read meanwhile (whatever came is in the socket). */
-		if (sl->violation || sl->channel_lost || sl->stop)
-			return false;
-		sl->rd_owner = SIPC__RD_CALLER;
-		return true;
-	}
-	if (rx == NULL || sl->rd_busy || sl->rd_owner != SIPC__RD_READER ||
-	    sl->violation || sl->channel_lost || rx->proto_done ||
-	    rx->pend_len > 0 || rx->held > 0 ||
-	    sipc__decoder_partial(&rx->dec))
-		return false;
-	if (rx_watch(rx, EPOLL_CTL_DEL, sl->proto_fd, RX_PROTO) < 0)
-		return false;
-	sl->rd_owner = SIPC__RD_CALLER;
-	return true;
-}
-
-/* Slot lock held, the caller done: may the socket stay out of the
- * reader's set until the next call?  Only with nothing in flight, to
- * send, undecoded or owed: then the reader has nothing to read from it
- * but what a misbehaving or dying worker writes, which the next call,
- * a submit, or the worker's end gives back to the reader. */
-static bool
-callread_may_park(struct reader *r)
-{
-	struct sipc__slot *sl = r->sl;
-	struct sipc__rx *rx = r->rx;
-
-	return !sl->rd_revoke && !r->wake_writer && !sl->stop &&
-	    !sl->violation && !sl->channel_lost && !sl->proc_gone &&
-	    sl->state == SIPC_WS_READY && !rx->proto_done &&
-	    rx->pend_len == 0 && rx->held == 0 &&
-	    !sipc__decoder_partial(&rx->dec) &&
-	    atomic_load(&sl->inflight) == 0 && sl->ring.count == 0 &&
-	    sl->ncancels == 0 && sl->rest == NULL && sl->handoff == NULL &&
-	    sl->sending == SIPC__SEND_NONE;
-}
-
-/* The caller's thread, no lock held: the socket back to the reader.
- * Bytes the caller left undecoded wake it (the interest set alone would
- * not: they are out of the socket).  Every touch of the slot is under
- * its lock: once the reader sees the socket back, it may finish, and
- * the reaper close the descriptors and free the slot's generation. */
-static void
-callread_give_back(struct reader *r)
-{
-	struct sipc__slot *sl = r->sl;
-	struct sipc__rx *rx = r->rx;
-	uint64_t v;
-
-	pthread_mutex_lock(&sl->lock);
-	if (callread_may_park(r)) {
-		sl->rd_owner = SIPC__RD_PARKED;
-		pthread_mutex_unlock(&sl->lock);
-		return;
-	}
-	sl->rd_owner = SIPC__RD_READER;
-	if (sl->rd_revoke) {
-		sl->rd_revoke = false;
-		(void)eventfd_read(rx->give_fd, &v);
-		pthread_cond_broadcast(&sl->cv_read);
-		pthread_cond_broadcast(&sl->cv_writer);
-	} else if (r->wake_writer) {
-		pthread_cond_signal(&sl->cv_writer);
-	}
-	if (!rx->proto_done)
-		(void)rx_watch(rx, EPOLL_CTL_ADD, sl->proto_fd, RX_PROTO);
-	if (rx->pend_len > 0)
-		(void)eventfd_write(sl->wake_fd, 1);
-	pthread_mutex_unlock(&sl->lock);
-}
-
-void
-sipc__callread_run(struct sipc__slot *sl, struct sipc__event *ev,
-                   int64_t deadline_ms)
-{
-	struct reader r = { .sl = sl, .rx = sl->rx, .caller = true };
-	struct pollfd pfd[2] = {
-		{ .fd = sl->proto_fd, .events = POLLIN },
-		{ .fd = r.rx->give_fd, .events = POLLIN },
-	};
-	int64_t left;
-	int n, timeout;
-	bool was;
-
-	/* A log line (a violation) may run here: under a library
-	 * thread's rules, as on the submitting thread (CONTRACT TH2). */
-	was = sipc__callback_rules_begin();
-	while (!sipc__event_is_set(ev)) {
-		/* At the deadline the reaper delivers TIMEOUT; the worker
-		 * may then get a CANCEL, which the writer sends. */
-		timeout = -1;
-		if (deadline_ms != 0) {
-			if ((left = deadline_ms - sipc__now_ms()) <= 0)
-				break;
-			timeout = left < INT32_MAX ? (int)left : INT32_MAX;
-		}
-		n = poll(pfd, 2, timeout);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 || pfd[1].revents != 0)
-			break;
-		/* EOF and errors are the reader's to act on, as is a
-		 * frame without room (pend). */
-		if (pfd[0].revents != 0 &&
-		    (!drain_fd(&r, sl->proto_fd, true, false) ||
-		    r.rx->proto_done || r.rx->pend_len > 0))
-			break;
-	}
-	callread_give_back(&r);
-	sipc__lib_thread = was;
 }
 
 /* ------------------------------------------------------------ control */

@@ -5,7 +5,7 @@
  *   - callers: sipc_submit/sipc_call/sipc_stats_get/sipc_destroy
  *   - per worker slot: one reader (reader.c), one writer (writer.c);
  *     a submitting thread may write for an idle worker (writer.c), and
- *     a sipc_call() thread then read its own reply (reader.c)
+ *     a sipc_call() thread then read its own reply (callread.c)
  *   - one reaper (reaper.c, its loop): pidfds + timerfd + eventfd;
  *     spawns, reaps, classifies (slot.c), settles (settle.c), enforces
  *     deadlines, stalls and grace periods.
@@ -150,7 +150,7 @@ struct sipc__slot {
 	int cg_err;                   /* ... or why not (0: none wanted) */
 	char *diag_tail;              /* ring of the last diag bytes */
 	size_t diag_tail_len, diag_tail_pos;
-	/* Who reads the protocol socket (reader.c, "caller reads"): the
+	/* Who reads the protocol socket (callread.c, "caller reads"): the
 	 * reader thread, or a sipc_call() thread waiting for its own
 	 * reply on an otherwise idle worker.  Only the owner touches the
 	 * decode state `rx` (set by the reader thread while it runs, NULL
@@ -344,7 +344,7 @@ void sipc__outcome(struct sipc_supervisor *s, struct sipc__req *q,
  * Returns 0, or SIPC_E_UNAVAILABLE when no slot can take it. */
 int sipc__dispatch_requeue(struct sipc_supervisor *s, struct sipc__req *q, int avoid);
 /* A sipc_call() whose thread took its slot's protocol socket to read
- * its own reply (reader.c): the slot, or NULL; the request's deadline. */
+ * its own reply (callread.c): the slot, or NULL; the request's deadline. */
 struct sipc__callread {
 	struct sipc__slot *sl;
 	int64_t deadline_ms;
@@ -385,7 +385,7 @@ void sipc__thread_name(const char *what, const struct sipc__slot *sl);
 bool sipc__direct_claim(struct sipc__slot *sl, struct sipc__req *q);
 void sipc__direct_send(struct sipc__slot *sl, struct sipc__req *q);
 /*
- * Caller reads (reader.c).  sipc__callread_take(): slot lock held, just
+ * Caller reads (callread.c).  sipc__callread_take(): slot lock held, just
  * after sipc__direct_claim() for a sipc_call(): true when the socket is
  * now the caller's (the reader is not reading, holds no partial frame,
  * no bytes wait for reply room, the stream is sound).

@@ -96,7 +96,7 @@ reject_unreserved(struct sipc_supervisor *s, struct sipc__req *q)
 
 /* sipc_submit(), and sipc_call() with `cr` set: its caller waits for
  * the outcome anyway, so it may write the request itself (writer.c) and
- * read the reply itself (reader.c; cr->sl says whether it may). */
+ * read the reply itself (callread.c; cr->sl says whether it may). */
 static int
 submit(sipc_supervisor *s, const struct sipc_request *req, sipc_done_fn done,
        void *arg, struct sipc__callread *cr, uint64_t *ret_id)
@@ -237,7 +237,7 @@ sipc_call(sipc_supervisor *s, const struct sipc_request *req,
 	}
 	if (rc == 0) {
 		/* Took the socket: read the reply here rather than be
-		 * woken by the reader for it (reader.c, caller reads). */
+		 * woken by the reader for it (callread.c, caller reads). */
 		if (cr.sl != NULL)
 			sipc__callread_run(cr.sl, &w.ev, cr.deadline_ms);
 		sipc__event_wait(&w.ev);

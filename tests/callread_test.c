@@ -1,5 +1,5 @@
 /*
- * callread_test.c - a synchronous call reads its own reply (reader.c,
+ * callread_test.c - a synchronous call reads its own reply (callread.c,
  * "caller reads"): the calling thread takes its idle worker's protocol
  * socket from the reader thread and gives it back; every outcome stays
  * exactly what the reader alone would have made of it.

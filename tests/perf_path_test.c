@@ -122,7 +122,7 @@ self_switches(void)
  * A synchronous call on an idle worker is written by the caller itself:
  * the writer thread sleeps through all of them.  Before the direct
  * path, each call woke the writer (at least one switch a call).  The
- * calling thread reads each reply itself (reader.c) and sleeps for most
+ * calling thread reads each reply itself (callread.c) and sleeps for most
  * of them (a reply already there when it looks costs no sleep), which
  * shows that the counts move.
  */
