@@ -428,7 +428,7 @@ sipc__direct_send(struct sipc__slot *sl, struct sipc__req *q)
 	sipc__req_unref(s, q);
 }
 
-/* The socket's reader, when a caller reads it (reader.c, caller reads):
+/* The socket's reader, when a caller reads it (callread.c, caller reads):
  * ask for it back, once per hand-over. */
 bool
 sipc__callread_revoke(struct sipc__slot *sl)
