@@ -11,6 +11,7 @@
  * Threads: the CUnit thread only; waits are on events with generous
  * deadlines.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -727,22 +728,42 @@ out:
  * another sequence number) must survive such a supervisor's start.  The
  * supervisor that showed the shape is gone by then: the fork below
  * must come from a single-threaded process (ThreadSanitizer refuses
- * threads after a multi-threaded fork).
+ * threads after a multi-threaded fork).  The foreign supervisor must
+ * remove its own cgroup: nothing else ever will (only its namespace
+ * judges the name), so one it left is removed here and fails the test
+ * (a run where it died before its destroy left `sipc.1.<n>.<ns>` under
+ * the host's cgroup for good).
  */
 static int
-foreign_ns_start(struct sipc_config *c)
+foreign_ns_start(struct sipc_config *c, int fd)
 {
 	sipc_supervisor *s = NULL;
+	struct sipc_stats sst;
+	struct stat sb;
+	char msg[300];
 	pid_t p;
-	int st;
+	int st, n;
 
 	if (unshare(CLONE_NEWPID) < 0)
 		return 90;
 	if ((p = fork()) < 0)
 		return 91;
 	if (p == 0) {           /* PID 1 of the new namespace */
+		/* its namespace, then its cgroup: what the test removes
+		 * should this supervisor die before its destroy */
+		if (stat("/proc/self/ns/pid", &sb) < 0)
+			_exit(3);
+		n = snprintf(msg, sizeof(msg), "%lu\n", (unsigned long)sb.st_ino);
+		if (write(fd, msg, (size_t)n) != n)
+			_exit(3);
 		if (sipc_create(c, NULL, 0, &s) != 0)
 			_exit(2);
+		if (sipc_stats_get(s, &sst) == 0) {
+			n = snprintf(msg, sizeof(msg), "%s\n", sst.cgroup_path);
+			if (write(fd, msg, (size_t)n) != n)
+				_exit(4);
+			sipc_stats_release(&sst);
+		}
 		sipc_destroy(s);
 		_exit(0);
 	}
@@ -751,15 +772,68 @@ foreign_ns_start(struct sipc_config *c)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 99;
 }
 
+/* Remove a supervisor cgroup left by a supervisor that died before its
+ * destroy, and its worker cgroups. */
+static void
+remove_dead_sup(const char *path)
+{
+	char w[700];
+	struct dirent *de;
+	DIR *d;
+
+	(void)tl_wait_until(unpopulated, (void *)path, WAIT_MS);
+	if ((d = opendir(path)) != NULL) {
+		while ((de = readdir(d)) != NULL)
+			if (de->d_name[0] == 'w') {
+				snprintf(w, sizeof(w), "%s/%s", path, de->d_name);
+				(void)rmdir(w);
+			}
+		closedir(d);
+	}
+	(void)rmdir(path);
+}
+
+/* Remove the empty cgroups of PID 1 of namespace `ns` under `parent`
+ * (it died before it said which one it made): nobody else ever would,
+ * since only that namespace may judge them.  How many there were. */
+static int
+remove_ns_cgroups(const char *parent, unsigned long ns)
+{
+	char tail[32], path[600];
+	struct dirent *de;
+	int found = 0;
+	size_t tl;
+	DIR *d;
+
+	snprintf(tail, sizeof(tail), ".%lu", ns);
+	tl = strlen(tail);
+	if ((d = opendir(parent)) == NULL)
+		return 0;
+	while ((de = readdir(d)) != NULL) {
+		size_t n = strlen(de->d_name);
+
+		if (strncmp(de->d_name, "sipc.1.", 7) != 0 || n <= tl ||
+		    strcmp(de->d_name + n - tl, tail) != 0)
+			continue;
+		found++;
+		snprintf(path, sizeof(path), "%s/%s", parent, de->d_name);
+		remove_dead_sup(path);
+	}
+	closedir(d);
+	return found;
+}
+
 static void
 test_cgroup_foreign_pid_namespace_spares_live_owner(void)
 {
 	char *const argv[] = { "echo", NULL };
 	struct sipc_config c;
-	char sup[256], live[300], *base, *seq, *rest;
+	char sup[256], live[300], msg[600], theirs[300], *base, *seq, *rest;
+	unsigned long ns = 0;
 	sipc_supervisor *s;
+	int st = 0, fds[2], got;
+	ssize_t n, off = 0;
 	pid_t p;
-	int st = 0;
 
 	st_cfg_base(&c, "echo", argv, 1);
 	c.containment = SIPC_CONTAIN_PROCESS_GROUP;
@@ -777,14 +851,38 @@ test_cgroup_foreign_pid_namespace_spares_live_owner(void)
 	    rest != NULL ? rest : "");
 	sipc_destroy(s);
 	CU_ASSERT_FATAL(mkdir(live, 0755) == 0);
+	CU_ASSERT_FATAL(pipe(fds) == 0);
 	fflush(NULL);
 	CU_ASSERT_FATAL((p = fork()) >= 0);
-	if (p == 0)
-		_exit(foreign_ns_start(&c));
+	if (p == 0) {
+		close(fds[0]);
+		_exit(foreign_ns_start(&c, fds[1]));
+	}
+	close(fds[1]);
+	while (off < (ssize_t)sizeof(msg) - 1 &&
+	    ((n = read(fds[0], msg + off, sizeof(msg) - 1 - (size_t)off)) > 0 ||
+	    (n < 0 && errno == EINTR)))
+		off += n > 0 ? n : 0;
+	msg[off] = '\0';
+	close(fds[0]);
 	CU_ASSERT_EQUAL_FATAL(waitpid(p, &st, 0), p);
 	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	CU_ASSERT(!path_gone(live));
 	(void)rmdir(live);
+	/* The foreign supervisor removed its own cgroup.  One left behind
+	 * would stay for ever (only its namespace may judge it): it is
+	 * removed here, and it is a failure. */
+	theirs[0] = '\0';
+	got = sscanf(msg, "%lu\n%299s", &ns, theirs);
+	CU_ASSERT(got >= 1);
+	if (got == 2) {
+		CU_ASSERT(path_gone(theirs));
+		if (!path_gone(theirs))
+			remove_dead_sup(theirs);
+	} else if (got == 1) {
+		*base = '\0';
+		(void)remove_ns_cgroups(sup, ns);
+	}
 }
 
 /* ------------------------------------------------------------- lost */
