@@ -335,6 +335,9 @@ enable_controllers(int dirfd, const char *dir, unsigned bits, char *why,
  *     (bounded) and removed.  The cgroup names that owner, and the
  *     owner is gone: whatever is left in it was its workers' and
  *     nobody else's (the kernel keeps every descendant in its cgroup).
+ *     A cgroup marked with a journal (an instance with a state
+ *     directory) waits for an instance on that journal, whose verdicts
+ *     are the ones that must come first.
  *
  * A pid means something only in the PID namespace that made the name,
  * so the name carries that namespace (its nsfs inode) and only names of
@@ -862,12 +865,15 @@ count_worker_procs(int dirfd)
  * attribute on cgroups: then any later instance may end it). */
 #define JOURNAL_XATTR "user.sipc.journal"
 
-/* path resolved; a directory not made yet (the journal makes it, the
- * last component only) as its resolved parent and its name. */
+/* path resolved into ret (PATH_MAX); a directory not made yet (the
+ * journal makes it, its last component only) as its resolved parent and
+ * its name.  0 or -errno. */
 static int
 resolve_dir(const char *path, char *ret)
 {
-	char tmp[PATH_MAX], parent[PATH_MAX], *slash;
+	char tmp[PATH_MAX], parent[PATH_MAX];
+	const char *dir = ".", *name;
+	char *slash;
 	size_t n;
 
 	if (realpath(path, ret) != NULL)
@@ -877,13 +883,18 @@ resolve_dir(const char *path, char *ret)
 		return -ENOENT;
 	while ((n = strlen(tmp)) > 1 && tmp[n - 1] == '/')
 		tmp[n - 1] = '\0';
-	slash = strrchr(tmp, '/');
-	if (realpath(slash == NULL ? "." : slash == tmp ? "/" : (*slash = '\0',
-	    tmp), parent) == NULL)
+	name = tmp;
+	if ((slash = strrchr(tmp, '/')) != NULL) {
+		*slash = '\0';
+		dir = slash == tmp ? "/" : tmp;
+		name = slash + 1;
+	}
+	if (realpath(dir, parent) == NULL)
 		return -errno;
-	return snprintf(ret, PATH_MAX, "%s/%s", strcmp(parent, "/") == 0 ?
-	    "" : parent, slash == NULL ? tmp : slash + 1) < PATH_MAX ? 0 :
-	    -ENAMETOOLONG;
+	if (snprintf(ret, PATH_MAX, "%s/%s", strcmp(parent, "/") == 0 ? "" :
+	    parent, name) >= PATH_MAX)
+		return -ENAMETOOLONG;
+	return 0;
 }
 
 int
