@@ -307,6 +307,21 @@ sipc__durable_open(struct sipc_supervisor *s, char *errbuf, size_t errlen)
 	return 0;
 }
 
+bool
+sipc__durable_leftovers_kept(struct sipc_supervisor *s)
+{
+	struct sipc__jowner *w = NULL;
+	size_t n = 0;
+
+	if (s->journal == NULL)
+		return false;
+	/* a journal that cannot tell keeps them, as far as we know */
+	if (sipc__journal_leftover_workers(s->journal, &w, &n) < 0)
+		return true;
+	free(w);
+	return n > 0;
+}
+
 void
 sipc__durable_close(struct sipc_supervisor *s)
 {

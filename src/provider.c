@@ -152,3 +152,20 @@ sipc__provider_select(const struct sipc_config *cfg, char *errbuf,
 		return SIPC_E_NOENV;
 	return SIPC_E_PRODUCTION;
 }
+
+int
+sipc__provider_end_dead(const struct sipc_provider_ops *p, void *state,
+                        bool journal_settled, sipc__cg_dead_fn *say,
+                        void *arg)
+{
+	const struct sipc__cg_state *cgs;
+
+	if (p == &sipc__provider_local)
+		cgs = state;              /* made by sipc__cg_state_create */
+	else if (p == &sipc__provider_sandbox)
+		cgs = sipc__sandbox_cg_state(state);
+	else
+		return 0;
+	return cgs != NULL ? sipc__cg_end_dead(cgs->cg,
+	    journal_settled, say, arg) : 0;
+}

@@ -464,6 +464,11 @@ void sipc__journal_note_refused(struct sipc_supervisor *s, struct sipc__req *q);
 /* state directory: lock, journal, leftovers of a dead instance */
 int sipc__durable_open(struct sipc_supervisor *s, char *errbuf, size_t errlen);
 void sipc__durable_close(struct sipc_supervisor *s);
+/* After sipc__durable_open(): does the journal still keep a leftover
+ * record (a verdict that failed, or a provider not available here) for
+ * a later instance?  false without a state directory.  The creating
+ * thread. */
+bool sipc__durable_leftovers_kept(struct sipc_supervisor *s);
 
 /* settle.c (reaper thread) */
 void sipc__settle(struct sipc__slot *sl, const struct sipc_exit *e,

@@ -444,6 +444,16 @@ provider_open(struct sipc_supervisor *s, const struct sipc_provider_ops *p,
 	return 0;
 }
 
+/* sipc__provider_end_dead()'s word on one crashed supervisor's cgroup
+ * that still held processes.  sipc_create()'s thread. */
+static void
+say_dead(void *arg, const char *path, unsigned procs, int err)
+{
+	sipc__log(arg, SIPC_LOG_WARN, NULL, "cgroup %s of a crashed "
+	    "supervisor held %u process(es): %s", path, procs, err < 0 ?
+	    strerror(-err) : "killed, removed");
+}
+
 /* 0, or the errno a launch of `path` would fail with.  access(X_OK)
  * alone passes a directory (search permission), which execve() refuses
  * with EACCES: without this, every start would fail instead of create. */
@@ -496,6 +506,10 @@ sipc_create(const struct sipc_config *cfg, char *errbuf, size_t errlen,
 	if (cfg->state_dir != NULL &&
 	    (rc = sipc__durable_open(s, errbuf, errlen)) < 0)
 		goto fail;
+	/* Only after the leftover verdicts (TERM first to a proven worker):
+	 * what crashed supervisors left in their cgroups is killed. */
+	(void)sipc__provider_end_dead(prov, s->prov_state,
+	    !sipc__durable_leftovers_kept(s), say_dead, s);
 	/* Declared is not proven: each required guarantee is probed. */
 	if ((rc = sipc__startprobe_run(prov, s->prov_state, &s->cfg,
 	    sipc__provider_required(cfg), errbuf, errlen)) < 0)

@@ -11,8 +11,10 @@
  * Threads: the CUnit thread only; waits are on events with generous
  * deadlines.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -20,12 +22,14 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "unix/cgroup.h"
 #include "provider.h"
 #include "sipc.h"
 #include "sipctest.h"
+#include "statedir.h"
 #include "testlib.h"
 
 #define WAIT_MS 10000
@@ -476,6 +480,246 @@ test_cgroup_crashed_instance_swept(void)
 }
 
 /*
+ * The crashing instance of the test below (a child of the test, forked
+ * while the test has no thread): a supervisor whose forker worker
+ * leaves a tree (its group, a daemon, a setsid() escapee), then the
+ * crash: _exit() without destroy.  It writes the tree's pids and its
+ * cgroup's path ("" without one) to fd first.
+ */
+static void __attribute__((noreturn))
+crash_with_tree(const struct sipc_config *c, int fd)
+{
+	struct sipc_request rq = { .payload = "data", .len = 4,
+	    .timeout_ms = WAIT_MS };
+	struct sipc_result r;
+	struct sipc_stats sst;
+	sipc_supervisor *s = NULL;
+	char buf[600];
+	int n;
+
+	if (sipc_create(c, NULL, 0, &s) != 0 ||
+	    sipc_wait_ready(s, 1, WAIT_MS) != 0 ||
+	    sipc_stats_get(s, &sst) != 0 || sipc_call(s, &rq, &r) != 0 ||
+	    r.outcome != SIPC_OUTCOME_OK || r.reply_len > 200)
+		_exit(1);
+	n = snprintf(buf, sizeof(buf), "%.*s\n%s", (int)r.reply_len,
+	    (const char *)r.reply, sst.cgroup_path);
+	_exit(write(fd, buf, (size_t)n) == n ? 0 : 2);
+}
+
+/* A process of this test that only waits to be killed. */
+static pid_t
+sleeper(void)
+{
+	pid_t p;
+
+	fflush(NULL);
+	if ((p = fork()) == 0) {
+		for (;;)
+			pause();
+	}
+	return p;
+}
+
+/*
+ * Crash an instance (on state_dir, or without one) whose worker leaves
+ * a tree, and check what it left: the tree alive in the dead owner's
+ * worker cgroup.  1 with *t and sup (its cgroup); 0 when it got no
+ * cgroup (skipped, the tree ended); -1 when it did not run (failed).
+ */
+static int
+crash_leaving_tree(const char *state_dir, struct tree *t, char *sup)
+{
+	char *const argv[] = { "forker", "escape", NULL };
+	char buf[600], cg[512], want[320];
+	struct sipc_config c;
+	ssize_t n, off = 0;
+	int p[2], st, got;
+	pid_t pid;
+
+	st_cfg_base(&c, "forker", argv, 1);
+	c.containment = SIPC_CONTAIN_PROCESS_GROUP;
+	c.state_dir = state_dir;
+	CU_ASSERT_FATAL(pipe(p) == 0);
+	fflush(NULL);
+	CU_ASSERT_FATAL((pid = fork()) >= 0);
+	if (pid == 0) {
+		close(p[0]);
+		crash_with_tree(&c, p[1]);
+	}
+	close(p[1]);
+	while (off < (ssize_t)sizeof(buf) - 1 &&
+	    ((n = read(p[0], buf + off, sizeof(buf) - 1 - (size_t)off)) > 0 ||
+	    (n < 0 && errno == EINTR)))
+		off += n > 0 ? n : 0;
+	buf[off] = '\0';
+	close(p[0]);
+	CU_ASSERT_EQUAL(waitpid(pid, &st, 0), pid);
+	sup[0] = '\0';
+	got = sscanf(buf, "leader=%d group=%d daemon=%d escapee=%d\n%299s",
+	    &t->leader, &t->group, &t->daemon_pid, &t->escapee, sup);
+	if (got < 4) {
+		CU_FAIL("the crashing instance reported no tree");
+		return -1;
+	}
+	if (got == 4) {
+		tl_skip("no cgroup v2 here (the crashing instance got none)");
+		return 0;
+	}
+	CU_ASSERT(tl_pid_alive(t->escapee));
+	CU_ASSERT(tl_pid_alive(t->daemon_pid));
+	tl_proc_cgroup(t->escapee, cg, sizeof(cg));
+	snprintf(want, sizeof(want), "%s/w0.g1", strrchr(sup, '/'));
+	CU_ASSERT(strstr(cg, want) != NULL);
+	CU_ASSERT(!unpopulated(sup));
+	return 1;
+}
+
+/* The tree ended by the next instance, and its cgroup gone, as the log
+ * says. */
+static void
+tree_ended(struct tree *t, char *sup)
+{
+	CU_ASSERT(tl_wait_until(st_pid_dead, &t->escapee, WAIT_MS));
+	CU_ASSERT(tl_wait_until(st_pid_dead, &t->daemon_pid, WAIT_MS));
+	CU_ASSERT(tl_wait_until(st_pid_dead, &t->group, WAIT_MS));
+	CU_ASSERT(path_gone(sup));
+	CU_ASSERT(st_log_has(sup));
+	CU_ASSERT(st_log_has("process(es): killed, removed"));
+}
+
+/* Nothing left behind, should the instance under test have failed. */
+static void
+tree_cleanup(struct tree *t, char *sup)
+{
+	char w[320];
+
+	end_escapee(t->escapee);
+	end_escapee(t->daemon_pid);
+	end_escapee(t->group);
+	if (sup[0] != '\0' && !path_gone(sup)) {
+		snprintf(w, sizeof(w), "%s/w0.g1", sup);
+		(void)tl_wait_until(unpopulated, sup, WAIT_MS);
+		(void)rmdir(w);
+		(void)rmdir(sup);
+	}
+}
+
+/*
+ * A crashed supervisor's workers die with it, but not a descendant that
+ * left the worker's session (setsid(), a double fork: no parent-death
+ * signal), nor a sandbox's inner bwrap cut short by the crash before it
+ * ran sipc-init: they stay in the dead owner's cgroup.  The next
+ * supervisor made under the same cgroup kills them through that
+ * cgroup's cgroup.kill and removes it, saying so in the log; a live
+ * owner's cgroup that holds a process (this test's own, here) is not
+ * touched.
+ */
+static void
+test_cgroup_crashed_instance_escapee_killed(void)
+{
+	char *const eargv[] = { "echo", NULL };
+	char sup[300], live[400], lw[420], procs[440], pidtxt[24];
+	char *slash, *ns;
+	struct tree t = { 0 };
+	struct sipc_config e;
+	sipc_supervisor *s;
+	pid_t keep = -1;
+	int st, got;
+	FILE *f;
+
+	if (st_skip_sandboxed("process-group mechanics"))
+		return;
+	if ((got = crash_leaving_tree(NULL, &t, sup)) <= 0)
+		goto out;
+	/* A live owner's cgroup with a process: this test's name shape,
+	 * sequence 998, a process of the test in its worker cgroup. */
+	CU_ASSERT_FATAL((slash = strrchr(sup, '/')) != NULL);
+	CU_ASSERT_FATAL((ns = strrchr(slash, '.')) != NULL);
+	snprintf(live, sizeof(live), "%.*s/sipc.%d.998%s", (int)(slash - sup),
+	    sup, (int)getpid(), ns);
+	snprintf(lw, sizeof(lw), "%s/w0.g1", live);
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", lw);
+	CU_ASSERT_FATAL(mkdir(live, 0755) == 0 && mkdir(lw, 0755) == 0);
+	CU_ASSERT_FATAL((keep = sleeper()) > 0);
+	snprintf(pidtxt, sizeof(pidtxt), "%d", (int)keep);
+	CU_ASSERT_FATAL((f = fopen(procs, "we")) != NULL);
+	CU_ASSERT(fputs(pidtxt, f) >= 0);
+	CU_ASSERT(fclose(f) == 0);
+	/* The next supervisor here ends what the dead one left. */
+	st_cfg_base(&e, "echo", eargv, 1);
+	e.containment = SIPC_CONTAIN_PROCESS_GROUP;
+	s = st_start(&e, 1, WAIT_MS);
+	tree_ended(&t, sup);
+	CU_ASSERT(tl_pid_alive(keep));
+	CU_ASSERT(!unpopulated(live));
+	sipc_destroy(s);
+out:
+	if (keep > 0) {
+		(void)kill(keep, SIGKILL);
+		CU_ASSERT_EQUAL(waitpid(keep, &st, 0), keep);
+		CU_ASSERT(tl_wait_until(unpopulated, live, WAIT_MS));
+		CU_ASSERT(rmdir(lw) == 0);
+		CU_ASSERT(rmdir(live) == 0);
+	}
+	if (got >= 0)
+		tree_cleanup(&t, sup);
+}
+
+/*
+ * What an instance with a state directory leaves is its journal's: the
+ * next instance on that journal gives its leftovers their verdicts
+ * (TERM first) and only then kills what is left in the cgroup.  Another
+ * supervisor started in between under the same cgroup (another
+ * service, another test) must not kill it first: the cgroup carries its
+ * journal's path, and only an instance on that journal ends it.
+ */
+static void
+test_cgroup_crashed_journalled_instance_left_to_its_journal(void)
+{
+	char *const eargv[] = { "echo", NULL };
+	char *dir = sd_make(), sup[300], mark[PATH_MAX], real[PATH_MAX];
+	struct tree t = { 0 };
+	struct sipc_config e;
+	sipc_supervisor *s;
+	ssize_t n;
+	int got;
+
+	if (st_skip_sandboxed("process-group mechanics")) {
+		sd_remove(dir);
+		return;
+	}
+	if ((got = crash_leaving_tree(dir, &t, sup)) <= 0)
+		goto out;
+	n = getxattr(sup, "user.sipc.journal", mark, sizeof(mark) - 1);
+	if (n < 0 && errno == EOPNOTSUPP) {
+		tl_skip("no user extended attributes on cgroups here");
+		goto out;
+	}
+	CU_ASSERT(n > 0 && realpath(dir, real) != NULL);
+	if (n <= 0)
+		goto out;
+	mark[n] = '\0';
+	CU_ASSERT_STRING_EQUAL(mark, real);
+	/* not the journal's: it leaves the tree alone */
+	st_cfg_base(&e, "echo", eargv, 1);
+	e.containment = SIPC_CONTAIN_PROCESS_GROUP;
+	s = st_start(&e, 1, WAIT_MS);
+	CU_ASSERT(tl_pid_alive(t.escapee));
+	CU_ASSERT(!unpopulated(sup));
+	sipc_destroy(s);
+	/* the journal's next instance ends it */
+	e.state_dir = dir;
+	s = st_start(&e, 1, WAIT_MS);
+	tree_ended(&t, sup);
+	sipc_destroy(s);
+out:
+	if (got >= 0)
+		tree_cleanup(&t, sup);
+	sd_remove(dir);
+}
+
+/*
  * A pid in a cgroup's name means something only in the PID namespace
  * that made it.  A supervisor started in another PID namespace under the
  * same cgroup (a container that shares it, a test as PID 1) sees every
@@ -484,22 +728,42 @@ test_cgroup_crashed_instance_swept(void)
  * another sequence number) must survive such a supervisor's start.  The
  * supervisor that showed the shape is gone by then: the fork below
  * must come from a single-threaded process (ThreadSanitizer refuses
- * threads after a multi-threaded fork).
+ * threads after a multi-threaded fork).  The foreign supervisor must
+ * remove its own cgroup: nothing else ever will (only its namespace
+ * judges the name), so one it left is removed here and fails the test
+ * (a run where it died before its destroy left `sipc.1.<n>.<ns>` under
+ * the host's cgroup for good).
  */
 static int
-foreign_ns_start(struct sipc_config *c)
+foreign_ns_start(struct sipc_config *c, int fd)
 {
 	sipc_supervisor *s = NULL;
+	struct sipc_stats sst;
+	struct stat sb;
+	char msg[300];
 	pid_t p;
-	int st;
+	int st, n;
 
 	if (unshare(CLONE_NEWPID) < 0)
 		return 90;
 	if ((p = fork()) < 0)
 		return 91;
 	if (p == 0) {           /* PID 1 of the new namespace */
+		/* its namespace, then its cgroup: what the test removes
+		 * should this supervisor die before its destroy */
+		if (stat("/proc/self/ns/pid", &sb) < 0)
+			_exit(3);
+		n = snprintf(msg, sizeof(msg), "%lu\n", (unsigned long)sb.st_ino);
+		if (write(fd, msg, (size_t)n) != n)
+			_exit(3);
 		if (sipc_create(c, NULL, 0, &s) != 0)
 			_exit(2);
+		if (sipc_stats_get(s, &sst) == 0) {
+			n = snprintf(msg, sizeof(msg), "%s\n", sst.cgroup_path);
+			if (write(fd, msg, (size_t)n) != n)
+				_exit(4);
+			sipc_stats_release(&sst);
+		}
 		sipc_destroy(s);
 		_exit(0);
 	}
@@ -508,15 +772,68 @@ foreign_ns_start(struct sipc_config *c)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 99;
 }
 
+/* Remove a supervisor cgroup left by a supervisor that died before its
+ * destroy, and its worker cgroups. */
+static void
+remove_dead_sup(const char *path)
+{
+	char w[700];
+	struct dirent *de;
+	DIR *d;
+
+	(void)tl_wait_until(unpopulated, (void *)path, WAIT_MS);
+	if ((d = opendir(path)) != NULL) {
+		while ((de = readdir(d)) != NULL)
+			if (de->d_name[0] == 'w') {
+				snprintf(w, sizeof(w), "%s/%s", path, de->d_name);
+				(void)rmdir(w);
+			}
+		closedir(d);
+	}
+	(void)rmdir(path);
+}
+
+/* Remove the empty cgroups of PID 1 of namespace `ns` under `parent`
+ * (it died before it said which one it made): nobody else ever would,
+ * since only that namespace may judge them.  How many there were. */
+static int
+remove_ns_cgroups(const char *parent, unsigned long ns)
+{
+	char tail[32], path[600];
+	struct dirent *de;
+	int found = 0;
+	size_t tl;
+	DIR *d;
+
+	snprintf(tail, sizeof(tail), ".%lu", ns);
+	tl = strlen(tail);
+	if ((d = opendir(parent)) == NULL)
+		return 0;
+	while ((de = readdir(d)) != NULL) {
+		size_t n = strlen(de->d_name);
+
+		if (strncmp(de->d_name, "sipc.1.", 7) != 0 || n <= tl ||
+		    strcmp(de->d_name + n - tl, tail) != 0)
+			continue;
+		found++;
+		snprintf(path, sizeof(path), "%s/%s", parent, de->d_name);
+		remove_dead_sup(path);
+	}
+	closedir(d);
+	return found;
+}
+
 static void
 test_cgroup_foreign_pid_namespace_spares_live_owner(void)
 {
 	char *const argv[] = { "echo", NULL };
 	struct sipc_config c;
-	char sup[256], live[300], *base, *seq, *rest;
+	char sup[256], live[300], msg[600], theirs[300], *base, *seq, *rest;
+	unsigned long ns = 0;
 	sipc_supervisor *s;
+	int st = 0, fds[2], got;
+	ssize_t n, off = 0;
 	pid_t p;
-	int st = 0;
 
 	st_cfg_base(&c, "echo", argv, 1);
 	c.containment = SIPC_CONTAIN_PROCESS_GROUP;
@@ -534,14 +851,38 @@ test_cgroup_foreign_pid_namespace_spares_live_owner(void)
 	    rest != NULL ? rest : "");
 	sipc_destroy(s);
 	CU_ASSERT_FATAL(mkdir(live, 0755) == 0);
+	CU_ASSERT_FATAL(pipe(fds) == 0);
 	fflush(NULL);
 	CU_ASSERT_FATAL((p = fork()) >= 0);
-	if (p == 0)
-		_exit(foreign_ns_start(&c));
+	if (p == 0) {
+		close(fds[0]);
+		_exit(foreign_ns_start(&c, fds[1]));
+	}
+	close(fds[1]);
+	while (off < (ssize_t)sizeof(msg) - 1 &&
+	    ((n = read(fds[0], msg + off, sizeof(msg) - 1 - (size_t)off)) > 0 ||
+	    (n < 0 && errno == EINTR)))
+		off += n > 0 ? n : 0;
+	msg[off] = '\0';
+	close(fds[0]);
 	CU_ASSERT_EQUAL_FATAL(waitpid(p, &st, 0), p);
 	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	CU_ASSERT(!path_gone(live));
 	(void)rmdir(live);
+	/* The foreign supervisor removed its own cgroup.  One left behind
+	 * would stay for ever (only its namespace may judge it): it is
+	 * removed here, and it is a failure. */
+	theirs[0] = '\0';
+	got = sscanf(msg, "%lu\n%299s", &ns, theirs);
+	CU_ASSERT(got >= 1);
+	if (got == 2) {
+		CU_ASSERT(path_gone(theirs));
+		if (!path_gone(theirs))
+			remove_dead_sup(theirs);
+	} else if (got == 1) {
+		*base = '\0';
+		(void)remove_ns_cgroups(sup, ns);
+	}
 }
 
 /* ------------------------------------------------------------- lost */
@@ -722,6 +1063,10 @@ static const tl_test cgroup_tests[] = {
 	{ "test_cgroup_off", test_cgroup_off },
 	{ "test_cgroup_crashed_instance_swept",
 	  test_cgroup_crashed_instance_swept },
+	{ "test_cgroup_crashed_instance_escapee_killed",
+	  test_cgroup_crashed_instance_escapee_killed },
+	{ "test_cgroup_crashed_journalled_instance_left_to_its_journal",
+	  test_cgroup_crashed_journalled_instance_left_to_its_journal },
 	{ "test_cgroup_foreign_pid_namespace_spares_live_owner",
 	    test_cgroup_foreign_pid_namespace_spares_live_owner },
 	{ "test_cgroup_lost_worker_cgroup_still_killed",

@@ -37,6 +37,7 @@
 #ifndef SIPC_CGROUP_H
 #define SIPC_CGROUP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -76,6 +77,42 @@ const char *sipc__cg_path(const struct sipc__cg *cg);
 /* enum sipc_limit bits configured (each one is enforced in every worker
  * cgroup, or the worker does not start). */
 unsigned sipc__cg_limits(const struct sipc__cg *cg);
+
+/*
+ * Mark cg with the journal of its instance: state_dir (resolved; a
+ * directory not made yet as its resolved parent and name), in an
+ * extended attribute of the cgroup, so that what a crash of this
+ * instance leaves is ended only by an instance on the same journal
+ * (sipc__cg_end_dead).  0 (also for a NULL cg or state_dir) or -errno
+ * (then unmarked: any later instance may end it).  sipc__cg_state_init
+ * does it; the thread that creates the supervisor.
+ */
+int sipc__cg_mark_journal(struct sipc__cg *cg, const char *state_dir);
+
+/*
+ * End what crashed supervisors left: every supervisor cgroup beside
+ * cg's (sipc.<pid>.<n>.<pidns> under the same parent) whose name carries
+ * this process's PID namespace and whose pid no longer exists, and that
+ * still holds a process, is killed through its cgroup.kill (the whole
+ * subtree), waited for up to SIPC__CG_EMPTY_MS and removed with its
+ * worker cgroups; an empty one is only removed.  A live owner's
+ * cgroups, another namespace's and names without a namespace are never
+ * touched.  Nor is a cgroup marked with a journal, unless cg is marked
+ * with the same one and journal_settled says that journal keeps no
+ * leftover record (every journalled worker had its verdict: none is
+ * left for a later instance).
+ * say(arg, path, procs, err) for each cgroup killed: its path, how many
+ * processes its worker cgroups held just before the kill, and 0 (killed
+ * and removed) or -errno (-ETIMEDOUT: not empty in time; it stays for
+ * the next instance).  Returns how many were killed, or -errno when the
+ * parent cannot be opened.  Call it after the leftover verdicts, before
+ * any worker starts.  Accepts NULL cg (returns 0).  sipc_create()'s
+ * thread.
+ */
+typedef void sipc__cg_dead_fn(void *arg, const char *path, unsigned procs,
+                              int err);
+int sipc__cg_end_dead(const struct sipc__cg *cg, bool journal_settled,
+                      sipc__cg_dead_fn *say, void *arg);
 
 /*
  * A provider's state for one supervisor, shaped as the provider ops

@@ -555,6 +555,14 @@ sbx_info(void *state, struct sipc_provider_info *ret)
 	sipc__cg_state_info(&st->cgs, ret);
 }
 
+const struct sipc__cg_state *
+sipc__sandbox_cg_state(const void *state)
+{
+	const struct sbx_state *st = state;
+
+	return st != NULL ? &st->cgs : NULL;
+}
+
 /* What the probes confirm on a machine where bwrap makes its namespaces
  * (tests/conformance/main_sandbox.c).  Not a separate user (as root its
  * user namespace maps root to root); limits hold where the supervisor's

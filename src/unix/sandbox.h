@@ -93,6 +93,11 @@ void sipc__sbx_id_encode(const struct sipc__sbx_id *k,
 int sipc__sbx_id_decode(const struct sipc_provider_id *id,
                         struct sipc__sbx_id *ret);
 
+/* The cgroup part of a state made by the provider's create (cgroup.h);
+ * NULL for NULL. */
+struct sipc__cg_state;
+const struct sipc__cg_state *sipc__sandbox_cg_state(const void *state);
+
 /* The identity of a started sandbox (a handle of sipc__provider_sandbox). */
 const struct sipc__sbx_id *sipc__sandbox_id(const void *handle);
 
