@@ -889,6 +889,70 @@ test_callread_parked_channel_closed(void)
 	sipc_destroy(s);
 }
 
+/* Has slot 0's worker written bytes nobody read yet?  (poll() only.) */
+static bool
+peer_wrote(void *arg)
+{
+	struct sipc__slot *sl = &((sipc_supervisor *)arg)->slots[0];
+	struct pollfd p = { .fd = sl->proto_fd, .events = POLLIN };
+
+	return poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
+}
+
+/*
+ * A worker that writes garbage while its channel is parked: nobody reads
+ * it until the next request, which is then written behind the garbage.
+ * The violation voids the worker's start evidence, so that request ends
+ * UNKNOWN (it may have run: never re-sent), exactly as one in flight
+ * when a violation arrives; an idempotent one goes to the replacement.
+ * The worker is ended and replaced either way.
+ */
+static void
+test_callread_parked_violation_found_by_next_call(void)
+{
+	static const char cmd[] = "\0CMDbadlater 100";
+	struct sipc_request req = { .payload = cmd, .len = sizeof(cmd) - 1,
+	    .timeout_ms = WAIT_MS };
+	struct sipc_config c;
+	struct sipc_result r;
+	sipc_supervisor *s;
+	uint32_t gen;
+
+	st_cfg_base(&c, "echo", NULL, 1);
+	c.grace_ms = 200;
+	s = st_start(&c, 1, WAIT_MS);
+	CU_ASSERT_FATAL(tl_wait_until(reader_idle, s, WAIT_MS));
+	gen = st_worker_stats(s, 0).generation;
+	CU_ASSERT_FATAL(sipc_call(s, &req, &r) == 0);
+	CU_ASSERT(r.outcome == SIPC_OUTCOME_OK && r.reply_len == 5);
+	sipc_result_release(&r);
+	CU_ASSERT_FATAL(rd_owner(s) == SIPC__RD_PARKED);
+	CU_ASSERT_FATAL(tl_wait_until(peer_wrote, s, WAIT_MS));
+	CU_ASSERT(rd_owner(s) == SIPC__RD_PARKED);  /* nobody read it */
+	struct sipc_request next = { .payload = "next", .len = 4,
+	    .timeout_ms = WAIT_MS };
+	CU_ASSERT_FATAL(sipc_call(s, &next, &r) == 0);
+	CU_ASSERT_EQUAL(r.outcome, SIPC_OUTCOME_UNKNOWN);
+	CU_ASSERT(r.may_have_run);
+	sipc_result_release(&r);
+	CU_ASSERT(st_stats_wait(s, st_pred_respawned, NULL, WAIT_MS));
+	CU_ASSERT(st_worker_stats(s, 0).generation > gen);
+	/* Again, with an idempotent request behind the garbage. */
+	CU_ASSERT_FATAL(tl_wait_until(reader_idle, s, WAIT_MS));
+	CU_ASSERT_FATAL(sipc_call(s, &req, &r) == 0);
+	CU_ASSERT(r.outcome == SIPC_OUTCOME_OK);
+	sipc_result_release(&r);
+	CU_ASSERT_FATAL(rd_owner(s) == SIPC__RD_PARKED);
+	CU_ASSERT_FATAL(tl_wait_until(peer_wrote, s, WAIT_MS));
+	next.flags = SIPC_REQ_IDEMPOTENT;
+	CU_ASSERT_FATAL(sipc_call(s, &next, &r) == 0);
+	CU_ASSERT_EQUAL(r.outcome, SIPC_OUTCOME_OK);
+	CU_ASSERT(r.reply_len == 4 && memcmp(r.reply, "next", 4) == 0);
+	sipc_result_release(&r);
+	CU_ASSERT(call_echoes(s, "after"));
+	sipc_destroy(s);
+}
+
 int
 main(void)
 {
@@ -922,6 +986,8 @@ main(void)
 	      test_callread_parked_worker_killed },
 	    { "test_callread_parked_channel_closed",
 	      test_callread_parked_channel_closed },
+	    { "test_callread_parked_violation_found_by_next_call",
+	      test_callread_parked_violation_found_by_next_call },
 	    { NULL, NULL } });
 	return tl_run();
 }
