@@ -129,7 +129,7 @@ accept_pipe(int batch, double warm, double dur, double *ret_rate,
 	if (sup_start(&c, 10000, &s) < 0)
 		return -1;
 	wpid = worker_pid(s);
-	if ((rc = load_start(&L, s, 64, 256, 2, NULL)) < 0)
+	if ((rc = load_start(&L, s, 64, 256, LOAD_SUBMITTERS, NULL)) < 0)
 		goto out;
 	idle_sample(warm, NULL);
 	t0 = bench_now_ns();

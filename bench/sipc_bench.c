@@ -165,15 +165,16 @@ load_report(struct load *L, const char *what)
  * warm + dur seconds; *ret_rate is OK replies per second over `dur`.
  */
 int
-measure_tput(sipc_supervisor *s, size_t size, unsigned window, double warm,
-    double dur, double *ret_rate, long *rss_peak)
+measure_tput(sipc_supervisor *s, size_t size, unsigned window,
+    unsigned nthreads, double warm, double dur, double *ret_rate,
+    long *rss_peak)
 {
 	static struct load L;
 	uint64_t t0, t1, n0, n1;
 	char what[64];
 	int rc;
 
-	if ((rc = load_start(&L, s, size, window, 2, NULL)) < 0)
+	if ((rc = load_start(&L, s, size, window, nthreads, NULL)) < 0)
 		return rc;
 	idle_sample(warm, rss_peak);
 	t0 = bench_now_ns();
@@ -272,8 +273,8 @@ sec_pipe(void)
 			window = (unsigned)(64u * MiB / sizes[i]);
 			if (window > 256)
 				window = 256;
-			if (measure_tput(s, sizes[i], window, warm, dur, &rate,
-			    NULL) < 0) {
+			if (measure_tput(s, sizes[i], window,
+			    LOAD_SUBMITTERS, warm, dur, &rate, NULL) < 0) {
 				sipc_destroy(s);
 				return -1;
 			}
@@ -281,6 +282,17 @@ sec_pipe(void)
 			    sizes[i]);
 			metricf(rate * (double)sizes[i] / 1e6, "MB/s",
 			    "sipc_pipe_w%u_%zu_mbps", nw[w], sizes[i]);
+		}
+		/* The same load from two submitting threads, for the
+		 * record (LOAD_SUBMITTERS says why one). */
+		if (nw[w] == 1) {
+			if (measure_tput(s, 64, 256, 2, warm, dur, &rate,
+			    NULL) < 0) {
+				sipc_destroy(s);
+				return -1;
+			}
+			metricf(rate, "msg/s",
+			    "sipc_pipe_w1_64_2submitters_msgs");
 		}
 		sipc_destroy(s);
 	}
@@ -451,7 +463,8 @@ sec_scale(void)
 		rss1 = peak = bench_rss_kb(0);
 		metricf((double)(rss1 - rss0) / nw[w], "kB",
 		    "sipc_scale_w%u_rss_per_worker", nw[w]);
-		if (measure_tput(s, 64, 256, 0.3, dur, &rate, &peak) < 0) {
+		if (measure_tput(s, 64, 256, LOAD_SUBMITTERS, 0.3, dur, &rate,
+		    &peak) < 0) {
 			sipc_destroy(s);
 			return -1;
 		}
@@ -649,7 +662,8 @@ sec_stall(void)
 	cfg_stall(&c, 3);
 	if (sup_start(&c, 10000, &s) < 0)
 		return -1;
-	rc = measure_tput(s, 4096, 256, warm, dur, &rate3, NULL);
+	rc = measure_tput(s, 4096, 256, STALL_SUBMITTERS, warm, dur, &rate3,
+	    NULL);
 	sipc_destroy(s);
 	if (rc < 0)
 		return -1;
@@ -665,7 +679,8 @@ sec_stall(void)
 		    st.workers[i].generation;
 	sipc_stats_release(&st);
 	ob.rss_peak = rss_base = bench_rss_kb(0);
-	if (load_start(&stall_load, s, 4096, 256, 2, &stall_track) < 0)
+	if (load_start(&stall_load, s, 4096, 256, STALL_SUBMITTERS,
+	    &stall_track) < 0)
 		goto fail;
 	idle_sample(warm, &ob.rss_peak);
 	rc = stall_run(s, &ob);
@@ -723,7 +738,8 @@ sec_journal(void)
 			continue;
 		}
 		if (sipc_wait_ready(s, 1, 10000) < 0 ||
-		    measure_tput(s, 64, 256, 0.3, dur, &rate, NULL) < 0) {
+		    measure_tput(s, 64, 256, LOAD_SUBMITTERS, 0.3, dur, &rate,
+		    NULL) < 0) {
 			sipc_destroy(s);
 			return -1;
 		}

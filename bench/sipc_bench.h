@@ -36,9 +36,23 @@ void cfg_base(struct sipc_config *c, unsigned workers);
 /* sipc_create + sipc_wait_ready(all); errors go to stderr. */
 int sup_start(const struct sipc_config *c, unsigned timeout_ms,
     sipc_supervisor **ret);
-/* `window` requests of `size` outstanding; OK replies/s over `dur`. */
+/*
+ * Submitting threads of a throughput load: one, as the raw pipelined
+ * baseline has one writer thread.  Every thread asleep on the window
+ * semaphore makes each completion's sem_post() a futex wake-up, and a
+ * second one only adds the load generator's own wake-ups to the
+ * library's figure (1 worker, 64 B, same minutes: 94k-127k msg/s and
+ * 8.1-10.9 us of supervisor CPU per request with two, 104k-162k and
+ * 4.8-7.2 us with one).  The stall test keeps two (STALL_SUBMITTERS).
+ */
+#define LOAD_SUBMITTERS 1
+#define STALL_SUBMITTERS 2
+/* `window` requests of `size` outstanding from `nthreads` submitting
+ * threads (LOAD_SUBMITTERS but in the stall test); OK replies/s over
+ * `dur`. */
 int measure_tput(sipc_supervisor *s, size_t size, unsigned window,
-    double warm, double dur, double *ret_rate, long *rss_peak);
+    unsigned nthreads, double warm, double dur, double *ret_rate,
+    long *rss_peak);
 
 /* Sleep `secs`, sampling our RSS every 20 ms into *peak (if not NULL). */
 void idle_sample(double secs, long *peak);

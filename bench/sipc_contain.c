@@ -136,7 +136,7 @@ pipe_rate(enum sipc_containment mode, unsigned workers, double *ret)
 	c.max_inflight = 64;    /* the raw baseline's window, as in `pipe` */
 	if ((rc = sup_start(&c, 30000, &s)) < 0)
 		return rc;
-	rc = measure_tput(s, 64, 256, warm, dur, ret, NULL);
+	rc = measure_tput(s, 64, 256, LOAD_SUBMITTERS, warm, dur, ret, NULL);
 	sipc_destroy(s);
 	return rc;
 }

@@ -224,7 +224,7 @@ cost_pipe(size_t size, double warm, double dur)
 		sipc_destroy(s);
 		return -1;
 	}
-	if ((rc = load_start(&L, s, size, window, 2, NULL)) < 0)
+	if ((rc = load_start(&L, s, size, window, LOAD_SUBMITTERS, NULL)) < 0)
 		goto out;
 	bench_sleep_ms((unsigned)(warm * 1000));
 	n0 = atomic_load(&L.ok);

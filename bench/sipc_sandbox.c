@@ -69,7 +69,8 @@ round_prov(const char *prov, unsigned reps, struct sfigs *f)
 	c.max_inflight = 64;
 	if (sup_start(&c, 30000, &s) < 0)
 		return -1;
-	if (measure_tput(s, 64, 256, warm, dur, &f->w4[f->n], NULL) < 0) {
+	if (measure_tput(s, 64, 256, LOAD_SUBMITTERS, warm, dur,
+	    &f->w4[f->n], NULL) < 0) {
 		sipc_destroy(s);
 		return -1;
 	}
