@@ -15,6 +15,10 @@
  * waits without blocking instead (launchio.c: cgroup.events polled
  * through sipc__cgw_events_open), then removes with no wait left.
  *
+ * The interface files are read and written through cgfile.c; what a
+ * crashed supervisor left (the sweep at open, the journal mark, the kill
+ * after the verdicts) is cgstale.c's.
+ *
  * Threads: see cgroup.h.  No locks: a struct sipc__cgw belongs to one
  * worker handle (reaper thread), a struct sipc__cg is read-only while
  * workers exist.
