@@ -25,6 +25,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "unix/cgfile.h"
 #include "unix/cgroup.h"
 #include "provider.h"
 #include "sipc.h"

@@ -15,6 +15,10 @@
  * waits without blocking instead (launchio.c: cgroup.events polled
  * through sipc__cgw_events_open), then removes with no wait left.
  *
+ * The interface files are read and written through cgfile.c; what a
+ * crashed supervisor left (the sweep at open, the journal mark, the kill
+ * after the verdicts) is cgstale.c's.
+ *
  * Threads: see cgroup.h.  No locks: a struct sipc__cgw belongs to one
  * worker handle (reaper thread), a struct sipc__cg is read-only while
  * workers exist.
@@ -23,7 +27,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -31,15 +34,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/xattr.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "sipc_provider.h"
+#include "cgfile.h"
 #include "cgroup.h"
-#include "clock.h"
-
-#define FILE_CAP 4096             /* cgroup interface files are small */
+#include "cgstale.h"
 
 struct sipc__cg {
 	int dirfd;                    /* the supervisor's cgroup directory */
@@ -69,48 +69,7 @@ static const struct {
 };
 #define NLIMITS (sizeof(limit_ctrl) / sizeof(limit_ctrl[0]))
 
-/* ------------------------------------------------------------ files */
-
-/* Read a small file under dirfd, NUL-terminated.  Length or -errno. */
-static ssize_t
-read_at(int dirfd, const char *name, char *buf, size_t len)
-{
-	ssize_t n;
-	int fd;
-
-	if ((fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC)) < 0)
-		return -errno;
-	do
-		n = read(fd, buf, len - 1);
-	while (n < 0 && errno == EINTR);
-	if (n < 0)
-		n = -errno;
-	else
-		buf[n] = '\0';
-	close(fd);
-	return n;
-}
-
-/* One write of `text` (cgroup files take a whole value per write). */
-static int
-write_at(int dirfd, const char *name, const char *text)
-{
-	size_t len = strlen(text);
-	ssize_t n;
-	int fd, rc = 0;
-
-	if ((fd = openat(dirfd, name, O_WRONLY | O_CLOEXEC)) < 0)
-		return -errno;
-	do
-		n = write(fd, text, len);
-	while (n < 0 && errno == EINTR);
-	if (n < 0)
-		rc = -errno;
-	else if ((size_t)n != len)
-		rc = -EIO;
-	close(fd);
-	return rc;
-}
+/* ------------------------------------------------------------ words */
 
 /* Is `word` one of the blank-separated words of `list`? */
 static bool
@@ -128,35 +87,6 @@ has_word(const char *list, const char *word)
 	return false;
 }
 
-/* The value of `key` in the text of a flat-keyed file (buf, changed). */
-static int
-find_key(char *buf, const char *key, uint64_t *ret)
-{
-	char *line, *save = NULL;
-	size_t klen = strlen(key);
-	unsigned long long v;
-
-	for (line = strtok_r(buf, "\n", &save); line != NULL;
-	    line = strtok_r(NULL, "\n", &save))
-		if (strncmp(line, key, klen) == 0 && line[klen] == ' ' &&
-		    sscanf(line + klen + 1, "%llu", &v) == 1) {
-			*ret = v;
-			return 0;
-		}
-	return -ENOENT;
-}
-
-int
-sipc__cg_read_key(int dirfd, const char *file, const char *key,
-                  uint64_t *ret)
-{
-	char buf[FILE_CAP];
-	ssize_t n;
-
-	if ((n = read_at(dirfd, file, buf, sizeof(buf))) < 0)
-		return (int)n;
-	return find_key(buf, key, ret);
-}
 
 /* -------------------------------------------------------- discovery */
 
@@ -277,14 +207,16 @@ static int
 enable_controllers(int dirfd, const char *dir, unsigned bits, char *why,
                    size_t whylen)
 {
-	char have[FILE_CAP], on[FILE_CAP], plus[32];
+	char have[SIPC__CG_FILE_CAP], on[SIPC__CG_FILE_CAP], plus[32];
 	ssize_t n;
 	int rc;
 
 	if (bits == 0)
 		return 0;
-	if ((n = read_at(dirfd, "cgroup.controllers", have, sizeof(have))) < 0 ||
-	    (n = read_at(dirfd, "cgroup.subtree_control", on, sizeof(on))) < 0) {
+	if ((n = sipc__cg_read_at(dirfd, "cgroup.controllers", have,
+	    sizeof(have))) < 0 ||
+	    (n = sipc__cg_read_at(dirfd, "cgroup.subtree_control", on,
+	    sizeof(on))) < 0) {
 		snprintf(why, whylen, "%s: cannot read its controllers: %s",
 		    dir, strerror((int)-n));
 		return (int)n;
@@ -301,7 +233,8 @@ enable_controllers(int dirfd, const char *dir, unsigned bits, char *why,
 			return -EOPNOTSUPP;
 		}
 		snprintf(plus, sizeof(plus), "+%s", limit_ctrl[i].ctrl);
-		if ((rc = write_at(dirfd, "cgroup.subtree_control", plus)) < 0) {
+		if ((rc = sipc__cg_write_at(dirfd, "cgroup.subtree_control",
+		    plus)) < 0) {
 			snprintf(why, whylen, "%s: cannot enable the %s "
 			    "controller in %s/cgroup.subtree_control: %s%s",
 			    limit_ctrl[i].key, limit_ctrl[i].ctrl, dir,
@@ -315,126 +248,6 @@ enable_controllers(int dirfd, const char *dir, unsigned bits, char *why,
 
 /* ------------------------------------------------------------- open */
 
-/*
- * A supervisor that crashed (no sipc_destroy) leaves its cgroups behind.
- * Its workers normally died with it (parent-death signal), but not
- * every process in them: a descendant that left the worker's session
- * (setsid(), a double fork) does not inherit that signal, and a sandbox
- * whose launch was cut short by the crash can leave its inner bwrap,
- * before its exec of sipc-init.  Two steps, for owners that no longer
- * exist:
- *
- *   - at open (sweep_stale): only rmdir, which the kernel refuses for
- *     a cgroup that holds a process or a child cgroup.  This runs
- *     before the journal's leftover verdicts, which must come first: a
- *     journalled worker is proven and asked to stop (TERM, then KILL
- *     after the grace), not killed outright;
- *   - after the verdicts (sipc__cg_end_dead, called from sipc_create()
- *     through the provider layer): what still holds a process is
- *     killed through its cgroup.kill (the whole subtree), waited for
- *     (bounded) and removed.  The cgroup names that owner, and the
- *     owner is gone: whatever is left in it was its workers' and
- *     nobody else's (the kernel keeps every descendant in its cgroup).
- *     A cgroup marked with a journal (an instance with a state
- *     directory) waits for an instance on that journal, whose verdicts
- *     are the ones that must come first.
- *
- * A pid means something only in the PID namespace that made the name,
- * so the name carries that namespace (its nsfs inode) and only names of
- * this process's own namespace are judged: a supervisor in a container
- * or a test's PID namespace under the same cgroup would see every host
- * pid as gone and empty (or kill) the cgroups of live owners.  A name
- * without a namespace is never touched.  An owner is gone when kill(pid,
- * 0) says ESRCH; a pid that was reused since keeps its old cgroups until
- * that process is gone too.
- */
-
-/* This process's PID namespace (the inode of /proc/self/ns/pid), or 0
- * when it cannot be read: then nothing is swept. */
-static unsigned long
-own_pidns(void)
-{
-	struct stat st;
-
-	return stat("/proc/self/ns/pid", &st) == 0 ?
-	    (unsigned long)st.st_ino : 0;
-}
-
-/* A walk of the directory dirfd, with an offset of its own: a dup()
- * would share dirfd's, and a second walk would find it at the end. */
-static DIR *
-walk_at(int dirfd)
-{
-	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d;
-
-	if (fd < 0)
-		return NULL;
-	if ((d = fdopendir(fd)) == NULL)
-		close(fd);
-	return d;
-}
-
-/* rmdir every empty worker cgroup (w*) under dirfd. */
-static void
-rmdir_workers(int dirfd)
-{
-	struct dirent *de;
-	DIR *d;
-
-	if ((d = walk_at(dirfd)) == NULL)
-		return;
-	while ((de = readdir(d)) != NULL)
-		if (de->d_type == DT_DIR && de->d_name[0] == 'w')
-			(void)unlinkat(dirfd, de->d_name, AT_REMOVEDIR);
-	closedir(d);
-}
-
-/* fn(pfd, name, arg) for every entry under pfd that names a supervisor
- * cgroup of this PID namespace whose owner is gone. */
-static void
-each_dead_owner(int pfd, void (*fn)(int, const char *, void *), void *arg)
-{
-	unsigned long ns = own_pidns(), their_ns;
-	struct dirent *de;
-	unsigned n;
-	char end;
-	DIR *d;
-	int pid;
-
-	if (ns == 0 || (d = walk_at(pfd)) == NULL)
-		return;
-	while ((de = readdir(d)) != NULL) {
-		if (sscanf(de->d_name, "sipc.%d.%u.%lu%c", &pid, &n, &their_ns,
-		    &end) != 3 || pid <= 0 || their_ns != ns ||
-		    kill(pid, 0) == 0 || errno != ESRCH)
-			continue;
-		fn(pfd, de->d_name, arg);
-	}
-	closedir(d);
-}
-
-/* Remove a dead owner's cgroup and its worker cgroups if they are empty
- * (the kernel refuses the others). */
-static void
-rmdir_dead(int pfd, const char *name, void *arg)
-{
-	int cfd;
-
-	(void)arg;
-	if ((cfd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
-		return;
-	rmdir_workers(cfd);
-	close(cfd);
-	(void)unlinkat(pfd, name, AT_REMOVEDIR);
-}
-
-static void
-sweep_stale(int pfd)
-{
-	each_dead_owner(pfd, rmdir_dead, NULL);
-}
-
 /* mkdir the supervisor's cgroup under `parent` and open it.  A name
  * taken by a crashed earlier process with our pid is skipped. */
 static int
@@ -445,7 +258,7 @@ make_sup(struct sipc__cg *cg, const char *parent, char *why, size_t whylen)
 	do {
 		if (snprintf(cg->path, sizeof(cg->path), "%s/sipc.%d.%u.%lu",
 		    parent, (int)getpid(), atomic_fetch_add(&cg_seq, 1),
-		    own_pidns()) >=
+		    sipc__cg_own_pidns()) >=
 		    (int)sizeof(cg->path)) {
 			snprintf(why, whylen, "%s: path too long", parent);
 			return -ENAMETOOLONG;
@@ -533,7 +346,7 @@ sipc__cg_open(enum sipc_cgroup_mode mode, const struct sipc__cg_limits *lim,
 		snprintf(why, whylen, "%s: %s", parent, strerror(-rc));
 		goto none;
 	}
-	sweep_stale(pfd);
+	sipc__cg_sweep_stale(pfd);
 	rc = enable_controllers(pfd, parent, bits, why, whylen);
 	close(pfd);
 	if (rc < 0)
@@ -640,32 +453,6 @@ sipc__cg_state_info(void *state, struct sipc_provider_info *ret)
 
 /* ------------------------------------------------------- worker cgroups */
 
-/* Wait until the cgroup under fd holds no process.  0 or -ETIMEDOUT. */
-static int
-wait_empty(int fd, int timeout_ms)
-{
-	int64_t end = sipc__now_ms() + timeout_ms, left;
-	struct pollfd pf = { .events = POLLPRI };
-	uint64_t populated = 1;
-	int rc;
-
-	if ((pf.fd = openat(fd, "cgroup.events", O_RDONLY | O_CLOEXEC)) < 0)
-		return -errno;
-	for (;;) {
-		if ((rc = sipc__cg_read_key(fd, "cgroup.events", "populated",
-		    &populated)) < 0 || populated == 0)
-			break;
-		if ((left = end - sipc__now_ms()) <= 0) {
-			rc = -ETIMEDOUT;
-			break;
-		}
-		/* cgroup.events raises POLLPRI on change; the slice only
-		 * guards against a change between the read and the poll */
-		(void)poll(&pf, 1, left < 50 ? (int)left : 50);
-	}
-	close(pf.fd);
-	return rc;
-}
 
 /* Kill, wait for empty, rmdir the child `name` of dirfd. */
 static int
@@ -673,8 +460,8 @@ remove_child(int dirfd, int fd, const char *name, int ms)
 {
 	int rc;
 
-	(void)write_at(fd, "cgroup.kill", "1");
-	if ((rc = wait_empty(fd, ms)) < 0)
+	(void)sipc__cg_write_at(fd, "cgroup.kill", "1");
+	if ((rc = sipc__cg_wait_empty(fd, ms)) < 0)
 		return rc;
 	return unlinkat(dirfd, name, AT_REMOVEDIR) < 0 ? -errno : 0;
 }
@@ -687,22 +474,22 @@ write_limits(int fd, const struct sipc__cg_limits *lim)
 
 	if (lim->pids_max) {
 		snprintf(v, sizeof(v), "%u", lim->pids_max);
-		if ((rc = write_at(fd, "pids.max", v)) < 0)
+		if ((rc = sipc__cg_write_at(fd, "pids.max", v)) < 0)
 			return rc;
 	}
 	if (lim->memory_max) {
 		snprintf(v, sizeof(v), "%zu", lim->memory_max);
-		if ((rc = write_at(fd, "memory.max", v)) < 0)
+		if ((rc = sipc__cg_write_at(fd, "memory.max", v)) < 0)
 			return rc;
 		/* no swap file where swap is not accounted: nothing to do */
-		if ((rc = write_at(fd, "memory.swap.max", "0")) < 0 &&
+		if ((rc = sipc__cg_write_at(fd, "memory.swap.max", "0")) < 0 &&
 		    rc != -ENOENT)
 			return rc;
 	}
 	if (lim->cpu_max_percent) {
 		snprintf(v, sizeof(v), "%llu 100000",
 		    (unsigned long long)lim->cpu_max_percent * 1000);
-		if ((rc = write_at(fd, "cpu.max", v)) < 0)
+		if ((rc = sipc__cg_write_at(fd, "cpu.max", v)) < 0)
 			return rc;
 	}
 	return 0;
@@ -750,7 +537,7 @@ sipc__cgw_fd(const struct sipc__cgw *w)
 int
 sipc__cgw_kill(struct sipc__cgw *w)
 {
-	return write_at(w->fd, "cgroup.kill", "1");
+	return sipc__cg_write_at(w->fd, "cgroup.kill", "1");
 }
 
 uint64_t
@@ -798,203 +585,26 @@ sipc__cgw_events_open(const struct sipc__cgw *w)
 	return fd < 0 ? -errno : fd;
 }
 
-/* Read through the descriptor that is polled: that read is what tells
- * the kernel the change was seen (POLLPRI stays set until then). */
-int
-sipc__cg_events_empty(int events_fd)
-{
-	char buf[FILE_CAP];
-	uint64_t populated;
-	ssize_t n;
-	int rc;
-
-	while ((n = pread(events_fd, buf, sizeof(buf) - 1, 0)) < 0 &&
-	    errno == EINTR)
-		;
-	if (n < 0)
-		return -errno;
-	buf[n] = '\0';
-	if ((rc = find_key(buf, "populated", &populated)) < 0)
-		return rc;
-	return populated == 0;
-}
-
 /* ------------------------------------------------------- dead owners */
 
-/* Lines (one per process) of the cgroup.procs of dirfd's child `name`. */
-static unsigned
-count_procs(int dirfd, const char *name)
-{
-	char path[64], buf[FILE_CAP];
-	unsigned count = 0;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "%.40s/cgroup.procs", name);
-	if ((fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC)) < 0)
-		return 0;
-	while ((n = read(fd, buf, sizeof(buf))) > 0 ||
-	    (n < 0 && errno == EINTR))
-		for (ssize_t i = 0; i < n; i++)
-			count += buf[i] == '\n';
-	close(fd);
-	return count;
-}
-
-/* How many processes the worker cgroups (w*) under dirfd hold: a look
- * before the kill, for the log (the owner's own cgroup holds none). */
-static unsigned
-count_worker_procs(int dirfd)
-{
-	struct dirent *de;
-	unsigned count = 0;
-	DIR *d;
-
-	if ((d = walk_at(dirfd)) == NULL)
-		return 0;
-	while ((de = readdir(d)) != NULL)
-		if (de->d_type == DT_DIR && de->d_name[0] == 'w')
-			count += count_procs(dirfd, de->d_name);
-	closedir(d);
-	return count;
-}
-
-/* The journal (state directory, resolved) of the instance that made a
- * supervisor cgroup, in an extended attribute of that cgroup; none
- * when it had no state directory (or the kernel keeps no user
- * attribute on cgroups: then any later instance may end it). */
-#define JOURNAL_XATTR "user.sipc.journal"
-
-/* path resolved into ret (PATH_MAX); a directory not made yet (the
- * journal makes it, its last component only) as its resolved parent and
- * its name.  0 or -errno. */
-static int
-resolve_dir(const char *path, char *ret)
-{
-	char tmp[PATH_MAX], parent[PATH_MAX];
-	const char *dir = ".", *name;
-	char *slash;
-	size_t n;
-
-	if (realpath(path, ret) != NULL)
-		return 0;
-	if (errno != ENOENT ||
-	    snprintf(tmp, sizeof(tmp), "%s", path) >= (int)sizeof(tmp))
-		return -ENOENT;
-	while ((n = strlen(tmp)) > 1 && tmp[n - 1] == '/')
-		tmp[n - 1] = '\0';
-	name = tmp;
-	if ((slash = strrchr(tmp, '/')) != NULL) {
-		*slash = '\0';
-		dir = slash == tmp ? "/" : tmp;
-		name = slash + 1;
-	}
-	if (realpath(dir, parent) == NULL)
-		return -errno;
-	if (snprintf(ret, PATH_MAX, "%s/%s", strcmp(parent, "/") == 0 ? "" :
-	    parent, name) >= PATH_MAX)
-		return -ENAMETOOLONG;
-	return 0;
-}
-
+/* The rules and the walk are cgstale.c's: these pass it what it needs of
+ * the supervisor's cgroup. */
 int
 sipc__cg_mark_journal(struct sipc__cg *cg, const char *state_dir)
 {
 	if (cg == NULL || state_dir == NULL)
 		return 0;
-	if (resolve_dir(state_dir, cg->journal) < 0) {
-		cg->journal[0] = '\0';
-		return -ENOENT;
-	}
-	return fsetxattr(cg->dirfd, JOURNAL_XATTR, cg->journal,
-	    strlen(cg->journal), 0) < 0 ? -errno : 0;
-}
-
-struct dead_walk {
-	const char *parent;           /* the directory walked, for the log */
-	const char *journal;          /* ours ("": none), or NULL: ours is
-	                               * not to be ended this time */
-	sipc__cg_dead_fn *say;
-	void *arg;
-	int found;                    /* cgroups killed */
-};
-
-/* Is the dead owner's cgroup at fd ours to end?  Yes without a journal
- * mark; with one, only for an instance on that journal, once its
- * leftover verdicts are all in. */
-static bool
-ours_to_end(int fd, const char *journal)
-{
-	char mark[PATH_MAX + 1];
-	ssize_t n = fgetxattr(fd, JOURNAL_XATTR, mark, sizeof(mark) - 1);
-
-	if (n < 0)
-		return errno == ENODATA || errno == EOPNOTSUPP;
-	mark[n] = '\0';
-	return journal != NULL && journal[0] != '\0' &&
-	    strcmp(mark, journal) == 0;
-}
-
-/* A dead owner's cgroup: kill what it holds (cgroup.kill ends the whole
- * subtree), wait until it is empty (bounded), remove it and its worker
- * cgroups.  Told to w->say only when it held a process. */
-static void
-kill_dead(int pfd, const char *name, void *arg)
-{
-	struct dead_walk *w = arg;
-	uint64_t populated = 0;
-	char path[PATH_MAX];
-	unsigned procs;
-	int cfd, rc;
-
-	if ((cfd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
-		return;
-	if (sipc__cg_read_key(cfd, "cgroup.events", "populated",
-	    &populated) < 0 || populated == 0) {
-		close(cfd);
-		rmdir_dead(pfd, name, NULL);  /* emptied since the open */
-		return;
-	}
-	if (!ours_to_end(cfd, w->journal)) {
-		close(cfd);                   /* left to its journal */
-		return;
-	}
-	procs = count_worker_procs(cfd);
-	if ((rc = write_at(cfd, "cgroup.kill", "1")) == 0 &&
-	    (rc = wait_empty(cfd, SIPC__CG_EMPTY_MS)) == 0) {
-		rmdir_workers(cfd);
-		if (unlinkat(pfd, name, AT_REMOVEDIR) < 0)
-			rc = -errno;
-	}
-	close(cfd);
-	w->found++;
-	snprintf(path, sizeof(path), "%s/%s", w->parent, name);
-	w->say(w->arg, path, procs, rc);
+	return sipc__cg_stale_mark(cg->dirfd, state_dir, cg->journal);
 }
 
 int
 sipc__cg_end_dead(const struct sipc__cg *cg, bool journal_settled,
                   sipc__cg_dead_fn *say, void *arg)
 {
-	struct dead_walk w = { .say = say, .arg = arg };
-	char parent[PATH_MAX], *slash;
-	int pfd;
-
 	if (cg == NULL)
 		return 0;
-	w.journal = journal_settled ? cg->journal : NULL;
-	snprintf(parent, sizeof(parent), "%s", cg->path);
-	if ((slash = strrchr(parent, '/')) != NULL)
-		*slash = '\0';
-	w.parent = parent;
-	/* the supervisor's own cgroup is a child of the host's, where
-	 * every supervisor of this host makes its own */
-	if ((pfd = openat(cg->dirfd, "..", O_RDONLY | O_DIRECTORY |
-	    O_CLOEXEC)) < 0)
-		return -errno;
-	each_dead_owner(pfd, kill_dead, &w);
-	close(pfd);
-	return w.found;
+	return sipc__cg_stale_end(cg->dirfd, cg->path,
+	    journal_settled ? cg->journal : NULL, say, arg);
 }
 
 /* ------------------------------------------------------------- close */

@@ -42,6 +42,7 @@
 #include <stdint.h>
 
 #include "sipc.h"
+#include "cgstale.h"              /* sipc__cg_dead_fn */
 
 struct sipc__cg;                  /* the supervisor's cgroup */
 struct sipc__cgw;                 /* one worker generation's cgroup */
@@ -109,8 +110,6 @@ int sipc__cg_mark_journal(struct sipc__cg *cg, const char *state_dir);
  * any worker starts.  Accepts NULL cg (returns 0).  sipc_create()'s
  * thread.
  */
-typedef void sipc__cg_dead_fn(void *arg, const char *path, unsigned procs,
-                              int err);
 int sipc__cg_end_dead(const struct sipc__cg *cg, bool journal_settled,
                       sipc__cg_dead_fn *say, void *arg);
 
@@ -160,16 +159,8 @@ int sipc__cgw_remove(struct sipc__cgw *w);
 int sipc__cgw_remove_within(struct sipc__cgw *w, int ms);
 /* Its cgroup.events, opened for poll() / epoll: POLLPRI when it changes
  * ("populated" included), until it is read again through this
- * descriptor (sipc__cg_events_empty).  The descriptor or -errno. */
+ * descriptor (sipc__cg_events_empty, cgfile.h).  The descriptor or
+ * -errno. */
 int sipc__cgw_events_open(const struct sipc__cgw *w);
-/* Read an open cgroup.events: 1 when it says "populated 0", 0 while a
- * process is in the cgroup or below, or -errno. */
-int sipc__cg_events_empty(int events_fd);
-
-/* Value of `key` in a flat-keyed cgroup file ("key value" lines) under
- * directory dirfd.  0, -ENOENT when the file or the key is missing, or
- * -errno.  Exposed for tests. */
-int sipc__cg_read_key(int dirfd, const char *file, const char *key,
-                      uint64_t *ret);
 
 #endif

@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cgfile.h"
 #include "cgroup.h"
 #include "clock.h"
 #include "clone.h"
