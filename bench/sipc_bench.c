@@ -344,15 +344,20 @@ sec_call(void)
 	return 0;
 }
 
-/* Pipelined throughput at 1, 2, 4 workers and three payload sizes. */
+/* Pipelined throughput at 1, 2, 4 workers and three payload sizes, from
+ * one and from two submitting threads: the figure is the better (the
+ * raw baselines' is the best channel at its better placement).  One
+ * spares the load generator's wake-ups (LOAD_SUBMITTERS); two copy
+ * large payloads into the library (the API copies) on two CPUs. */
 static int
 sec_pipe(void)
 {
 	static const unsigned nw[] = { 1, 2, 4 };
-	double dur = O.quick ? 0.4 : 2.0, warm = O.quick ? 0.2 : 0.5, rate;
+	double dur = O.quick ? 0.4 : 2.0, warm = O.quick ? 0.2 : 0.5;
+	double rate[2], best;
 	struct sipc_config c;
 	sipc_supervisor *s;
-	unsigned window;
+	unsigned window, t;
 	size_t w, i;
 
 	for (w = 0; w < 3; w++) {
@@ -364,26 +369,21 @@ sec_pipe(void)
 			window = (unsigned)(64u * MiB / sizes[i]);
 			if (window > 256)
 				window = 256;
-			if (measure_tput(s, sizes[i], window,
-			    LOAD_SUBMITTERS, warm, dur, &rate, NULL) < 0) {
-				sipc_destroy(s);
-				return -1;
+			for (t = 0; t < 2; t++) {
+				if (measure_tput(s, sizes[i], window, t + 1,
+				    warm, dur, &rate[t], NULL) < 0) {
+					sipc_destroy(s);
+					return -1;
+				}
+				metricf(rate[t], "msg/s",
+				    "sipc_pipe_w%u_%zu_%usub_msgs", nw[w],
+				    sizes[i], t + 1);
 			}
-			metricf(rate, "msg/s", "sipc_pipe_w%u_%zu_msgs", nw[w],
+			best = rate[0] >= rate[1] ? rate[0] : rate[1];
+			metricf(best, "msg/s", "sipc_pipe_w%u_%zu_msgs", nw[w],
 			    sizes[i]);
-			metricf(rate * (double)sizes[i] / 1e6, "MB/s",
+			metricf(best * (double)sizes[i] / 1e6, "MB/s",
 			    "sipc_pipe_w%u_%zu_mbps", nw[w], sizes[i]);
-		}
-		/* The same load from two submitting threads, for the
-		 * record (LOAD_SUBMITTERS says why one). */
-		if (nw[w] == 1) {
-			if (measure_tput(s, 64, 256, 2, warm, dur, &rate,
-			    NULL) < 0) {
-				sipc_destroy(s);
-				return -1;
-			}
-			metricf(rate, "msg/s",
-			    "sipc_pipe_w1_64_2submitters_msgs");
 		}
 		sipc_destroy(s);
 	}

@@ -40,10 +40,12 @@ int sup_start(const struct sipc_config *c, unsigned timeout_ms,
  * Submitting threads of a throughput load: one, as the raw pipelined
  * baseline has one writer thread.  Every thread asleep on the window
  * semaphore makes each completion's sem_post() a futex wake-up, and a
- * second one only adds the load generator's own wake-ups to the
- * library's figure (1 worker, 64 B, same minutes: 94k-127k msg/s and
- * 8.1-10.9 us of supervisor CPU per request with two, 104k-162k and
- * 4.8-7.2 us with one).  The stall test keeps two (STALL_SUBMITTERS).
+ * second one adds the load generator's own wake-ups to the library's
+ * figure (1 worker, 64 B, same minutes: 94k-127k msg/s and 8.1-10.9 us
+ * of supervisor CPU per request with two, 104k-162k and 4.8-7.2 us with
+ * one).  The `pipe` section runs both and keeps the better (two copy
+ * 1 MiB payloads into the library on two CPUs); the stall test keeps
+ * two (STALL_SUBMITTERS).
  */
 #define LOAD_SUBMITTERS 1
 #define STALL_SUBMITTERS 2

@@ -357,7 +357,10 @@ struct sipc_config {
 	size_t ring_bytes;            /* per worker queued bytes (64 MiB) */
 	size_t mem_ceiling;           /* payloads held: requests queued or in
 	                               * flight, replies until delivered
-	                               * (256 MiB); see sipc_submit() */
+	                               * (256 MiB); see sipc_submit().  Up
+	                               * to a quarter of it (8 MiB at most)
+	                               * more: freed large request buffers
+	                               * kept for reuse (CONTRACT M1) */
 	size_t diag_line_max;         /* diagnostics line cap (1024) */
 	size_t diag_tail_bytes;       /* kept per worker for reports (4096) */
 

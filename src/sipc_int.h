@@ -51,6 +51,9 @@ struct sipc__req {
 	atomic_int refs;
 	uint8_t *payload;             /* [const] freed at last unref */
 	uint32_t len;                 /* [const] */
+	size_t cap;                   /* [const] payload's own block (a
+	                               * large one, table.c), or 0: in
+	                               * the request's block */
 	unsigned flags;               /* [const] SIPC_REQ_* */
 	char *key;                    /* [const] idempotency key or NULL */
 	bool call;                    /* [const] from sipc_call(): its
@@ -192,7 +195,31 @@ struct sipc__slot {
 	void *policy;                 /* struct sipc__restart * */
 };
 
+/*
+ * Large request payload buffers kept for reuse (table.c).  The copy a
+ * submit makes of a large payload went into memory malloc had just
+ * given back to the kernel (a freed 1 MiB block above the arena's trim
+ * threshold), so every submit faulted it in again: a single thread
+ * submitting 1 MiB requests ran at a seventh of its speed.  Buffers of
+ * at least SIPC__PAYC_MIN bytes are kept when freed, up to
+ * SIPC__PAYC_SLOTS of them and a quarter of mem_ceiling or
+ * SIPC__PAYC_BYTES, whichever is less; a submit takes one at most half
+ * again as large as its payload.  Freed at destroy.
+ */
+#define SIPC__PAYC_MIN (64u * 1024)
+#define SIPC__PAYC_SLOTS 8
+#define SIPC__PAYC_BYTES (8u * 1024 * 1024)
+struct sipc__payc {
+	pthread_mutex_t lock;
+	void *buf[SIPC__PAYC_SLOTS];
+	size_t cap[SIPC__PAYC_SLOTS];
+	unsigned n;
+	size_t bytes, max_bytes;
+	atomic_uint_fast64_t reused;  /* buffers taken from here */
+};
+
 struct sipc__table {
+	struct sipc__payc payc;       /* its own lock */
 	pthread_mutex_t lock;
 	pthread_cond_t cv;            /* pending/mem changes (drain, memory) */
 	struct sipc__req **buckets;   /* [table] */
@@ -277,10 +304,14 @@ void sipc__event_wait(struct sipc__event *ev);
 bool sipc__event_is_set(struct sipc__event *ev);
 
 /* requests (table.c) */
-struct sipc__req *sipc__req_new(const struct sipc_request *r, uint64_t id,
+struct sipc__req *sipc__req_new(struct sipc_supervisor *s,
+                                const struct sipc_request *r, uint64_t id,
                                 sipc_done_fn done, void *arg);
 void sipc__req_ref(struct sipc__req *q);
 void sipc__req_unref(struct sipc_supervisor *s, struct sipc__req *q);
+/* Free a request that was never admitted (its bytes were never taken
+ * from mem_ceiling). */
+void sipc__req_discard(struct sipc_supervisor *s, struct sipc__req *q);
 
 /*
  * The memory ceiling (table.c).  Requests are admitted only while
@@ -304,7 +335,10 @@ bool sipc__mem_take_reply(struct sipc_supervisor *s, size_t len, bool wait,
                           bool (*leave)(void *), void *arg);
 void sipc__mem_release(struct sipc_supervisor *s, size_t n);
 
-int sipc__table_init(struct sipc__table *t, unsigned hint);
+/* hint: requests expected at once; payc_bytes: the payload cache's
+ * bound (mem_ceiling / 4, at most SIPC__PAYC_BYTES). */
+int sipc__table_init(struct sipc__table *t, unsigned hint,
+                     size_t payc_bytes);
 void sipc__table_fini(struct sipc__table *t);
 /* [table] held */
 void sipc__table_insert(struct sipc__table *t, struct sipc__req *q);

@@ -63,13 +63,6 @@ reserve_memory(struct sipc_supervisor *s, struct sipc__req *q)
 	return rc;
 }
 
-static void
-free_unsubmitted(struct sipc__req *q)
-{
-	free(q->key);
-	free(q);
-}
-
 /*
  * A blocking submit that waited for the memory ceiling until its deadline
  * gets REJECTED / SIPC_E_FULL through its callback, as one that waited
@@ -115,7 +108,7 @@ submit(sipc_supervisor *s, const struct sipc_request *req, sipc_done_fn done,
 		return -EINVAL;
 	if ((rc = sipc__api_enter(s)) < 0)
 		return rc;
-	q = sipc__req_new(req, atomic_fetch_add(&s->next_id, 1), done, arg);
+	q = sipc__req_new(s, req, atomic_fetch_add(&s->next_id, 1), done, arg);
 	if (q == NULL) {
 		rc = -ENOMEM;
 		goto out;
@@ -137,7 +130,7 @@ submit(sipc_supervisor *s, const struct sipc_request *req, sipc_done_fn done,
 			atomic_fetch_add(&s->n_submitted, 1);
 			atomic_fetch_add(&s->n_rejected, 1);
 		}
-		free_unsubmitted(q);
+		sipc__req_discard(s, q);
 		goto out;
 	}
 	atomic_fetch_add(&s->n_submitted, 1);
@@ -412,7 +405,7 @@ sup_alloc(const struct sipc_config *cfg, struct sipc_supervisor **ret)
 	    (cfg->probe_path != NULL && s->cfg.probe_path == NULL))
 		return -ENOMEM;
 	if ((rc = sipc__table_init(&s->table, cfg->workers *
-	    cfg->ring_frames)) < 0)
+	    cfg->ring_frames, cfg->mem_ceiling / 4)) < 0)
 		return rc;
 	if ((s->pool_budget = malloc(sizeof(struct sipc__pool_budget))) == NULL)
 		return -ENOMEM;

@@ -21,17 +21,67 @@
 
 #include "sipc_int.h"
 
-struct sipc__req *
-sipc__req_new(const struct sipc_request *r, uint64_t id, sipc_done_fn done,
-              void *arg)
+/* A buffer of at least len bytes for a large payload: a kept one at
+ * most half again as large, or a new one.  *ret_cap: its size. */
+static void *
+payc_get(struct sipc__payc *c, size_t len, size_t *ret_cap)
 {
+	unsigned i, best = SIPC__PAYC_SLOTS;
+	void *b;
+
+	pthread_mutex_lock(&c->lock);
+	for (i = 0; i < c->n; i++)
+		if (c->cap[i] >= len && c->cap[i] <= len + len / 2 &&
+		    (best == SIPC__PAYC_SLOTS || c->cap[i] < c->cap[best]))
+			best = i;
+	if (best < SIPC__PAYC_SLOTS) {
+		b = c->buf[best];
+		*ret_cap = c->cap[best];
+		c->bytes -= c->cap[best];
+		c->n--;
+		c->buf[best] = c->buf[c->n];
+		c->cap[best] = c->cap[c->n];
+		pthread_mutex_unlock(&c->lock);
+		atomic_fetch_add_explicit(&c->reused, 1, memory_order_relaxed);
+		return b;
+	}
+	pthread_mutex_unlock(&c->lock);
+	*ret_cap = len;
+	return malloc(len);
+}
+
+/* Keep a large payload's buffer if there is room, else free it. */
+static void
+payc_put(struct sipc__payc *c, void *b, size_t cap)
+{
+	pthread_mutex_lock(&c->lock);
+	if (c->n < SIPC__PAYC_SLOTS && c->bytes + cap <= c->max_bytes) {
+		c->buf[c->n] = b;
+		c->cap[c->n++] = cap;
+		c->bytes += cap;
+		b = NULL;
+	}
+	pthread_mutex_unlock(&c->lock);
+	free(b);
+}
+
+struct sipc__req *
+sipc__req_new(struct sipc_supervisor *s, const struct sipc_request *r,
+              uint64_t id, sipc_done_fn done, void *arg)
+{
+	bool large = r->len >= SIPC__PAYC_MIN;
 	struct sipc__req *q;
 
-	/* One allocation for the entry and its payload copy. */
-	if ((q = malloc(sizeof(*q) + r->len)) == NULL)
+	/* One allocation for the entry and a small payload's copy. */
+	if ((q = malloc(sizeof(*q) + (large ? 0 : r->len))) == NULL)
 		return NULL;
 	memset(q, 0, sizeof(*q));
-	if (r->len > 0) {
+	if (large) {
+		if ((q->payload = payc_get(&s->table.payc, r->len,
+		    &q->cap)) == NULL)
+			goto fail;
+		memcpy(q->payload, r->payload, r->len);
+	} else if (r->len > 0) {
 		q->payload = (uint8_t *)(q + 1);
 		memcpy(q->payload, r->payload, r->len);
 	}
@@ -48,6 +98,8 @@ sipc__req_new(const struct sipc_request *r, uint64_t id, sipc_done_fn done,
 	q->slot = -1;
 	return q;
 fail:
+	if (q->cap > 0)
+		payc_put(&s->table.payc, q->payload, q->cap);
 	free(q);
 	return NULL;
 }
@@ -67,8 +119,19 @@ sipc__req_unref(struct sipc_supervisor *s, struct sipc__req *q)
 	    atomic_fetch_sub_explicit(&q->refs, 1, memory_order_acq_rel) != 1)
 		return;
 	sipc__mem_release(s, q->len);
+	if (q->cap > 0)
+		payc_put(&s->table.payc, q->payload, q->cap);
 	free(q->key);
-	free(q);                       /* the payload lives in the same block */
+	free(q);                       /* a small payload is in this block */
+}
+
+void
+sipc__req_discard(struct sipc_supervisor *s, struct sipc__req *q)
+{
+	if (q->cap > 0)
+		payc_put(&s->table.payc, q->payload, q->cap);
+	free(q->key);
+	free(q);
 }
 
 /*
@@ -153,7 +216,7 @@ sipc__mem_release(struct sipc_supervisor *s, size_t n)
 /* Condition variables whose timed waits must not follow wall-clock
  * jumps: they time out on CLOCK_MONOTONIC (see sipc__abstime). */
 int
-sipc__table_init(struct sipc__table *t, unsigned hint)
+sipc__table_init(struct sipc__table *t, unsigned hint, size_t payc_bytes)
 {
 	size_t n = 64;
 
@@ -166,6 +229,9 @@ sipc__table_init(struct sipc__table *t, unsigned hint)
 	t->nbuckets = n;
 	pthread_mutex_init(&t->lock, NULL);
 	sipc__cond_init(&t->cv);
+	pthread_mutex_init(&t->payc.lock, NULL);
+	t->payc.max_bytes = payc_bytes < SIPC__PAYC_BYTES ? payc_bytes :
+	    SIPC__PAYC_BYTES;
 	return 0;
 }
 
@@ -178,6 +244,9 @@ sipc__table_fini(struct sipc__table *t)
 	t->buckets = NULL;
 	pthread_mutex_destroy(&t->lock);
 	pthread_cond_destroy(&t->cv);
+	while (t->payc.n > 0)
+		free(t->payc.buf[--t->payc.n]);
+	pthread_mutex_destroy(&t->payc.lock);
 }
 
 static size_t
