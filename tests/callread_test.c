@@ -845,15 +845,54 @@ test_callread_parked_worker_killed(void)
 	sipc_destroy(s);
 }
 
-/* Has slot 0's worker closed its end of the channel?  (poll() only
- * looks; nothing is read.) */
+/* What poll() says of slot 0's channel for `events`, now (it only
+ * looks; nothing is read). */
+static short
+slot0_revents(void *arg, short events)
+{
+	struct sipc__slot *sl = &((sipc_supervisor *)arg)->slots[0];
+	struct pollfd p = { .fd = sl->proto_fd, .events = events };
+
+	return poll(&p, 1, 0) == 1 ? p.revents : 0;
+}
+
+/* Has slot 0's worker closed its end of the channel? */
 static bool
 peer_closed(void *arg)
 {
-	struct sipc__slot *sl = &((sipc_supervisor *)arg)->slots[0];
-	struct pollfd p = { .fd = sl->proto_fd, .events = POLLRDHUP };
+	return slot0_revents(arg, POLLRDHUP) & (POLLRDHUP | POLLHUP);
+}
 
-	return poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP));
+/* Has slot 0's worker written bytes nobody read yet? */
+static bool
+peer_wrote(void *arg)
+{
+	return slot0_revents(arg, POLLIN) & POLLIN;
+}
+
+/* One echo worker (grace 200 ms) that got the command `cmd` in a call
+ * answered OK with `reply_len` bytes; its socket is parked now.  Its
+ * generation before in *ret_gen. */
+static sipc_supervisor *
+start_parked(const char *cmd, size_t cmdlen, size_t reply_len,
+             uint32_t *ret_gen)
+{
+	struct sipc_request req = { .payload = cmd, .len = cmdlen,
+	    .timeout_ms = WAIT_MS };
+	struct sipc_config c;
+	struct sipc_result r;
+	sipc_supervisor *s;
+
+	st_cfg_base(&c, "echo", NULL, 1);
+	c.grace_ms = 200;
+	s = st_start(&c, 1, WAIT_MS);
+	CU_ASSERT_FATAL(tl_wait_until(reader_idle, s, WAIT_MS));
+	*ret_gen = st_worker_stats(s, 0).generation;
+	CU_ASSERT_FATAL(sipc_call(s, &req, &r) == 0);
+	CU_ASSERT(r.outcome == SIPC_OUTCOME_OK && r.reply_len == reply_len);
+	sipc_result_release(&r);
+	CU_ASSERT_FATAL(rd_owner(s) == SIPC__RD_PARKED);
+	return s;
 }
 
 /*
@@ -866,37 +905,15 @@ static void
 test_callread_parked_channel_closed(void)
 {
 	static const char cmd[] = "\0CMDcloselater 200";
-	struct sipc_request req = { .payload = cmd, .len = sizeof(cmd) - 1,
-	    .timeout_ms = WAIT_MS };
-	struct sipc_config c;
-	struct sipc_result r;
 	sipc_supervisor *s;
 	uint32_t gen;
 
-	st_cfg_base(&c, "echo", NULL, 1);
-	c.grace_ms = 200;
-	s = st_start(&c, 1, WAIT_MS);
-	CU_ASSERT_FATAL(tl_wait_until(reader_idle, s, WAIT_MS));
-	gen = st_worker_stats(s, 0).generation;
-	CU_ASSERT_FATAL(sipc_call(s, &req, &r) == 0);
-	CU_ASSERT(r.outcome == SIPC_OUTCOME_OK && r.reply_len == 7);
-	sipc_result_release(&r);
-	CU_ASSERT_FATAL(rd_owner(s) == SIPC__RD_PARKED);
+	s = start_parked(cmd, sizeof(cmd) - 1, 7, &gen);
 	CU_ASSERT_FATAL(tl_wait_until(peer_closed, s, WAIT_MS));
 	CU_ASSERT(rd_owner(s) == SIPC__RD_PARKED);  /* nobody noticed */
 	CU_ASSERT(call_echoes(s, "after the close"));
 	CU_ASSERT(st_worker_stats(s, 0).generation > gen);
 	sipc_destroy(s);
-}
-
-/* Has slot 0's worker written bytes nobody read yet?  (poll() only.) */
-static bool
-peer_wrote(void *arg)
-{
-	struct sipc__slot *sl = &((sipc_supervisor *)arg)->slots[0];
-	struct pollfd p = { .fd = sl->proto_fd, .events = POLLIN };
-
-	return poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
 }
 
 /*
@@ -913,20 +930,11 @@ test_callread_parked_violation_found_by_next_call(void)
 	static const char cmd[] = "\0CMDbadlater 100";
 	struct sipc_request req = { .payload = cmd, .len = sizeof(cmd) - 1,
 	    .timeout_ms = WAIT_MS };
-	struct sipc_config c;
 	struct sipc_result r;
 	sipc_supervisor *s;
 	uint32_t gen;
 
-	st_cfg_base(&c, "echo", NULL, 1);
-	c.grace_ms = 200;
-	s = st_start(&c, 1, WAIT_MS);
-	CU_ASSERT_FATAL(tl_wait_until(reader_idle, s, WAIT_MS));
-	gen = st_worker_stats(s, 0).generation;
-	CU_ASSERT_FATAL(sipc_call(s, &req, &r) == 0);
-	CU_ASSERT(r.outcome == SIPC_OUTCOME_OK && r.reply_len == 5);
-	sipc_result_release(&r);
-	CU_ASSERT_FATAL(rd_owner(s) == SIPC__RD_PARKED);
+	s = start_parked(cmd, sizeof(cmd) - 1, 5, &gen);
 	CU_ASSERT_FATAL(tl_wait_until(peer_wrote, s, WAIT_MS));
 	CU_ASSERT(rd_owner(s) == SIPC__RD_PARKED);  /* nobody read it */
 	struct sipc_request next = { .payload = "next", .len = 4,
