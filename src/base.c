@@ -1,11 +1,12 @@
 /*
  * base.c - what every layer of the supervisor uses and that depends on
- * nothing but the supervisor's state: the log, thread names and the
- * reaper's wake-up.  Any thread; no lock taken.
+ * nothing but the supervisor's state: the log, thread names, the
+ * reaper's wake-up and an interest set's watch.  Any thread; no lock taken.
  */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 
 #include "sipc_int.h"
@@ -42,4 +43,12 @@ void
 sipc__reaper_wake(struct sipc_supervisor *s)
 {
 	(void)eventfd_write(s->evt_fd, 1);
+}
+
+int
+sipc__epoll_in(int epfd, int op, int fd, uint32_t tag)
+{
+	struct epoll_event e = { .events = EPOLLIN, .data.u32 = tag };
+
+	return epoll_ctl(epfd, op, fd, &e);
 }

@@ -49,7 +49,7 @@ sipc__callread_take(struct sipc__slot *sl)
 	    rx->pend_len > 0 || rx->held > 0 ||
 	    sipc__decoder_partial(&rx->dec))
 		return false;
-	if (sipc__rx_watch(rx, EPOLL_CTL_DEL, sl->proto_fd, RX_PROTO) < 0)
+	if (sipc__epoll_in(rx->epfd, EPOLL_CTL_DEL, sl->proto_fd, RX_PROTO) < 0)
 		return false;
 	sl->rd_owner = SIPC__RD_CALLER;
 	return true;
@@ -104,7 +104,8 @@ callread_give_back(struct reader *r)
 		pthread_cond_signal(&sl->cv_writer);
 	}
 	if (!rx->proto_done)
-		(void)sipc__rx_watch(rx, EPOLL_CTL_ADD, sl->proto_fd, RX_PROTO);
+		(void)sipc__epoll_in(rx->epfd, EPOLL_CTL_ADD, sl->proto_fd,
+		    RX_PROTO);
 	if (rx->pend_len > 0)
 		(void)eventfd_write(sl->wake_fd, 1);
 	pthread_mutex_unlock(&sl->lock);

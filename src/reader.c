@@ -514,17 +514,6 @@ reader_should_exit(struct reader *r)
 	return gone;
 }
 
-/* Slot lock held (or before the threads start): watch or stop watching
- * `fd` in the reader's interest set.  Level-triggered: a socket added
- * back with bytes pending wakes the reader at once. */
-int
-sipc__rx_watch(struct sipc__rx *rx, int op, int fd, uint32_t tag)
-{
-	struct epoll_event e = { .events = EPOLLIN, .data.u32 = tag };
-
-	return epoll_ctl(rx->epfd, op, fd, &e);
-}
-
 /* Reader thread, holding the socket: decode what a caller read and
  * left (a frame without room, or a large payload) before reading on. */
 static void
@@ -562,7 +551,8 @@ reader_proto(struct reader *r, bool readable)
 	pthread_mutex_lock(&sl->lock);
 	sl->rd_busy = false;
 	if (rx->proto_done)
-		(void)sipc__rx_watch(rx, EPOLL_CTL_DEL, sl->proto_fd, RX_PROTO);
+		(void)sipc__epoll_in(rx->epfd, EPOLL_CTL_DEL, sl->proto_fd,
+		    RX_PROTO);
 	pthread_mutex_unlock(&sl->lock);
 }
 
@@ -621,7 +611,7 @@ reader_loop(struct reader *r)
 			reader_proto(r, true);
 		if (diag && !sipc__reader_drain(r, sl->diag_fd, false, false)) {
 			r->diag_done = true;
-			(void)sipc__rx_watch(rx, EPOLL_CTL_DEL, sl->diag_fd,
+			(void)sipc__epoll_in(rx->epfd, EPOLL_CTL_DEL, sl->diag_fd,
 			    RX_DIAG);
 		}
 		if (wake) {
@@ -663,9 +653,10 @@ rx_new(struct sipc__slot *sl)
 	rx->epfd = epoll_create1(EPOLL_CLOEXEC);
 	rx->give_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (rx->buf == NULL || rx->epfd < 0 || rx->give_fd < 0 ||
-	    sipc__rx_watch(rx, EPOLL_CTL_ADD, sl->proto_fd, RX_PROTO) < 0 ||
-	    sipc__rx_watch(rx, EPOLL_CTL_ADD, sl->diag_fd, RX_DIAG) < 0 ||
-	    sipc__rx_watch(rx, EPOLL_CTL_ADD, sl->wake_fd, RX_WAKE) < 0) {
+	    sipc__epoll_in(rx->epfd, EPOLL_CTL_ADD, sl->proto_fd,
+	    RX_PROTO) < 0 ||
+	    sipc__epoll_in(rx->epfd, EPOLL_CTL_ADD, sl->diag_fd, RX_DIAG) < 0 ||
+	    sipc__epoll_in(rx->epfd, EPOLL_CTL_ADD, sl->wake_fd, RX_WAKE) < 0) {
 		if (rx->epfd >= 0)
 			close(rx->epfd);
 		if (rx->give_fd >= 0)

@@ -50,9 +50,6 @@ struct reader {
 /* Tags in the reader's interest set (epoll data.u32). */
 enum { RX_PROTO = SIPC__RX_PROTO, RX_DIAG, RX_WAKE };
 
-/* Slot lock held (or before the threads start): watch (EPOLL_CTL_ADD)
- * or stop watching (EPOLL_CTL_DEL) `fd` under `tag`.  0 or -1 (errno). */
-int sipc__rx_watch(struct sipc__rx *rx, int op, int fd, uint32_t tag);
 /* The thread that holds the socket (r->rx's owner), no lock held: read
  * `fd` (the socket when `proto`, else the diagnostics pipe), once or
  * (`all`) until it has no more, and handle what was read.  Never blocks.

@@ -403,8 +403,14 @@ int sipc__dispatch_new(struct sipc_supervisor *s, struct sipc__req *q,
 int sipc__worker_threads_start(struct sipc__slot *sl);
 /* writer.c: the writer thread's body (started by reader.c) */
 void *sipc__writer_main(void *arg);
-/* Name the calling thread "<what><slot index>" (reader.c). */
+/* Name the calling thread "<what><slot index>" (base.c). */
 void sipc__thread_name(const char *what, const struct sipc__slot *sl);
+/* Watch (EPOLL_CTL_ADD) or stop watching (EPOLL_CTL_DEL) `fd` for input
+ * in the interest set `epfd` under `tag`, level-triggered: an fd added
+ * back with bytes pending is reported at once.  0 or -1 (errno); base.c.
+ * The reader's set: the caller holds the slot lock (or the threads have
+ * not started). */
+int sipc__epoll_in(int epfd, int op, int fd, uint32_t tag);
 /*
  * The direct path: a submitting thread writes its own request when the
  * slot's worker is ready and idle, its ring empty, nobody else sending

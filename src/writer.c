@@ -446,15 +446,13 @@ sipc__callread_revoke(struct sipc__slot *sl)
 void
 sipc__callread_unpark(struct sipc__slot *sl)
 {
-	struct epoll_event e = { .events = EPOLLIN,
-	    .data.u32 = SIPC__RX_PROTO };
-
 	if (sl->rd_owner != SIPC__RD_PARKED)
 		return;
 	sl->rd_owner = SIPC__RD_READER;
 	/* Level-triggered: what the worker wrote while parked (an end of
 	 * stream, a violation) wakes the reader now. */
-	(void)epoll_ctl(sl->rd_epfd, EPOLL_CTL_ADD, sl->proto_fd, &e);
+	(void)sipc__epoll_in(sl->rd_epfd, EPOLL_CTL_ADD, sl->proto_fd,
+	    SIPC__RX_PROTO);
 }
 
 /* ------------------------------------------------------ reader refill */

@@ -286,6 +286,26 @@ test_callread_crash_after_accept_unknown(void)
 	sipc_destroy(s);
 }
 
+/* One echo worker in a process group of its own (no sipc-init above it:
+ * its pid is the worker's, for the test to signal), its reader between
+ * reads; NULL when the suite runs on the sandbox provider (skipped,
+ * saying `why`). */
+static sipc_supervisor *
+start_signalable(const char *why, pid_t *ret_pid)
+{
+	struct sipc_config c;
+	sipc_supervisor *s;
+
+	if (st_skip_sandboxed(why))
+		return NULL;
+	st_cfg_base(&c, "echo", NULL, 1);
+	c.containment = SIPC_CONTAIN_PROCESS_GROUP;
+	s = st_start(&c, 1, WAIT_MS);
+	CU_ASSERT_FATAL(tl_wait_until(reader_idle, s, WAIT_MS));
+	*ret_pid = st_worker_stats(s, 0).pid;
+	return s;
+}
+
 /*
  * The worker dies before it read the request (stopped, then killed),
  * while the caller holds the socket: no ACCEPT, so it never ran; it is
@@ -294,19 +314,13 @@ test_callread_crash_after_accept_unknown(void)
 static void
 test_callread_crash_before_accept_retried(void)
 {
-	struct sipc_config c;
 	struct bg_call bc;
 	sipc_supervisor *s;
 	pid_t pid;
 
-	if (st_skip_sandboxed("signals the worker by its host pid"))
+	if ((s = start_signalable("signals the worker by its host pid",
+	    &pid)) == NULL)
 		return;
-	st_cfg_base(&c, "echo", NULL, 1);
-	/* The worker itself is the pid stopped (no sipc-init above it). */
-	c.containment = SIPC_CONTAIN_PROCESS_GROUP;
-	s = st_start(&c, 1, WAIT_MS);
-	CU_ASSERT_FATAL(tl_wait_until(reader_idle, s, WAIT_MS));
-	pid = st_worker_stats(s, 0).pid;
 	CU_ASSERT_FATAL(kill(pid, SIGSTOP) == 0);
 	bg_call_start(&bc, s, NULL, 0);
 	CU_ASSERT_FATAL(tl_wait_until(caller_owns, s, WAIT_MS));
@@ -429,21 +443,16 @@ test_callread_async_beside_call_on_library_threads(void)
 static void
 test_callread_submit_takes_socket_back(void)
 {
-	struct sipc_config c;
 	struct bg_call bc;
 	sipc_supervisor *s;
 	unsigned i, n = 8;
 	uint32_t v[8];
 	pid_t pid;
 
-	if (st_skip_sandboxed("stops the worker by its host pid"))
+	if ((s = start_signalable("stops the worker by its host pid",
+	    &pid)) == NULL)
 		return;
-	st_cfg_base(&c, "echo", NULL, 1);
-	c.containment = SIPC_CONTAIN_PROCESS_GROUP;
-	s = st_start(&c, 1, WAIT_MS);
-	CU_ASSERT_FATAL(tl_wait_until(reader_idle, s, WAIT_MS));
 	memset(&mixed, 0, sizeof(mixed));
-	pid = st_worker_stats(s, 0).pid;
 	CU_ASSERT_FATAL(kill(pid, SIGSTOP) == 0);
 	bg_call_start(&bc, s, NULL, 0);
 	mixed.caller = bc.t;
@@ -824,20 +833,15 @@ test_callread_socket_parked_between_calls(void)
 static void
 test_callread_parked_worker_killed(void)
 {
-	struct sipc_config c;
 	struct st_exit_want ex = { 0, SIPC_EXIT_SIGNAL };
 	sipc_supervisor *s;
 	pid_t pid;
 
-	if (st_skip_sandboxed("kills the worker by its host pid"))
+	if ((s = start_signalable("kills the worker by its host pid",
+	    &pid)) == NULL)
 		return;
-	st_cfg_base(&c, "echo", NULL, 1);
-	c.containment = SIPC_CONTAIN_PROCESS_GROUP;
-	s = st_start(&c, 1, WAIT_MS);
-	CU_ASSERT_FATAL(tl_wait_until(reader_idle, s, WAIT_MS));
 	CU_ASSERT_FATAL(call_echoes(s, "before"));
 	CU_ASSERT_FATAL(rd_owner(s) == SIPC__RD_PARKED);
-	pid = st_worker_stats(s, 0).pid;
 	CU_ASSERT_FATAL(pid > 0 && kill(pid, SIGKILL) == 0);
 	CU_ASSERT(st_stats_wait(s, st_pred_exit_kind, &ex, WAIT_MS));
 	CU_ASSERT(st_stats_wait(s, st_pred_respawned, NULL, WAIT_MS));
