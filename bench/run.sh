@@ -257,6 +257,10 @@ for n in 4 16 64 256; do
 	info "scale_w${n}_vs_raw_scale_w${n}_64_msgs" "sipc_scale_w${n}_64_msgs" "raw_scale_w${n}_64_msgs"
 done
 info req_64_vs_newline_proto_crosscpu sipc_pipe_w1_64_msgs newline_proto_64_crosscpu_reqs
+# The start counter against the same exact rule in ACCEPT frames.
+info accept_counter_vs_frames_call_64_p50 sipc_accept_exact_call_64_p50 sipc_accept_frames_call_64_p50
+info accept_counter_vs_frames_pipe_64_msgs sipc_accept_exact_pipe_64_msgs sipc_accept_frames_pipe_64_msgs
+info accept_counter_vs_frames_pipe_64_cpu sipc_accept_exact_pipe_64_cpu_per_req sipc_accept_frames_pipe_64_cpu_per_req
 # The sandbox provider (bubblewrap) against the local adapter.
 for f in spawn_ready_1_p50 spawn_ready_64_p50 pipe_w4_64_msgs; do
 	info "sandbox_vs_local_$f" "sipc_sandbox_sandbox_$f" "sipc_sandbox_local_$f"

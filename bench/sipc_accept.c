@@ -1,7 +1,8 @@
 /*
  * sipc_accept.c - the `accept` section of sipc_bench: the price of exact
- * start evidence, the echo worker's ACCEPT rule against the old
- * whole-batch rule, same run (run.sh forms the ratios).
+ * start evidence, the echo worker's start counter and its exact ACCEPT
+ * frames against the old whole-batch rule, same run (run.sh forms the
+ * ratios).
  *
  * Threads: the main thread; load submitters and completion callbacks
  * only touch the atomics of sipc_load.h.
@@ -14,19 +15,27 @@
 #include "sipc_load.h"
 
 /*
- * The price of exact start evidence.  The echo worker ACCEPTs each
- * request right before its handler (ACCEPT(N+1) in the write that
- * carries REPLY(N)); with SIPC_ECHO_ACCEPT=batch it falls back to the old
- * rule, every ACCEPT of a read batch in one write before the first
- * handler.  Same run, modes alternating round by round, median of the
- * rounds: sync 64 B p50 (1 worker), pipelined 64 B msg/s (1 worker,
- * max_inflight 64, 256 outstanding) and the CPU time per pipelined
- * request, supervisor and worker together (getrusage of this process
- * and of its reaped children, from start to destroy), and the worker's
- * write() calls per pipelined request (/proc/PID/io), which is where
- * the two rules differ.
+ * The price of exact start evidence, three modes of the echo worker:
+ *   exact   as shipped: its start counter (CONTRACT A5) names each
+ *           request right before its handler, after REPLY(N-1) is
+ *           written;
+ *   frames  SIPC_FX_ACCEPT=frames: the same rule in ACCEPT frames,
+ *           ACCEPT(N) in the write that carries REPLY(N-1);
+ *   batch   SIPC_ECHO_ACCEPT=batch: the old rule, every ACCEPT of a
+ *           read batch in one write before the first handler.
+ * Same run, modes rotating round by round, median of the rounds: sync
+ * 64 B p50 (1 worker), pipelined 64 B msg/s (1 worker, max_inflight 64,
+ * 256 outstanding) and the CPU time per pipelined request, supervisor
+ * and worker together (getrusage of this process and of its reaped
+ * children, from start to destroy), and the worker's write() calls per
+ * pipelined request (/proc/PID/io), which is where the rules differ.
  */
-static const char *const accept_env[] = { "SIPC_ECHO_ACCEPT=batch", NULL };
+#define NMODE 3
+static const char *const mode_name[NMODE] = { "exact", "frames", "batch" };
+static const char *const frames_env[] = { "SIPC_FX_ACCEPT=frames", NULL };
+static const char *const batch_env[] = { "SIPC_ECHO_ACCEPT=batch", NULL };
+static const char *const *const mode_env[NMODE] = { NULL, frames_env,
+    batch_env };
 
 static double
 cpu_us(int who)
@@ -54,7 +63,7 @@ worker_pid(sipc_supervisor *s)
 }
 
 static int
-accept_call(int batch, double dur, double *ret_p50)
+accept_call(unsigned m, double dur, double *ret_p50)
 {
 	static uint64_t lat[200000];
 	struct sipc_config c;
@@ -67,7 +76,7 @@ accept_call(int batch, double dur, double *ret_p50)
 	size_t n = 0, k;
 
 	cfg_base(&c, 1);
-	c.env_set = batch ? accept_env : NULL;
+	c.env_set = mode_env[m];
 	if (sup_start(&c, 10000, &s) < 0)
 		return -1;
 	bench_fill(buf, sizeof(buf), 64);
@@ -112,7 +121,7 @@ proc_writes(pid_t pid)
 }
 
 static int
-accept_pipe(int batch, double warm, double dur, double *ret_rate,
+accept_pipe(unsigned m, double warm, double dur, double *ret_rate,
     double *ret_cpu, double *ret_writes)
 {
 	static struct load L;
@@ -124,7 +133,7 @@ accept_pipe(int batch, double warm, double dur, double *ret_rate,
 	int rc;
 
 	cfg_base(&c, 1);
-	c.env_set = batch ? accept_env : NULL;
+	c.env_set = mode_env[m];
 	c.max_inflight = 64;
 	if (sup_start(&c, 10000, &s) < 0)
 		return -1;
@@ -140,7 +149,8 @@ accept_pipe(int batch, double warm, double dur, double *ret_rate,
 	*ret_writes = (proc_writes(wpid) - w0) / (double)(n1 > n0 ? n1 - n0 : 1);
 	*ret_rate = (double)(n1 - n0) / bench_secs(t0, bench_now_ns());
 	rc = load_stop(&L, 60000);
-	load_report(&L, batch ? "accept batch" : "accept exact");
+	load_report(&L, m == 0 ? "accept exact" : m == 1 ? "accept frames" :
+	    "accept batch");
 	total = atomic_load(&L.ok);
 out:
 	sipc_destroy(s);       /* reaps the worker: its CPU joins ours */
@@ -154,33 +164,34 @@ out:
 int
 sec_accept(void)
 {
-	static const char *const mode[2] = { "exact", "batch" };
 	unsigned rounds = O.quick ? 3 : 7, r, m;
-	double call[2][7], pipe[2][7], cpu[2][7], wr[2][7];
+	double call[NMODE][7], pipe[NMODE][7], cpu[NMODE][7], wr[NMODE][7];
 	double dcall = O.quick ? 0.2 : 0.6, warm = O.quick ? 0.1 : 0.3;
 	double dpipe = O.quick ? 0.3 : 1.0;
 
 	for (r = 0; r < rounds; r++)
-		for (m = 0; m < 2; m++) {
-			/* alternate which mode goes first */
-			unsigned b = (r + m) % 2;
+		for (m = 0; m < NMODE; m++) {
+			/* rotate which mode goes first */
+			unsigned b = (r + m) % NMODE;
 
-			if (accept_call((int)b, dcall, &call[b][r]) < 0 ||
-			    accept_pipe((int)b, warm, dpipe, &pipe[b][r],
+			if (accept_call(b, dcall, &call[b][r]) < 0 ||
+			    accept_pipe(b, warm, dpipe, &pipe[b][r],
 			    &cpu[b][r], &wr[b][r]) < 0) {
-				notef("accept %s round %u failed", mode[b], r);
+				notef("accept %s round %u failed",
+				    mode_name[b], r);
 				return -1;
 			}
 		}
-	for (m = 0; m < 2; m++) {
+	for (m = 0; m < NMODE; m++) {
 		metricf(bench_median(call[m], rounds), "us",
-		    "sipc_accept_%s_call_64_p50", mode[m]);
+		    "sipc_accept_%s_call_64_p50", mode_name[m]);
 		metricf(bench_median(pipe[m], rounds), "msg/s",
-		    "sipc_accept_%s_pipe_64_msgs", mode[m]);
+		    "sipc_accept_%s_pipe_64_msgs", mode_name[m]);
 		metricf(bench_median(cpu[m], rounds), "us",
-		    "sipc_accept_%s_pipe_64_cpu_per_req", mode[m]);
+		    "sipc_accept_%s_pipe_64_cpu_per_req", mode_name[m]);
 		metricf(bench_median(wr[m], rounds), "calls",
-		    "sipc_accept_%s_pipe_64_worker_writes_per_req", mode[m]);
+		    "sipc_accept_%s_pipe_64_worker_writes_per_req",
+		    mode_name[m]);
 	}
 	metricf((double)rounds, "rounds", "sipc_accept_rounds");
 	return 0;

@@ -17,16 +17,20 @@
  * callback.
  *
  * Start evidence.  Right before it calls the handler for a request, the
- * runtime writes an ACCEPT frame for that request to the channel, in the
- * same write as the replies earlier handlers left buffered.  It never
- * accepts a request before the handlers in front of it were called, so
- * if the worker dies inside a handler, the supervisor holds every reply
- * the earlier handlers gave, the running request's ACCEPT, and no ACCEPT
- * for any request behind it: those provably never started and are sent
- * to another worker instead of being reported "may have run".  A handler
- * that keeps its id and replies later has started all the same (its
- * request stays "may have run" until the reply).  Work with side effects
- * for a request must not begin before its handler is called.
+ * runtime writes the replies earlier handlers left buffered, then
+ * records the request as started: in its start counter, 8 bytes of a
+ * memfd it maps shared and sends to the supervisor with HELLO (CONTRACT
+ * A5; no system call per request), or, where it could not make one, in
+ * an ACCEPT frame written with those replies.  It never records a
+ * request before the handlers in front of it were called, so if the
+ * worker dies inside a handler, the supervisor holds every reply the
+ * earlier handlers gave and knows the running request started and none
+ * behind it did: those provably never started and are sent to another
+ * worker instead of being reported "may have run".  A handler that keeps
+ * its id and replies later has started all the same (its request stays
+ * "may have run" until the reply).  Work with side effects for a request
+ * must not begin before its handler is called.  The worker keeps no
+ * descriptor of the counter, only its mapping.
  */
 #ifndef SIPC_WORKER_H
 #define SIPC_WORKER_H
@@ -61,9 +65,9 @@ typedef void (*sipc_worker_idle)(sipc_worker *w, void *arg);
  */
 int sipc_worker_open(sipc_worker **ret);
 
-/* Queue a reply / an error reply for `id`.  Buffered; flushed with the
- * next ACCEPT (before the next handler is called), before the runtime
- * blocks, and whenever the buffer passes 64 KiB. */
+/* Queue a reply / an error reply for `id`.  Buffered; flushed before the
+ * next handler is called, before the runtime blocks, and whenever the
+ * buffer passes 64 KiB. */
 int sipc_worker_reply(sipc_worker *w, uint64_t id, const void *buf,
                       size_t len);
 int sipc_worker_error(sipc_worker *w, uint64_t id, uint32_t code,

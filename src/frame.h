@@ -52,6 +52,12 @@ enum sipc_frame_type {
 /* HELLO payload (16 bytes, little-endian). */
 #define SIPC_HELLO_LEN 16
 #define SIPC_HELLO_F_ACCEPTS 1u /* worker sends ACCEPT before each handler */
+/* A start counter travels with the HELLO bytes (SCM_RIGHTS): a memfd,
+ * sealed against shrinking, whose first 8 bytes (native byte order)
+ * count the REQUEST frames the worker has started, in arrival order
+ * (CONTRACT section 3, A5). */
+#define SIPC_HELLO_F_START_COUNTER 2u
+#define SIPC_START_COUNTER_LEN 8
 struct sipc_hello {
 	uint32_t proto_version;  /* SIPC_PROTOCOL_VERSION */
 	uint32_t pid;            /* worker's getpid() */

@@ -80,28 +80,46 @@ on_hello(struct reader *r, struct sipc_frame *f)
 	struct sipc__slot *sl = r->sl;
 	struct sipc_supervisor *s = sl->sup;
 	struct sipc_hello h;
+	const _Atomic uint64_t *ctr = NULL;
+	const char *why;
+	int fd = r->rx->hello_fd;
 
+	r->rx->hello_fd = -1;
 	if (f->hdr.type != SIPC_FT_HELLO ||
 	    sipc__hello_decode(f->payload, f->hdr.len, &h) != 0) {
 		violation(r, SIPC_E_HANDSHAKE, "first frame is not HELLO",
 		    f->hdr.id);
-		return;
+		goto out;
 	}
 	if (h.proto_version != SIPC_PROTOCOL_VERSION) {
 		sipc__log(s, SIPC_LOG_ERROR, sl, "worker speaks protocol "
 		    "version %u, supervisor %u", h.proto_version,
 		    SIPC_PROTOCOL_VERSION);
 		violation(r, SIPC_E_VERSION, "protocol version mismatch", 0);
-		return;
+		goto out;
+	}
+	if (h.flags & SIPC_HELLO_F_START_COUNTER) {
+		ctr = sipc__start_ctr_map(fd, &why);
+		fd = -1;
+		if (ctr == NULL) {
+			sipc__log(s, SIPC_LOG_ERROR, sl, "worker's start "
+			    "counter refused: %s", why);
+			violation(r, SIPC_E_HANDSHAKE, "unfit start counter", 0);
+			return;
+		}
 	}
 	r->rx->ready = true;
 	pthread_mutex_lock(&sl->lock);
 	sl->accepts = (h.flags & SIPC_HELLO_F_ACCEPTS) != 0;
+	sl->start_ctr = ctr;
 	if (sl->state == SIPC_WS_STARTING)
 		sipc__slot_set_state(sl, SIPC_WS_READY);
 	pthread_cond_broadcast(&sl->cv_writer);
 	pthread_mutex_unlock(&sl->lock);
 	sipc__reaper_wake(s);   /* readiness is counted by the reaper */
+out:
+	if (fd >= 0)
+		(void)close(fd);        /* sent without the flag: not used */
 }
 
 /* Table lock held.  Is `q` a request this worker generation owes? */
@@ -394,6 +412,16 @@ proto_lost(struct reader *r)
 	sipc__reaper_wake(sl->sup);
 }
 
+/* recv() that never waits; before HELLO it also takes the descriptor
+ * the HELLO may carry (startctr.c). */
+static ssize_t
+proto_recv(struct reader *r, int fd, void *buf, size_t len)
+{
+	if (r->rx->ready)
+		return recv(fd, buf, len, MSG_DONTWAIT);
+	return sipc__recv_hello(fd, buf, len, &r->rx->hello_fd);
+}
+
 /* A large payload is read straight into its final buffer: one copy
  * fewer than going through the read buffer.  Returns the recv() result,
  * or 0 with *used false when the direct path does not apply. */
@@ -445,7 +473,7 @@ sipc__reader_drain(struct reader *r, int fd, bool proto, bool all)
 				return true;
 			continue;
 		}
-		n = proto ? recv(fd, buf, READ_BUF, MSG_DONTWAIT) :
+		n = proto ? proto_recv(r, fd, buf, READ_BUF) :
 		    read(fd, buf, READ_BUF);
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -485,7 +513,7 @@ final_drain(struct reader *r, int fd, bool proto, int64_t until)
 		want = left < READ_BUF ? left : READ_BUF;
 		n = proto ? proto_direct(r, fd, true, left, &direct) : 0;
 		if (proto && !direct) {
-			n = recv(fd, r->rx->buf, want, MSG_DONTWAIT);
+			n = proto_recv(r, fd, r->rx->buf, want);
 			if (n > 0)
 				proto_bytes(r, r->rx->buf, (size_t)n);
 		} else if (!proto) {
@@ -649,6 +677,7 @@ rx_new(struct sipc__slot *sl)
 	if (rx == NULL)
 		return NULL;
 	sipc__decoder_init(&rx->dec, sl->sup->cfg.max_payload);
+	rx->hello_fd = -1;
 	rx->buf = malloc(READ_BUF);
 	rx->epfd = epoll_create1(EPOLL_CLOEXEC);
 	rx->give_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -675,6 +704,8 @@ rx_free(struct sipc__slot *sl, struct sipc__rx *rx)
 	sipc__mem_release(sl->sup, rx->held);   /* a frame cut short */
 	close(rx->epfd);
 	close(rx->give_fd);
+	if (rx->hello_fd >= 0)
+		close(rx->hello_fd);    /* no HELLO came */
 	free(rx->buf);
 	free(rx);
 }

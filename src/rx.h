@@ -20,6 +20,9 @@ struct sipc__rx {
 	struct sipc_decoder dec;
 	uint8_t *buf;                 /* READ_BUF bytes (reader.c) */
 	bool ready;                   /* HELLO seen */
+	int hello_fd;                 /* a descriptor sent with the bytes
+	                               * before HELLO (its start counter),
+	                               * or -1 */
 	bool proto_done;              /* EOF, error or violation */
 	bool at_eof;                  /* the whole stream was decoded */
 	bool final;                   /* final drain: never wait for room */

@@ -4,7 +4,8 @@
  *
  * The rules (policy.c decides, this file applies): a request never
  * written, or written but provably never started (no ACCEPT from a
- * worker that promised ACCEPTs, and its whole stream was decoded), moves
+ * worker that promised ACCEPTs, or behind the start counter of one that
+ * has one, and its whole stream was decoded), moves
  * to another worker; one that may have run is UNKNOWN unless it is
  * idempotent (then retried, bounded, never past its deadline); one that
  * was in flight on two workers that died is POISON.  Every request gets
@@ -165,13 +166,19 @@ sipc__settle(struct sipc__slot *sl, const struct sipc_exit *e,
 {
 	struct sipc_supervisor *s = sl->sup;
 	struct collect c = { .sl = sl };
-	bool closing = atomic_load(&s->closing), proof;
+	bool closing = atomic_load(&s->closing), proof, counter;
+	uint64_t started = 0;
 	unsigned i;
 
 	/* A missing ACCEPT proves "never started" only if every byte the
-	 * worker wrote was decoded (reader.c: stream_cut). */
+	 * worker wrote was decoded (reader.c: stream_cut).  A start counter
+	 * (A5) is read now that its writer is gone: the requests at or
+	 * before it may have started, those behind it did not. */
 	pthread_mutex_lock(&sl->lock);
-	proof = sl->accepts && !sl->stream_cut;
+	counter = sl->start_ctr != NULL;
+	if (counter)
+		started = atomic_load(sl->start_ctr);
+	proof = (sl->accepts || counter) && !sl->stream_cut;
 	pthread_mutex_unlock(&sl->lock);
 	pthread_mutex_lock(&s->table.lock);
 	sipc__table_foreach(&s->table, collect_owed, &c);
@@ -179,9 +186,11 @@ sipc__settle(struct sipc__slot *sl, const struct sipc_exit *e,
 	for (i = 0; i < c.n; i++) {
 		struct sipc__req *q = c.qs[i];
 
-		/* Written but never ACCEPTed by a worker that promised to
-		 * ACCEPT before starting: provably never started. */
-		q->unstarted = q->state == SIPC__R_WRITTEN && proof;
+		/* Written but neither ACCEPTed nor counted by a worker that
+		 * promised one or the other before starting: provably
+		 * never started. */
+		q->unstarted = q->state == SIPC__R_WRITTEN && proof &&
+		    !(counter && q->pos <= started);
 		if (!q->unstarted)
 			q->deaths++;
 		q->last_exit = *e;

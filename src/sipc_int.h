@@ -71,6 +71,9 @@ struct sipc__req {
 	unsigned attempts;            /* times written */
 	unsigned deaths;              /* workers that died with it in flight */
 	bool unstarted;               /* settle: provably never started */
+	uint64_t pos;                 /* its REQUEST frame's place on the
+	                               * channel of `gen`, from 1 (the
+	                               * start counter's unit, A5) */
 	int64_t cancel_at_ms;         /* CANCEL queued at; 0 = not cancelled */
 	struct sipc_exit last_exit;
 	struct sipc__req *hnext;      /* table bucket chain */
@@ -138,6 +141,12 @@ struct sipc__slot {
 	uint64_t *cancels;            /* ids to send CANCEL for */
 	unsigned ncancels, cancels_cap;
 	bool accepts;                 /* worker sends ACCEPT frames */
+	/* The worker's start counter (A5), mapped read-only at HELLO by
+	 * the reader, read by settle once the worker is gone, unmapped by
+	 * the reaper; NULL without one.  npos: REQUEST frames marked
+	 * written on this generation (writer.c). */
+	const _Atomic uint64_t *start_ctr;
+	uint64_t npos;
 	bool stop;                    /* threads must exit */
 	bool proc_gone;               /* reaped: reader drains and exits */
 	bool channel_lost;            /* EOF / write error on protocol fd */
@@ -390,6 +399,14 @@ struct sipc__callread {
  * sipc__callread_run() before it waits for its outcome. */
 int sipc__dispatch_new(struct sipc_supervisor *s, struct sipc__req *q,
                        struct sipc__callread *cr);
+
+/* A worker's start counter (startctr.c; CONTRACT A5).  recv() of the
+ * bytes before HELLO, taking the one descriptor they may carry (*fdp:
+ * -1 or the caller's); the counter checked and mapped read-only (NULL
+ * and *why if it is unfit; fd consumed); its mapping dropped. */
+ssize_t sipc__recv_hello(int sock, void *buf, size_t len, int *fdp);
+const _Atomic uint64_t *sipc__start_ctr_map(int fd, const char **why);
+void sipc__start_ctr_unmap(const _Atomic uint64_t *ctr);
 
 /* worker threads (reader.c) */
 /* Bound on a dead worker's final drain (what was buffered when it was

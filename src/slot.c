@@ -209,6 +209,7 @@ spawn_end(struct sipc__spawn_job *j, int64_t now)
 	sl->cg_err = ch.info.cgroup_err;
 	sipc__slot_set_state(sl, SIPC_WS_STARTING);
 	sl->accepts = false;
+	sl->npos = 0;
 	/* Why a start failed belongs to that generation: a version error
 	 * of the previous one must not explain this one's end. */
 	sl->violation_err = 0;
@@ -399,6 +400,10 @@ sipc__slot_on_end(struct sipc__slot *sl, struct sipc_exit *e, int64_t now)
 	sipc__slot_diag_tail(sl, &tail);
 	sipc__settle(sl, e, tail, now);
 	free(tail);
+	pthread_mutex_lock(&sl->lock);
+	sipc__start_ctr_unmap(sl->start_ctr);
+	sl->start_ctr = NULL;
+	pthread_mutex_unlock(&sl->lock);
 	sipc__journal_note_worker_gone(s, sl);
 }
 

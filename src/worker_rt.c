@@ -6,17 +6,22 @@
  * callbacks are called from sipc_worker_run() on that thread.
  *
  * Loop shape: read up to 64 KiB, decode every complete frame in it, then
- * dispatch that batch in arrival order.  Start evidence is exact: right
- * before calling the handler of a request, the runtime appends ACCEPT(id)
- * to whatever earlier handlers left buffered and writes it all in one
- * write().  So ACCEPT(N+1) travels with REPLY(N), the first ACCEPT of a
- * batch goes alone, and when a handler crashes the supervisor holds the
- * replies of every earlier handler, this request's ACCEPT, and no ACCEPT
- * of the requests behind it: those provably never started.  A
- * handler that keeps its id and replies later still started at its own
- * ACCEPT, so "started" stays per request.  Replies of the last handler of
- * a batch are written when the buffer passes 64 KiB and before the
- * runtime waits for input again.  Memory is bounded by one read buffer,
+ * dispatch that batch in arrival order.  Start evidence is exact.  Right
+ * before calling the handler of a request, the runtime writes whatever
+ * earlier handlers left buffered, then bumps its start counter: a memfd
+ * it mapped and sent with HELLO (CONTRACT A5), whose first 8 bytes count
+ * the requests started so far, a store and no system call.  When a
+ * handler crashes, the supervisor holds the replies of every earlier
+ * handler and a count that names this request and none behind it: those
+ * provably never started.  Without a counter (no memfd, or the knob in
+ * worker_rt.h), the runtime appends ACCEPT(id) to the buffered replies
+ * and writes it all in one write(): ACCEPT(N+1) travels with REPLY(N),
+ * to the same effect (A1).  A handler that keeps its id and replies later
+ * still started before its handler, so "started" stays per request.
+ * Replies of the last handler of a batch are written when the buffer
+ * passes 64 KiB and before the runtime waits for input again.  A
+ * synchronous caller therefore costs the worker one read and one write
+ * a request.  Memory is bounded by one read buffer,
  * the frames decoded from it (at most one of them large) and the output
  * buffer; a reply larger than the buffer threshold is written directly
  * instead of being copied.
@@ -33,8 +38,10 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -62,7 +69,18 @@ struct sipc_worker {
 	sipc_worker_idle idle_fn;
 	bool accept_batch;          /* bench only: ACCEPT a batch up front */
 	bool drained;               /* the last read emptied the socket */
+	_Atomic uint64_t *started;  /* the start counter (A5), or NULL */
+	uint64_t nstarted;          /* requests started (the counter's value) */
 };
+
+/* Offer a start counter at the next sipc_worker_open() (worker_rt.h). */
+static bool rt_counter_on = true;
+
+void
+sipc__worker_start_counter(bool on)
+{
+	rt_counter_on = on;
+}
 
 /* Write all of buf, retrying on EINTR and short writes. */
 static int
@@ -300,19 +318,94 @@ rt_check_fd(int fd)
 	return 0;
 }
 
-int
-sipc_worker_open(sipc_worker **ret)
+/*
+ * The start counter (CONTRACT A5): a memfd of 8 bytes, sealed so that
+ * nobody can shrink, grow or reseal it (the supervisor maps it and a
+ * shrunk file would fault there), mapped shared.  Only on a unix socket,
+ * the one kind that carries a descriptor.  Returns its descriptor, to
+ * be sent with HELLO and closed, or -1: the runtime then writes ACCEPT
+ * frames instead.
+ */
+static int
+rt_counter_new(sipc_worker *w)
+{
+	socklen_t sl = sizeof(int);
+	int fd, dom = -1;
+	void *p;
+
+	if (!rt_counter_on ||
+	    getsockopt(w->fd, SOL_SOCKET, SO_DOMAIN, &dom, &sl) < 0 ||
+	    dom != AF_UNIX ||
+	    (fd = memfd_create("sipc-start", MFD_CLOEXEC | MFD_ALLOW_SEALING)) < 0)
+		return -1;
+	if (ftruncate(fd, SIPC_START_COUNTER_LEN) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW |
+	    F_SEAL_SEAL) < 0 ||
+	    (p = mmap(NULL, SIPC_START_COUNTER_LEN, PROT_READ | PROT_WRITE,
+	    MAP_SHARED, fd, 0)) == MAP_FAILED) {
+		(void)close(fd);
+		return -1;
+	}
+	w->started = p;
+	return fd;
+}
+
+/* Send the HELLO, with the counter's descriptor if there is one. */
+static int
+rt_hello(sipc_worker *w, int ctr_fd)
 {
 	struct sipc_hello hello = {
 		.proto_version = SIPC_PROTOCOL_VERSION,
 		.pid = (uint32_t)getpid(),
-		.flags = SIPC_HELLO_F_ACCEPTS,
+		.flags = ctr_fd >= 0 ? SIPC_HELLO_F_START_COUNTER :
+		    SIPC_HELLO_F_ACCEPTS,
 		.max_inflight = 0,
 	};
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} ctl;
 	uint8_t hb[SIPC_HELLO_LEN];
+	struct iovec iov;
+	struct msghdr mh;
+	struct cmsghdr *c;
+	ssize_t n;
+	int r;
+
+	sipc__hello_encode(hb, &hello);
+	if ((r = rt_send(w, SIPC_FT_HELLO, 0, hb, sizeof(hb), NULL, 0)) < 0)
+		return r;
+	if (ctr_fd < 0)
+		return sipc_worker_flush(w);
+	/* The descriptor rides on the first bytes; the rest, if the
+	 * socket took only part, goes as usual. */
+	memset(&mh, 0, sizeof(mh));
+	iov.iov_base = w->out;
+	iov.iov_len = w->out_len;
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = ctl.buf;
+	mh.msg_controllen = sizeof(ctl.buf);
+	c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &ctr_fd, sizeof(int));
+	while ((n = sendmsg(w->fd, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+		;
+	if (n < 0)
+		return w->err = -errno;
+	memmove(w->out, w->out + n, w->out_len - (size_t)n);
+	w->out_len -= (size_t)n;
+	return sipc_worker_flush(w);
+}
+
+int
+sipc_worker_open(sipc_worker **ret)
+{
 	long long fd = 3, maxp = SIPC_FRAME_MAX_PAYLOAD;
 	sipc_worker *w = NULL;
-	int r;
+	int r, ctr_fd = -1;
 
 	/* A closed channel must surface as EPIPE, not kill the worker. */
 	{
@@ -343,15 +436,18 @@ sipc_worker_open(sipc_worker **ret)
 	    &(int){ SIPC__CHANNEL_SNDBUF }, sizeof(int));
 	w->max_payload = (uint32_t)maxp;
 	sipc__decoder_init(&w->dec, w->max_payload);
-	sipc__hello_encode(hb, &hello);
-	if ((r = rt_send(w, SIPC_FT_HELLO, 0, hb, sizeof(hb), NULL, 0)) < 0)
-		goto fail;
-	if ((r = sipc_worker_flush(w)) < 0)
+	ctr_fd = rt_counter_new(w);
+	r = rt_hello(w, ctr_fd);
+	if (ctr_fd >= 0)
+		(void)close(ctr_fd);   /* the mapping stays; no extra fd */
+	if (r < 0)
 		goto fail;
 	*ret = w;
 	return 0;
 fail:
 	if (w != NULL) {
+		if (w->started != NULL)
+			(void)munmap(w->started, SIPC_START_COUNTER_LEN);
 		sipc__decoder_free(&w->dec);
 		free(w->out);
 		free(w);
@@ -367,6 +463,8 @@ sipc_worker_close(sipc_worker *w)
 	(void)sipc_worker_flush(w);
 	if (w->fd >= 0)
 		close(w->fd);
+	if (w->started != NULL)
+		(void)munmap(w->started, SIPC_START_COUNTER_LEN);
 	sipc__decoder_free(&w->dec);
 	free(w->out);
 	free(w);
@@ -459,12 +557,15 @@ rt_accept_all(sipc_worker *w, const struct rt_batch *b)
 }
 
 /*
- * The handler of `id` is about to start: ACCEPT(id) must be in the
- * socket before its first side effect (bytes still in this process die
- * with it).  It goes out in the same write as the replies earlier
- * handlers buffered, so streaming requests cost one write per handler,
- * and a crash in this handler cannot take those replies back: the
- * supervisor sees them, this ACCEPT, and nothing of the requests behind.
+ * The handler of `id` is about to start.  The replies earlier handlers
+ * buffered go out first, so a crash in this handler cannot take them
+ * back.  Then the start evidence, before the handler's first side
+ * effect: the counter names this request (a store to the shared page,
+ * which outlives this process; the write() before it orders it after
+ * the replies), or ACCEPT(id) goes out in the same write as those
+ * replies (bytes still in this process die with it).  Either way the
+ * supervisor sees the replies, this request started, and nothing of the
+ * requests behind it.
  */
 static int
 rt_accept(sipc_worker *w, uint64_t id)
@@ -473,6 +574,12 @@ rt_accept(sipc_worker *w, uint64_t id)
 
 	if (w->accept_batch)
 		return 0;       /* rt_accept_all() did it */
+	if (w->started != NULL) {
+		if ((r = sipc_worker_flush(w)) < 0)
+			return r;
+		atomic_store(w->started, ++w->nstarted);
+		return 0;
+	}
 	if ((r = rt_send(w, SIPC_FT_ACCEPT, id, NULL, 0, NULL, 0)) < 0)
 		return r;
 	return sipc_worker_flush(w);

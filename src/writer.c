@@ -143,6 +143,7 @@ mark_written(struct sipc__slot *sl, struct sipc__req *q)
 	q->gen = sl->generation;
 	q->pid = sl->pid;
 	q->attempts++;
+	q->pos = ++sl->npos;
 	sl->inflight++;
 }
 

@@ -299,9 +299,9 @@ test_backpressure_blocking_submit_completes_when_room(void)
 	CU_ASSERT(submit_rec(s, &t, &recs[2], "third", 5, 10000, 0) == 0);
 	dt = tl_now_ms() - t0;
 	/* It returned only once the first had been answered (frames in:
-	 * HELLO, the first's ACCEPT and its REPLY; the second is written
-	 * only after that reply freed the in-flight slot). */
-	CU_ASSERT(st_worker_stats(s, 0).frames_in >= 3);
+	 * HELLO and the first's REPLY; the second is written only after
+	 * that reply freed the in-flight slot). */
+	CU_ASSERT(st_worker_stats(s, 0).frames_in >= 2);
 	CU_ASSERT(dt < 10000);
 	CU_ASSERT(tracker_wait(&t, 3, WAIT_MS));
 	for (i = 0; i < 3; i++)
@@ -747,6 +747,7 @@ test_backpressure_stalled_worker_avoided_and_replaced(void)
 	c.max_inflight = 2;
 	c.ring_frames = 8;
 	c.stall_ms = 1000;             /* room to call while it is stalled */
+	c.env_set = st_env_accept_frames;  /* find_busy_worker() */
 	s = st_start(&c, c.workers, WAIT_MS);
 	t_stop = tl_now_ms();
 	CU_ASSERT_FATAL(submit_rec(s, &t, &stop, "\0CMDstopread", 12, 0,

@@ -468,7 +468,8 @@ send_request(int fd, uint64_t id, uint16_t flags, const char *p)
 static void
 test_contract_runtime_rejects_flag_bits(void)
 {
-	char ppid[48], *env[] = { "SIPC_FD=3", ppid, NULL };
+	char ppid[48], *env[] = { "SIPC_FD=3", ppid,
+	    "SIPC_FX_ACCEPT=frames", NULL };
 	char *argv[] = { "echo", NULL };
 	posix_spawn_file_actions_t fa;
 	uint8_t b;

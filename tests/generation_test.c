@@ -33,7 +33,7 @@ static char frame_env[96];
 static void
 cfg_framelog(struct sipc_config *c, char *const *argv, unsigned workers)
 {
-	static const char *env_set[2];
+	static const char *env_set[3];
 	int fd;
 
 	snprintf(frame_log, sizeof(frame_log), "/tmp/sipc-gen-log-XXXXXX");
@@ -41,7 +41,8 @@ cfg_framelog(struct sipc_config *c, char *const *argv, unsigned workers)
 	close(fd);
 	snprintf(frame_env, sizeof(frame_env), "SIPC_FRAME_LOG=%s", frame_log);
 	env_set[0] = frame_env;
-	env_set[1] = NULL;
+	env_set[1] = "SIPC_FX_ACCEPT=frames";     /* hold_two_and_kill() */
+	env_set[2] = NULL;
 	st_cfg_base(c, "framelog", argv, workers);
 	c->env_set = env_set;
 }
@@ -288,6 +289,7 @@ test_generation_single_worker_requeue_waits_for_restart(void)
 	sipc_supervisor *s;
 
 	st_cfg_base(&c, "echo", argv, 1);
+	c.env_set = st_env_accept_frames;     /* hold_two_and_kill() */
 	c.restart_intensity = 5;
 	c.restart_window_ms = 60000;
 	s = st_start(&c, 1, WAIT_MS);
@@ -333,6 +335,7 @@ test_generation_single_worker_cooldown_still_refuses(void)
 	int64_t t0;
 
 	st_cfg_base(&c, "echo", argv, 1);
+	c.env_set = st_env_accept_frames;     /* hold_two_and_kill() */
 	c.restart_intensity = 1;
 	c.restart_window_ms = 60000;
 	c.cooldown_ms = 30000;

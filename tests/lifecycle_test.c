@@ -386,6 +386,7 @@ test_lifecycle_settle_unwritten_moves(void)
 		return;
 	st_outbox_reset(&box);
 	st_cfg_base(&c, "echo", argv, 2);
+	c.env_set = st_env_accept_frames;     /* pred_frames_in: ACCEPT */
 	/* replies carry the worker's own pid, compared with the result's */
 	c.containment = SIPC_CONTAIN_PROCESS_GROUP;
 	c.max_inflight = 1;
@@ -450,7 +451,7 @@ static char exec_env[96];
 static void
 cfg_exec_log(struct sipc_config *c, char *const *argv, unsigned workers)
 {
-	static const char *env_set[2];
+	static const char *env_set[3];
 	int fd;
 
 	snprintf(exec_log, sizeof(exec_log), "/tmp/sipc-life-exec-XXXXXX");
@@ -458,7 +459,8 @@ cfg_exec_log(struct sipc_config *c, char *const *argv, unsigned workers)
 	close(fd);
 	snprintf(exec_env, sizeof(exec_env), "SIPC_EXEC_LOG=%s", exec_log);
 	env_set[0] = exec_env;
-	env_set[1] = NULL;
+	env_set[1] = "SIPC_FX_ACCEPT=frames";     /* pred_one_accepted() */
+	env_set[2] = NULL;
 	st_cfg_base(c, "echo", argv, workers);
 	c->env_set = env_set;
 }

@@ -257,6 +257,7 @@ test_replymem_wait_ends_when_worker_dies(void)
 	unsigned slow = 0, waiter;
 
 	st_cfg_base(&c, "framelog", argv, 2);
+	c.env_set = st_env_accept_frames;     /* pred_accepted_on() */
 	c.max_payload = 400000;
 	c.ring_bytes = 500000;
 	c.mem_ceiling = 600000;

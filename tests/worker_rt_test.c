@@ -3,17 +3,23 @@
  * real child process (forked, or a fixture from fixtures/ started with
  * posix_spawn) on one end of a socket pair placed at descriptor 3; the
  * test plays the supervisor with the frame codec.  Single-threaded.
+ * Most tests read start evidence as ACCEPT frames (the runtime without
+ * a start counter); the start_counter tests read the counter.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,6 +28,7 @@
 #include "sipc.h"
 #include "sipc_worker.h"
 #include "testlib.h"
+#include "worker_rt.h"
 
 #define DEADLINE_MS 20000
 
@@ -135,6 +142,7 @@ child_main(int fd, const char *const *env)
 	setenv("SIPC_FD", "3", 1);
 	for (; env != NULL && *env != NULL; env += 2)
 		setenv(env[0], env[1], 1);
+	sipc__worker_start_counter(getenv("TEST_START_COUNTER") != NULL);
 	if (sipc_worker_open(&w) < 0)
 		_exit(X_OPENFAIL);
 	sipc_worker_set_cancel(w, child_cancel);
@@ -193,6 +201,7 @@ start_fixture(struct peer *p, char *const argv[], const char *extra_env)
 		if (strncmp(*e, "SIPC_", 5) != 0)
 			envp[n++] = *e;
 	envp[n++] = "SIPC_FD=3";
+	envp[n++] = "SIPC_FX_ACCEPT=frames";   /* fixtures/fixture.h */
 	if (extra_env != NULL)
 		envp[n++] = (char *)extra_env;
 	envp[n] = NULL;
@@ -509,6 +518,157 @@ test_worker_rt_crash_in_batch_accepts_only_started(void)
 		CU_FAIL("a frame after the crashing request's ACCEPT");
 	free(f.payload);
 	CU_ASSERT(exited_with(finish(&p), X_DIED));
+}
+
+/*
+ * The HELLO of a runtime with a start counter: flag START_COUNTER (and
+ * not ACCEPTS), and on its bytes one descriptor, taken here with
+ * recvmsg() as the supervisor's reader does.  Returns the counter
+ * mapped read-only, checked as CONTRACT A5 describes it: a memfd of 8
+ * bytes sealed against shrinking, growing and resealing.
+ */
+static const _Atomic uint64_t *
+expect_counter_hello(struct peer *p)
+{
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} ctl;
+	struct iovec iov = { p->buf, sizeof(p->buf) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+	    .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf) };
+	struct pollfd pfd = { p->fd, POLLIN, 0 };
+	struct sipc_hello h = { 0 };
+	struct cmsghdr *c;
+	struct stat st;
+	uint8_t *pl;
+	uint32_t len;
+	ssize_t n;
+	void *m;
+	int fd = -1;
+
+	CU_ASSERT_FATAL(poll(&pfd, 1, DEADLINE_MS) == 1);
+	n = recvmsg(p->fd, &mh, MSG_CMSG_CLOEXEC);
+	CU_ASSERT_FATAL(n >= SIPC_FRAME_HDR_LEN + SIPC_HELLO_LEN);
+	p->off = 0;
+	p->len = (size_t)n;
+	c = CMSG_FIRSTHDR(&mh);
+	CU_ASSERT_FATAL(c != NULL && c->cmsg_level == SOL_SOCKET &&
+	    c->cmsg_type == SCM_RIGHTS &&
+	    c->cmsg_len == CMSG_LEN(sizeof(int)));
+	memcpy(&fd, CMSG_DATA(c), sizeof(fd));
+	pl = expect(p, SIPC_FT_HELLO, 0, &len);
+	CU_ASSERT_EQUAL(sipc__hello_decode(pl, len, &h), 0);
+	CU_ASSERT_EQUAL(h.flags, SIPC_HELLO_F_START_COUNTER);
+	free(pl);
+	CU_ASSERT_EQUAL(fcntl(fd, F_GET_SEALS),
+	    F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
+	CU_ASSERT_FATAL(fstat(fd, &st) == 0);
+	CU_ASSERT_EQUAL(st.st_size, SIPC_START_COUNTER_LEN);
+	m = mmap(NULL, SIPC_START_COUNTER_LEN, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	CU_ASSERT_FATAL(m != MAP_FAILED);
+	return m;
+}
+
+/* Descriptors of `pid` that are a memfd named "sipc-start". */
+static int
+counter_fds_of(pid_t pid)
+{
+	char dir[64], path[320], link[128];
+	struct dirent *e;
+	DIR *d;
+	ssize_t n;
+	int cnt = 0;
+
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
+	if ((d = opendir(dir)) == NULL)
+		return -1;
+	while ((e = readdir(d)) != NULL) {
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n > 0) {
+			link[n] = '\0';
+			cnt += strstr(link, "memfd:sipc-start") != NULL;
+		}
+	}
+	closedir(d);
+	return cnt;
+}
+
+/*
+ * With a start counter, no ACCEPT frame at all: each request is counted
+ * before its handler runs, so after N replies the counter says N, and
+ * the worker keeps no descriptor of the memfd (only its mapping).
+ */
+static void
+test_worker_rt_start_counter_counts_each_request(void)
+{
+	const char *env[] = { "TEST_START_COUNTER", "1", NULL };
+	const _Atomic uint64_t *ctr;
+	char msg[16];
+	struct peer p;
+	uint8_t *pl;
+	uint32_t len;
+
+	start_fork(&p, env, NULL, 0);
+	ctr = expect_counter_hello(&p);
+	CU_ASSERT_EQUAL(atomic_load(ctr), 0);
+	for (int i = 1; i <= 5; i++) {
+		snprintf(msg, sizeof(msg), "msg%d", i);
+		send_frame(&p, SIPC_FT_REQUEST, (uint64_t)i, msg, 4);
+		pl = expect(&p, SIPC_FT_REPLY, (uint64_t)i, &len);
+		CU_ASSERT(len == 4 && memcmp(pl, msg, 4) == 0);
+		free(pl);
+		CU_ASSERT_EQUAL(atomic_load(ctr), (uint64_t)i);
+	}
+	CU_ASSERT_EQUAL(counter_fds_of(p.pid), 0);
+	CU_ASSERT(exited_with(finish(&p), 0));
+	CU_ASSERT_EQUAL(atomic_load(ctr), 5);  /* outlives the worker */
+	munmap((void *)(uintptr_t)ctr, SIPC_START_COUNTER_LEN);
+}
+
+/*
+ * The crash of test_worker_rt_crash_in_batch_accepts_only_started with
+ * a start counter: the replies of every earlier request reached the
+ * channel, no frame names the crashing request or any behind it, and
+ * the counter, read after the worker is dead, names exactly K.
+ */
+static void
+test_worker_rt_start_counter_crash_in_batch(void)
+{
+	enum { N = 8, K = 4 };
+	const char *env[] = { "TEST_START_COUNTER", "1", NULL };
+	const _Atomic uint64_t *ctr;
+	uint8_t pre[N * 64], *pl;
+	struct sipc_frame f;
+	struct peer p;
+	uint32_t len;
+	char msg[16];
+	size_t n = 0;
+
+	for (int i = 1; i <= N; i++) {
+		snprintf(msg, sizeof(msg), "msg%d", i);
+		n += i == K ? put_frame(pre + n, SIPC_FT_REQUEST, (uint64_t)i,
+		    "die", 3) : put_frame(pre + n, SIPC_FT_REQUEST,
+		    (uint64_t)i, msg, 4);
+	}
+	start_fork(&p, env, pre, n);
+	ctr = expect_counter_hello(&p);
+	for (int i = 1; i < K; i++) {
+		snprintf(msg, sizeof(msg), "msg%d", i);
+		pl = expect(&p, SIPC_FT_REPLY, (uint64_t)i, &len);
+		CU_ASSERT(len == 4 && memcmp(pl, msg, 4) == 0);
+		free(pl);
+	}
+	memset(&f, 0, sizeof(f));
+	CU_ASSERT_EQUAL(recv_frame(&p, &f), 1);
+	if (f.payload != NULL)
+		CU_FAIL("a frame after the last reply before the crash");
+	free(f.payload);
+	CU_ASSERT(exited_with(finish(&p), X_DIED));
+	CU_ASSERT_EQUAL(atomic_load(ctr), K);
+	munmap((void *)(uintptr_t)ctr, SIPC_START_COUNTER_LEN);
 }
 
 /* Interleaved traffic: for every id, ACCEPT strictly before REPLY. */
@@ -919,6 +1079,10 @@ main(void)
 		  test_worker_rt_accepts_each_right_before_its_handler },
 		{ "test_worker_rt_crash_in_batch_accepts_only_started",
 		  test_worker_rt_crash_in_batch_accepts_only_started },
+		{ "test_worker_rt_start_counter_counts_each_request",
+		  test_worker_rt_start_counter_counts_each_request },
+		{ "test_worker_rt_start_counter_crash_in_batch",
+		  test_worker_rt_start_counter_crash_in_batch },
 		{ "test_worker_rt_accept_precedes_reply",
 		  test_worker_rt_accept_precedes_reply },
 		{ "test_worker_rt_error_frame_encoding",

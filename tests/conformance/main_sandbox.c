@@ -271,9 +271,11 @@ maps_missing(long pid, const struct sipc__elfdeps *d, int *ret_files)
 		    file[0] != '/')
 			continue;
 		/* A file the process made itself in its own /tmp (TSan's
-		 * runtime maps /tmp/tsan.rodata.PID) is no host file. */
-		if (!sipc__elfdeps_has(d, file) && strncmp(file, "/tmp/",
-		    5) == 0)
+		 * runtime maps /tmp/tsan.rodata.PID), or a memfd (the
+		 * runtime's start counter, "/memfd:sipc-start"), is no host
+		 * file. */
+		if (!sipc__elfdeps_has(d, file) && (strncmp(file, "/tmp/",
+		    5) == 0 || strncmp(file, "/memfd:", 7) == 0))
 			continue;
 		++*ret_files;
 		if (!sipc__elfdeps_has(d, file)) {

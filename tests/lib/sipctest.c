@@ -119,6 +119,10 @@ st_cfg_init(struct sipc_config *c, const char *fixture, char *const *argv,
 	c->init_path = tl_init_path();
 }
 
+const char *const st_env_accept_frames[] = {
+	"SIPC_FX_ACCEPT=frames", NULL
+};
+
 void
 st_cfg_base(struct sipc_config *c, const char *fixture, char *const *argv,
             unsigned workers)

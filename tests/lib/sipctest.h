@@ -83,6 +83,10 @@ void st_cfg_init(struct sipc_config *c, const char *fixture,
  * 3 s, cancel grace 200 ms, restart backoff 20..200 ms) and st_log_fn as
  * the log callback.
  */
+/* env_set for a runtime fixture that writes ACCEPT frames instead of
+ * offering a start counter (CONTRACT A5; fixtures/fixture.h): for tests
+ * that watch ACCEPTs arrive (frames_in). */
+extern const char *const st_env_accept_frames[];
 void st_cfg_base(struct sipc_config *c, const char *fixture,
                  char *const *argv, unsigned workers);
 
