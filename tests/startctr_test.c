@@ -16,7 +16,6 @@
  * Threads: the CUnit thread; outcomes arrive in an st_outbox on library
  * threads.  Waits are on events with generous deadlines.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,23 +33,7 @@
 static int
 fixture_memfds(void)
 {
-	char path[320], link[128];
-	struct dirent *e;
-	DIR *d = opendir("/proc/self/fd");
-	ssize_t n;
-	int cnt = 0;
-
-	CU_ASSERT_FATAL(d != NULL);
-	while ((e = readdir(d)) != NULL) {
-		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
-		n = readlink(path, link, sizeof(link) - 1);
-		if (n > 0) {
-			link[n] = '\0';
-			cnt += strstr(link, "memfd:sipc-test-ctr") != NULL;
-		}
-	}
-	closedir(d);
-	return cnt;
+	return tl_count_fds_to(0, "memfd:sipc-test-ctr");
 }
 
 /* A worker whose first generation offers an unfit counter: refused at

@@ -6,7 +6,6 @@
  * Most tests read start evidence as ACCEPT frames (the runtime without
  * a start counter); the start_counter tests read the counter.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -478,6 +477,22 @@ test_worker_rt_accepts_each_right_before_its_handler(void)
 	CU_ASSERT(exited_with(finish(&p), 0));
 }
 
+/* Requests 1..n, "msgI" each, but "die" at k, in pre[]: their bytes. */
+static size_t
+crash_batch(uint8_t *pre, int n, int k)
+{
+	char msg[16];
+	size_t len = 0;
+
+	for (int i = 1; i <= n; i++) {
+		snprintf(msg, sizeof(msg), "msg%d", i);
+		len += i == k ? put_frame(pre + len, SIPC_FT_REQUEST,
+		    (uint64_t)i, "die", 3) : put_frame(pre + len,
+		    SIPC_FT_REQUEST, (uint64_t)i, msg, 4);
+	}
+	return len;
+}
+
 /*
  * A handler in the middle of one read batch crashes the worker: what
  * reached the channel is the ACCEPT and REPLY of every earlier request,
@@ -493,14 +508,8 @@ test_worker_rt_crash_in_batch_accepts_only_started(void)
 	struct peer p;
 	uint32_t len;
 	char msg[16];
-	size_t n = 0;
+	size_t n = crash_batch(pre, N, K);
 
-	for (int i = 1; i <= N; i++) {
-		snprintf(msg, sizeof(msg), "msg%d", i);
-		n += i == K ? put_frame(pre + n, SIPC_FT_REQUEST, (uint64_t)i,
-		    "die", 3) : put_frame(pre + n, SIPC_FT_REQUEST,
-		    (uint64_t)i, msg, 4);
-	}
 	start_fork(&p, NULL, pre, n);
 	expect_hello(&p);
 	for (int i = 1; i < K; i++) {
@@ -571,31 +580,6 @@ expect_counter_hello(struct peer *p)
 	return m;
 }
 
-/* Descriptors of `pid` that are a memfd named "sipc-start". */
-static int
-counter_fds_of(pid_t pid)
-{
-	char dir[64], path[320], link[128];
-	struct dirent *e;
-	DIR *d;
-	ssize_t n;
-	int cnt = 0;
-
-	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
-	if ((d = opendir(dir)) == NULL)
-		return -1;
-	while ((e = readdir(d)) != NULL) {
-		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		n = readlink(path, link, sizeof(link) - 1);
-		if (n > 0) {
-			link[n] = '\0';
-			cnt += strstr(link, "memfd:sipc-start") != NULL;
-		}
-	}
-	closedir(d);
-	return cnt;
-}
-
 /*
  * With a start counter, no ACCEPT frame at all: each request is counted
  * before its handler runs, so after N replies the counter says N, and
@@ -622,7 +606,7 @@ test_worker_rt_start_counter_counts_each_request(void)
 		free(pl);
 		CU_ASSERT_EQUAL(atomic_load(ctr), (uint64_t)i);
 	}
-	CU_ASSERT_EQUAL(counter_fds_of(p.pid), 0);
+	CU_ASSERT_EQUAL(tl_count_fds_to(p.pid, "memfd:sipc-start"), 0);
 	CU_ASSERT(exited_with(finish(&p), 0));
 	CU_ASSERT_EQUAL(atomic_load(ctr), 5);  /* outlives the worker */
 	munmap((void *)(uintptr_t)ctr, SIPC_START_COUNTER_LEN);
@@ -645,14 +629,8 @@ test_worker_rt_start_counter_crash_in_batch(void)
 	struct peer p;
 	uint32_t len;
 	char msg[16];
-	size_t n = 0;
+	size_t n = crash_batch(pre, N, K);
 
-	for (int i = 1; i <= N; i++) {
-		snprintf(msg, sizeof(msg), "msg%d", i);
-		n += i == K ? put_frame(pre + n, SIPC_FT_REQUEST, (uint64_t)i,
-		    "die", 3) : put_frame(pre + n, SIPC_FT_REQUEST,
-		    (uint64_t)i, msg, 4);
-	}
 	start_fork(&p, env, pre, n);
 	ctr = expect_counter_hello(&p);
 	for (int i = 1; i < K; i++) {

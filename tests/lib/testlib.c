@@ -78,6 +78,32 @@ tl_count_fds(void)
 }
 
 int
+tl_count_fds_to(int pid, const char *needle)
+{
+	char dir[64], path[320], link[256];
+	struct dirent *e;
+	DIR *d;
+	ssize_t n;
+	int cnt = 0;
+
+	if (pid == 0)
+		snprintf(dir, sizeof(dir), "/proc/self/fd");
+	else
+		snprintf(dir, sizeof(dir), "/proc/%d/fd", pid);
+	if ((d = opendir(dir)) == NULL)
+		return -1;
+	while ((e = readdir(d)) != NULL) {
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		if ((n = readlink(path, link, sizeof(link) - 1)) > 0) {
+			link[n] = '\0';
+			cnt += strstr(link, needle) != NULL;
+		}
+	}
+	closedir(d);
+	return cnt;
+}
+
+int
 tl_count_threads(void)
 {
 	return count_dir("/proc/self/task");

@@ -50,6 +50,9 @@ bool tl_wait_until(bool (*cond)(void *), void *arg, int timeout_ms);
 
 /* Process resource counts for leak checks. */
 int tl_count_fds(void);
+/* Descriptors of process `pid` (0: this one) whose link target contains
+ * `needle` ("memfd:name"); -1 if its fd directory cannot be read. */
+int tl_count_fds_to(int pid, const char *needle);
 int tl_count_threads(void);
 /* Children of this process (any state) and zombie children. */
 int tl_count_children(void);
