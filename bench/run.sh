@@ -257,6 +257,9 @@ for n in 4 16 64 256; do
 	info "scale_w${n}_vs_raw_scale_w${n}_64_msgs" "sipc_scale_w${n}_64_msgs" "raw_scale_w${n}_64_msgs"
 done
 info req_64_vs_newline_proto_crosscpu sipc_pipe_w1_64_msgs newline_proto_64_crosscpu_reqs
+# A load refilled one request per completion, against the same limits.
+info pipe_64_each_msgs_vs_raw_pipelined sipc_pipe_w1_64_each_msgs raw_pipelined_64_msgs
+info cpu_per_req_64_each_vs_raw_pipelined sipc_cost_pipe_w1_64_each_cpu_per_req raw_pipelined_64_cpu_per_msg
 # The start counter against the same exact rule in ACCEPT frames.
 info accept_counter_vs_frames_call_64_p50 sipc_accept_exact_call_64_p50 sipc_accept_frames_call_64_p50
 info accept_counter_vs_frames_pipe_64_msgs sipc_accept_exact_pipe_64_msgs sipc_accept_frames_pipe_64_msgs

@@ -201,9 +201,10 @@ snap_take(struct snap *sn, pid_t wpid, const struct futex_ctr *fc)
 }
 
 /* Pipelined, 1 worker, `size` bytes with the pipe section's window:
- * msg/s, CPU and context switches per OK reply. */
+ * msg/s, CPU and context switches per OK reply; `tag` "" or "_each"
+ * (load_refill_each, sipc_load.h) in the metric names. */
 static int
-cost_pipe(size_t size, double warm, double dur)
+cost_pipe(size_t size, double warm, double dur, const char *tag)
 {
 	static struct load L;
 	struct snap a, b;
@@ -238,11 +239,11 @@ cost_pipe(size_t size, double warm, double dur)
 	if (rc < 0 || n1 <= n0)
 		goto out;
 	metricf((double)(n1 - n0) / bench_secs(t0, t1), "msg/s",
-	    "sipc_cost_pipe_w1_%zu_msgs", size);
+	    "sipc_cost_pipe_w1_%zu%s_msgs", size, tag);
 	metricf((b.cpu_us - a.cpu_us) / (double)(n1 - n0), "us",
-	    "sipc_cost_pipe_w1_%zu_cpu_per_req", size);
+	    "sipc_cost_pipe_w1_%zu%s_cpu_per_req", size, tag);
 	metricf((b.ctxsw - a.ctxsw) / (double)(n1 - n0), "switches",
-	    "sipc_cost_pipe_w1_%zu_ctxsw_per_req", size);
+	    "sipc_cost_pipe_w1_%zu%s_ctxsw_per_req", size, tag);
 out:
 	sipc_destroy(s);
 	return rc < 0 ? -1 : 0;
@@ -336,9 +337,14 @@ sec_cost(void)
 		return -1;
 	/* 64 B carries the target; the larger sizes show where the
 	 * pipelined path's time goes as frames grow. */
-	if (cost_pipe(64, warm, dur) < 0 || cost_pipe(4096, warm, dur) < 0)
+	if (cost_pipe(64, warm, dur, "") < 0 || cost_pipe(4096, warm, dur,
+	    "") < 0 || cost_pipe(1048576, warm, dur, "") < 0)
 		return -1;
-	return cost_pipe(1048576, warm, dur);
+	/* The same 64 B load refilled one request per completion. */
+	load_refill_each = true;
+	rc = cost_pipe(64, warm, dur, "_each");
+	load_refill_each = false;
+	return rc;
 }
 
 /*

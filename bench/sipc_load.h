@@ -2,12 +2,20 @@
  * sipc_load.h - load generator and latency histogram for sipc_bench.c,
  * using only the public API of include/sipc.h.
  *
- * A load keeps `window` requests of `size` bytes outstanding: submitter
- * threads take a slot from a counting semaphore and call sipc_submit();
- * the completion callback (a library thread, no library lock held)
- * records the outcome and gives the slot back.  The submit time travels
- * in the callback's `arg`, so there is no per-request allocation in the
- * generator itself.
+ * A load keeps up to `window` requests of `size` bytes outstanding:
+ * submitter threads submit while fewer than `window` are out, and sleep
+ * when the window is full until completions have drained it to half
+ * (the completion that crosses that mark posts one wake-up).  The
+ * completion callback (a library thread, no library lock held) records
+ * the outcome.  This is the raw pipelined baseline's throttle: its
+ * writer blocks on a full socket buffer and the kernel wakes it once the
+ * reader has drained part of it, not per message read.  The submit time
+ * travels in the callback's `arg`, so there is no per-request allocation
+ * in the generator itself.  With load_refill_each set before
+ * load_start(), every completion of a full window wakes a submitter
+ * (the low mark is window - 1): a client that submits one request per
+ * completion, the generator this bench used before; the `pipe` and
+ * `cost` sections print that figure beside the other at 64 B.
  *
  * Threads: submitters write only the atomics; callbacks write atomics and
  * histogram buckets (atomic adds); the bench's main thread starts, reads
@@ -111,7 +119,8 @@ struct load {
 	unsigned nthreads;
 	unsigned timeout_ms;
 	uint8_t *payload;
-	sem_t slots;
+	unsigned low;                           /* wake submitters at this */
+	sem_t wake;                             /* one post per crossing */
 	atomic_bool stop;
 	atomic_int phase;
 	struct track *track;                    /* NULL: no per-slot data */
@@ -122,6 +131,7 @@ struct load {
 };
 
 static struct load *bench_cur;
+static bool load_refill_each;
 
 static inline void
 load_track(struct load *L, const struct sipc_result *res, uint64_t lat)
@@ -158,8 +168,8 @@ load_done(void *arg, struct sipc_result *res)
 	if (L->track != NULL)
 		load_track(L, res, lat);
 	sipc_result_release(res);
-	atomic_fetch_sub(&L->outstanding, 1);
-	sem_post(&L->slots);
+	if (atomic_fetch_sub(&L->outstanding, 1) == L->low + 1)
+		sem_post(&L->wake);
 }
 
 static void *
@@ -174,11 +184,18 @@ load_submitter(void *arg)
 	int rc;
 
 	for (;;) {
-		while (sem_wait(&L->slots) < 0 && errno == EINTR)
-			;
 		if (atomic_load(&L->stop))
 			break;
-		atomic_fetch_add(&L->outstanding, 1);
+		/* Full: sleep until the window drained to `low`.  The
+		 * crossing comes after this check, and a post made before
+		 * the wait is not lost (the semaphore counts it); an extra
+		 * post only costs a second look. */
+		if (atomic_fetch_add(&L->outstanding, 1) >= L->window) {
+			atomic_fetch_sub(&L->outstanding, 1);
+			while (sem_wait(&L->wake) < 0 && errno == EINTR)
+				;
+			continue;
+		}
 		t = bench_now_ns();
 		rc = sipc_submit(L->s, &req, load_done, (void *)(uintptr_t)t,
 		    NULL);
@@ -187,7 +204,6 @@ load_submitter(void *arg)
 			atomic_fetch_sub(&L->outstanding, 1);
 			atomic_fetch_add(&L->submit_err, 1);
 			atomic_store(&L->last_error, rc);
-			sem_post(&L->slots);
 			bench_sleep_ms(1);
 			continue;
 		}
@@ -216,7 +232,8 @@ load_start(struct load *L, sipc_supervisor *s, size_t size, unsigned window,
 	if ((L->payload = malloc(size ? size : 1)) == NULL)
 		return -ENOMEM;
 	bench_fill(L->payload, size, (uint32_t)size);
-	sem_init(&L->slots, 0, window);
+	L->low = load_refill_each && window > 0 ? window - 1 : window / 2;
+	sem_init(&L->wake, 0, 0);
 	bench_cur = L;
 	for (i = 0; i < L->nthreads; i++)
 		if ((rc = pthread_create(&L->th[i], NULL, load_submitter, L))) {
@@ -237,7 +254,7 @@ load_stop(struct load *L, unsigned wait_ms)
 
 	atomic_store(&L->stop, true);
 	for (i = 0; i < L->nthreads; i++)
-		sem_post(&L->slots);
+		sem_post(&L->wake);
 	for (i = 0; i < L->nthreads; i++)
 		pthread_join(L->th[i], NULL);
 	while (atomic_load(&L->outstanding) > 0) {
@@ -245,7 +262,7 @@ load_stop(struct load *L, unsigned wait_ms)
 			return -ETIMEDOUT;
 		bench_sleep_ms(1);
 	}
-	sem_destroy(&L->slots);
+	sem_destroy(&L->wake);
 	free(L->payload);
 	L->payload = NULL;
 	return 0;
