@@ -186,16 +186,17 @@ load_submitter(void *arg)
 	for (;;) {
 		if (atomic_load(&L->stop))
 			break;
-		/* Full: sleep until the window drained to `low`.  The
-		 * crossing comes after this check, and a post made before
-		 * the wait is not lost (the semaphore counts it); an extra
-		 * post only costs a second look. */
-		if (atomic_fetch_add(&L->outstanding, 1) >= L->window) {
-			atomic_fetch_sub(&L->outstanding, 1);
+		/* Full: sleep until the window drained to `low`.  Only
+		 * completions move the count down, so the crossing comes
+		 * after this look, and a post made before the wait is not
+		 * lost (the semaphore counts it); an extra post only costs a
+		 * second look.  (Two submitters may overshoot by one.) */
+		if (atomic_load(&L->outstanding) >= L->window) {
 			while (sem_wait(&L->wake) < 0 && errno == EINTR)
 				;
 			continue;
 		}
+		atomic_fetch_add(&L->outstanding, 1);
 		t = bench_now_ns();
 		rc = sipc_submit(L->s, &req, load_done, (void *)(uintptr_t)t,
 		    NULL);
