@@ -345,16 +345,20 @@ sec_call(void)
 }
 
 /* Pipelined throughput at 1, 2, 4 workers and three payload sizes, from
- * one and from two submitting threads: the figure is the better (the
- * raw baselines' is the best channel at its better placement).  One
- * spares the load generator's wake-ups (LOAD_SUBMITTERS); two copy
- * large payloads into the library (the API copies) on two CPUs. */
+ * one and from two submitting threads refilling at half the window, and
+ * from one refilling one request per completion (load_refill_each,
+ * sipc_load.h): the figure is the best of the three (the raw baselines'
+ * is the best channel at its better placement).  One thread spares the
+ * load generator's wake-ups (LOAD_SUBMITTERS); two copy large payloads
+ * into the library (the API copies) on two CPUs; refilling at half
+ * spares wake-ups and batches writes, refilling per completion keeps a
+ * submitter copying large payloads while the worker runs. */
 static int
 sec_pipe(void)
 {
 	static const unsigned nw[] = { 1, 2, 4 };
 	double dur = O.quick ? 0.4 : 2.0, warm = O.quick ? 0.2 : 0.5;
-	double rate[2], best;
+	double rate[3], best;
 	struct sipc_config c;
 	sipc_supervisor *s;
 	unsigned window, t;
@@ -379,17 +383,21 @@ sec_pipe(void)
 				    "sipc_pipe_w%u_%zu_%usub_msgs", nw[w],
 				    sizes[i], t + 1);
 			}
+			load_refill_each = true;
+			t = (unsigned)measure_tput(s, sizes[i], window, 1, warm,
+			    dur, &rate[2], NULL);
+			load_refill_each = false;
+			if ((int)t < 0) {
+				sipc_destroy(s);
+				return -1;
+			}
+			metricf(rate[2], "msg/s", "sipc_pipe_w%u_%zu_each_msgs",
+			    nw[w], sizes[i]);
 			best = rate[0] >= rate[1] ? rate[0] : rate[1];
+			if (rate[2] > best)
+				best = rate[2];
 			metricf(best, "msg/s", "sipc_pipe_w%u_%zu_msgs", nw[w],
 			    sizes[i]);
-			/* Beside it, at 64 B: a load refilled one request
-			 * per completion (sipc_load.h), one submitter. */
-			load_refill_each = sizes[i] == 64;
-			if (load_refill_each && measure_tput(s, 64, window,
-			    1, warm, dur, &rate[0], NULL) == 0)
-				metricf(rate[0], "msg/s",
-				    "sipc_pipe_w%u_64_each_msgs", nw[w]);
-			load_refill_each = false;
 			metricf(best * (double)sizes[i] / 1e6, "MB/s",
 			    "sipc_pipe_w%u_%zu_mbps", nw[w], sizes[i]);
 		}
