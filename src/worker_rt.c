@@ -393,8 +393,16 @@ rt_hello(sipc_worker *w, int ctr_fd)
 	memcpy(CMSG_DATA(c), &ctr_fd, sizeof(int));
 	while ((n = sendmsg(w->fd, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
 		;
-	if (n < 0)
+	if (n < 0 && (errno == EPIPE || errno == ECONNRESET))
 		return w->err = -errno;
+	if (n < 0) {
+		/* The descriptor was refused (a policy on SCM_RIGHTS, the
+		 * peer's limit): nothing was sent; ACCEPT frames instead. */
+		(void)munmap(w->started, SIPC_START_COUNTER_LEN);
+		w->started = NULL;
+		w->out_len = 0;
+		return rt_hello(w, -1);
+	}
 	memmove(w->out, w->out + n, w->out_len - (size_t)n);
 	w->out_len -= (size_t)n;
 	return sipc_worker_flush(w);

@@ -23,8 +23,9 @@ void sipc__worker_accept_batch(sipc_worker *w, bool on);
 /*
  * Tests and benchmark only: with `on` false, the next sipc_worker_open()
  * offers no start counter (CONTRACT A5) and the runtime writes an ACCEPT
- * frame before each handler instead, as it does when memfd_create()
- * fails.  Default: on.  Call it before sipc_worker_open().
+ * frame before each handler instead, as it does when memfd_create() or
+ * sending the descriptor fails.  Default: on.  Call it before
+ * sipc_worker_open().
  */
 void sipc__worker_start_counter(bool on);
 

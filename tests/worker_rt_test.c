@@ -16,8 +16,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -128,6 +134,33 @@ child_idle(sipc_worker *w, void *arg)
 	}
 }
 
+/* TEST_DENY_SENDMSG: sendmsg() fails with EPERM in this process (a
+ * seccomp filter), as a policy refusing descriptors would make it. */
+static void
+deny_sendmsg(void)
+{
+#if defined(__x86_64__)
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+		    offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+		    offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_sendmsg, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { sizeof(f) / sizeof(f[0]), f };
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0)
+		_exit(X_OTHER);
+#else
+	_exit(X_OTHER);
+#endif
+}
+
 static void __attribute__((noreturn))
 child_main(int fd, const char *const *env)
 {
@@ -142,6 +175,8 @@ child_main(int fd, const char *const *env)
 	for (; env != NULL && *env != NULL; env += 2)
 		setenv(env[0], env[1], 1);
 	sipc__worker_start_counter(getenv("TEST_START_COUNTER") != NULL);
+	if (getenv("TEST_DENY_SENDMSG") != NULL)
+		deny_sendmsg();
 	if (sipc_worker_open(&w) < 0)
 		_exit(X_OPENFAIL);
 	sipc_worker_set_cancel(w, child_cancel);
@@ -649,6 +684,35 @@ test_worker_rt_start_counter_crash_in_batch(void)
 	munmap((void *)(uintptr_t)ctr, SIPC_START_COUNTER_LEN);
 }
 
+/*
+ * A counter whose descriptor cannot be sent (sendmsg() refused, as a
+ * policy on SCM_RIGHTS would) is dropped before anything went out: the
+ * HELLO announces ACCEPT frames instead, and the runtime sends them.
+ */
+static void
+test_worker_rt_start_counter_refused_falls_back_to_accept(void)
+{
+	const char *env[] = { "TEST_START_COUNTER", "1", "TEST_DENY_SENDMSG",
+	    "1", NULL };
+	struct peer p;
+	uint8_t *pl;
+	uint32_t len;
+
+#if !defined(__x86_64__)
+	CU_PASS("the seccomp filter of this test is written for x86_64");
+	return;
+#endif
+	start_fork(&p, env, NULL, 0);
+	expect_hello(&p);             /* flags: SIPC_HELLO_F_ACCEPTS */
+	send_frame(&p, SIPC_FT_REQUEST, 3, "abc", 3);
+	free(expect(&p, SIPC_FT_ACCEPT, 3, NULL));
+	pl = expect(&p, SIPC_FT_REPLY, 3, &len);
+	CU_ASSERT(len == 3 && memcmp(pl, "abc", 3) == 0);
+	free(pl);
+	CU_ASSERT_EQUAL(tl_count_fds_to(p.pid, "memfd:sipc-start"), 0);
+	CU_ASSERT(exited_with(finish(&p), 0));
+}
+
 /* Interleaved traffic: for every id, ACCEPT strictly before REPLY. */
 static void
 test_worker_rt_accept_precedes_reply(void)
@@ -1061,6 +1125,8 @@ main(void)
 		  test_worker_rt_start_counter_counts_each_request },
 		{ "test_worker_rt_start_counter_crash_in_batch",
 		  test_worker_rt_start_counter_crash_in_batch },
+		{ "test_worker_rt_start_counter_refused_falls_back_to_accept",
+		  test_worker_rt_start_counter_refused_falls_back_to_accept },
 		{ "test_worker_rt_accept_precedes_reply",
 		  test_worker_rt_accept_precedes_reply },
 		{ "test_worker_rt_error_frame_encoding",
