@@ -15,7 +15,9 @@
  * load_start(), every completion of a full window wakes a submitter
  * (the low mark is window - 1): a client that submits one request per
  * completion, the generator this bench used before; the `pipe` and
- * `cost` sections print that figure beside the other at 64 B.
+ * `cost` sections print that figure beside the other at 64 B.  With a
+ * window of 0 the generator never holds a submitter back: the library
+ * does (sipc_submit() blocks while the queues are full).
  *
  * Threads: submitters write only the atomics; callbacks write atomics and
  * histogram buckets (atomic adds); the bench's main thread starts, reads
@@ -191,7 +193,7 @@ load_submitter(void *arg)
 		 * after this look, and a post made before the wait is not
 		 * lost (the semaphore counts it); an extra post only costs a
 		 * second look.  (Two submitters may overshoot by one.) */
-		if (atomic_load(&L->outstanding) >= L->window) {
+		if (L->window > 0 && atomic_load(&L->outstanding) >= L->window) {
 			while (sem_wait(&L->wake) < 0 && errno == EINTR)
 				;
 			continue;
