@@ -370,6 +370,7 @@ sec_pipe(void)
 	sipc_supervisor *s;
 	unsigned window[NSIZES], t, k;
 	size_t w, i;
+	int rc;
 
 	for (i = 0; i < NSIZES; i++) {
 		window[i] = (unsigned)(64u * MiB / sizes[i]);
@@ -384,11 +385,11 @@ sec_pipe(void)
 		for (i = 0; i < NSIZES; i++)
 			for (t = 0; t < 3; t++) {
 				load_refill_each = t == 2;
-				k = (unsigned)measure_tput(s, sizes[i],
-				    window[i], t == 1 ? 2 : 1, warm, dur,
-				    &rate[i][t], NULL);
+				rc = measure_tput(s, sizes[i], window[i],
+				    t == 1 ? 2 : 1, warm, dur, &rate[i][t],
+				    NULL);
 				load_refill_each = false;
-				if ((int)k < 0) {
+				if (rc < 0) {
 					sipc_destroy(s);
 					return -1;
 				}
@@ -402,10 +403,10 @@ sec_pipe(void)
 			c.ring_frames = k > 65 ? k - 64 : 1;
 			if (sup_start(&c, 10000, &s) < 0)
 				return -1;
-			k = (unsigned)measure_tput(s, sizes[i], 0, 1, warm, dur,
+			rc = measure_tput(s, sizes[i], 0, 1, warm, dur,
 			    &rate[i][3], NULL);
 			sipc_destroy(s);
-			if ((int)k < 0)
+			if (rc < 0)
 				return -1;
 		}
 		for (i = 0; i < NSIZES; i++) {

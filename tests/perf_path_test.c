@@ -118,24 +118,6 @@ self_switches(void)
 	return getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_nvcsw : -1;
 }
 
-/* Voluntary context switches of process `pid` (single-threaded), or -1. */
-static long
-proc_switches(pid_t pid)
-{
-	char path[64], line[128];
-	long v = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	if ((f = fopen(path, "re")) == NULL)
-		return -1;
-	while (fgets(line, sizeof(line), f) != NULL)
-		if (sscanf(line, "voluntary_ctxt_switches: %ld", &v) == 1)
-			break;
-	fclose(f);
-	return v;
-}
-
 /*
  * A synchronous call on an idle worker is written by the caller itself:
  * the writer thread sleeps through all of them.  Before the direct
@@ -172,7 +154,7 @@ test_perf_path_sync_call_leaves_writer_asleep(void)
 	wpid = st_worker_stats(s, 0).pid;
 	w0 = writer_switches_now();
 	r0 = self_switches();
-	k0 = proc_switches(wpid);       /* -1 where it cannot be read: then
+	k0 = tl_proc_switches(wpid);    /* -1 where it cannot be read: then
 	                                 * the caller's count alone */
 	CU_ASSERT_FATAL(w0 >= 0 && r0 >= 0);
 	for (i = 0; i < n; i++) {
@@ -182,7 +164,7 @@ test_perf_path_sync_call_leaves_writer_asleep(void)
 	}
 	w1 = tl_thread_switches("sipc-wr0");
 	r1 = self_switches();
-	k1 = proc_switches(wpid);
+	k1 = tl_proc_switches(wpid);
 	CU_ASSERT_EQUAL(ok, n);
 	CU_ASSERT((r1 - r0) + (k0 >= 0 && k1 >= k0 ? k1 - k0 : 0) >=
 	    (long)n / 10);

@@ -384,24 +384,6 @@ test_worker_rt_hello(void)
 	CU_ASSERT(exited_with(finish(&p), 0)); /* our close is EOF: exit 0 */
 }
 
-/* The child's voluntary context switches (/proc/PID/status), or -1. */
-static long
-voluntary_switches(pid_t pid)
-{
-	char path[64], line[128];
-	long v = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	if ((f = fopen(path, "re")) == NULL)
-		return -1;
-	while (fgets(line, sizeof(line), f) != NULL)
-		if (sscanf(line, "voluntary_ctxt_switches: %ld", &v) == 1)
-			break;
-	fclose(f);
-	return v;
-}
-
 /* Asleep (state S) with `want` bytes waiting on our end. */
 struct idle_want {
 	struct peer *p;
@@ -450,7 +432,7 @@ test_worker_rt_sleeps_through_reply_reads(void)
 	expect_hello(&p);
 	CU_ASSERT_FATAL(tl_wait_until(child_asleep_with_bytes, &w,
 	    DEADLINE_MS));
-	v0 = voluntary_switches(p.pid);
+	v0 = tl_proc_switches(p.pid);
 	CU_ASSERT_FATAL(v0 >= 0);
 	/* ACCEPT (header only) and REPLY (header and one byte) */
 	w.want = 2 * SIPC_FRAME_HDR_LEN + 1;
@@ -465,7 +447,7 @@ test_worker_rt_sleeps_through_reply_reads(void)
 	}
 	w.want = 0;
 	CU_ASSERT(tl_wait_until(child_asleep_with_bytes, &w, DEADLINE_MS));
-	v1 = voluntary_switches(p.pid);
+	v1 = tl_proc_switches(p.pid);
 	/* One a round (it blocks nowhere else), and a margin.  Blocked in
 	 * read(), the child took 129-151 here: the peer's read woke it in
 	 * about a third of the rounds. */

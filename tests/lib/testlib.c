@@ -265,10 +265,36 @@ tl_read_line(int fd, char *buf, size_t len, int ms)
 	return lr_read_line(fd, buf, len, ms);
 }
 
+/* voluntary_ctxt_switches of a /proc status file, or -1. */
+static long
+status_switches(const char *path)
+{
+	char line[128];
+	long v = -1;
+	FILE *f;
+
+	if ((f = fopen(path, "re")) == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "voluntary_ctxt_switches: %ld", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+long
+tl_proc_switches(int pid)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	return status_switches(path);
+}
+
 long
 tl_thread_switches(const char *name)
 {
-	char path[300], comm[32], line[128];
+	char path[300], comm[32];
 	struct dirent *de;
 	long v = -1;
 	DIR *d;
@@ -291,12 +317,7 @@ tl_thread_switches(const char *name)
 			continue;
 		snprintf(path, sizeof(path), "/proc/self/task/%s/status",
 		    de->d_name);
-		if ((f = fopen(path, "re")) == NULL)
-			continue;
-		while (fgets(line, sizeof(line), f) != NULL)
-			if (sscanf(line, "voluntary_ctxt_switches: %ld", &v) == 1)
-				break;
-		fclose(f);
+		v = status_switches(path);
 	}
 	closedir(d);
 	return v;

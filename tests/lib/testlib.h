@@ -66,6 +66,9 @@ bool tl_pid_alive(int pid);
  * (its comm), -1 when there is none; tl_thread_named() is the predicate
  * "such a thread exists" for tl_wait_until (arg: the name). */
 long tl_thread_switches(const char *name);
+/* Voluntary context switches of process `pid` (its main thread's, from
+ * /proc/PID/status), or -1. */
+long tl_proc_switches(int pid);
 bool tl_thread_named(void *name);
 
 /* 1 in an ASan or TSan build (their allocators and spawn paths differ). */
