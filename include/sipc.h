@@ -421,6 +421,13 @@ struct sipc_config {
 	 * in the LIBEXECDIR the library was built for.  Missing or not
 	 * executable where a probe is due: the creation is refused. */
 	const char *probe_path;
+
+	/* Gathering (CONTRACT C8): an asynchronous request joins the worker
+	 * the previous one went to while that worker's queued and written
+	 * requests, at its measured time per reply, take at most this many
+	 * microseconds (1000; 0: never, every request goes to an idle or
+	 * the least loaded worker).  Calls never gather. */
+	unsigned gather_us;
 };
 
 /* Fill `cfg` with the documented defaults (environment UNSET, provider

@@ -19,6 +19,15 @@ sipc__now_ms(void)
 }
 
 int64_t
+sipc__now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int64_t
 sipc__wall_ms(void)
 {
 	return ms_of(CLOCK_REALTIME);

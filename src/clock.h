@@ -12,6 +12,9 @@
 /* Monotonic milliseconds (CLOCK_MONOTONIC): deadlines, timeouts. */
 int64_t sipc__now_ms(void);
 
+/* Monotonic nanoseconds: short intervals (a worker's time per reply). */
+int64_t sipc__now_ns(void);
+
 /* Wall-clock milliseconds since the epoch (CLOCK_REALTIME): only for
  * what outlives the process (journal records, file names). */
 int64_t sipc__wall_ms(void);

@@ -69,6 +69,7 @@ const struct sipc__cfg_key sipc__cfg_keys[] = {
 	NUM(memory_max, 0, SIZE_CAP),
 	NUM(cpu_max_percent, 0, 100000),
 	OTHER(probe_path, SIPC__CK_OPTSTRING),
+	NUM(gather_us, 0, 1000000),
 };
 _Static_assert(sizeof(sipc__cfg_keys) / sizeof(sipc__cfg_keys[0]) ==
     SIPC__CFG_NKEYS, "SIPC__CFG_NKEYS counts the key table");
@@ -105,6 +106,7 @@ config_defaults(struct sipc_config *cfg)
 	cfg->provider = "local";
 	cfg->workers = 2;
 	cfg->max_inflight = 16;
+	cfg->gather_us = 1000;
 	cfg->max_payload = 16 * 1024 * 1024;
 	cfg->ring_frames = 256;
 	cfg->ring_bytes = (size_t)64 * 1024 * 1024;

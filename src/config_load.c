@@ -56,6 +56,7 @@
  *   group_commit_ms 0..60000     pids_max 0..4194304 (0 = unset)
  *   memory_max 0..2^40 bytes (0 = unset)
  *   cpu_max_percent 0..100000 (0 = unset; 100 = one CPU)
+ *   gather_us 0..1000000 (0 = never)
  * Cross-field rules (checked by validation, not while loading, because a
  * later source may fix them): ring_bytes >= max_payload + 24,
  * mem_ceiling >= ring_bytes, restart_cap_ms >= restart_base_ms, no limit

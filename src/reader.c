@@ -191,6 +191,27 @@ writer_flush(struct reader *r, bool force)
 		sipc__reader_refill(sl);
 }
 
+/* Table lock held: a reply read at `now` ends the worker's current
+ * interval; fold it into the mean time per reply that dispatch uses to
+ * gather asynchronous requests (dispatch.c).  Replies read together
+ * count the whole wait once and nothing each after it: their mean is
+ * the worker's rate. */
+static void
+svc_sample(struct sipc__slot *sl, int64_t now)
+{
+	int64_t d = now - sl->svc_from_ns, m = atomic_load_explicit(
+	    &sl->svc_ns, memory_order_relaxed);
+
+	sl->svc_from_ns = now;
+	if (d < 0)
+		d = 0;
+	if (d > UINT32_MAX / 2)
+		d = UINT32_MAX / 2;
+	m = m == 0 ? d + 1 : m + (d - m) / 8;
+	atomic_store_explicit(&sl->svc_ns, (uint32_t)(m > 0 ? m : 1),
+	    memory_order_relaxed);
+}
+
 static void
 on_reply(struct reader *r, struct sipc_frame *f)
 {
@@ -229,6 +250,7 @@ on_reply(struct reader *r, struct sipc_frame *f)
 		r->wake_writer = true;
 		r->wake_at_ms = sipc__now_ms();
 	}
+	svc_sample(sl, r->now_ns);
 	sipc__table_remove(&s->table, q);
 	/* A late answer to a timed-out request is expected and dropped. */
 	won = sipc__outcome_set(s, q, o, 0, true, &res);
@@ -362,8 +384,9 @@ proto_bytes(struct reader *r, const uint8_t *p, size_t n)
 	bool done;
 	long used;
 
+	r->now_ns = sipc__now_ns();
 	atomic_fetch_add(&r->sl->bytes_in, n);
-	atomic_store(&r->sl->last_progress_ms, sipc__now_ms());
+	atomic_store(&r->sl->last_progress_ms, r->now_ns / 1000000);
 	while (n > 0 && !r->rx->proto_done) {
 		if (!frame_reserve(r, p, n)) {
 			if (r->caller) {
@@ -440,8 +463,9 @@ proto_direct(struct reader *r, int fd, bool nonblock, size_t max, bool *used)
 	n = recv(fd, dst, need < max ? need : max, nonblock ? MSG_DONTWAIT : 0);
 	if (n <= 0)
 		return n;
+	r->now_ns = sipc__now_ns();
 	atomic_fetch_add(&r->sl->bytes_in, (uint64_t)n);
-	atomic_store(&r->sl->last_progress_ms, sipc__now_ms());
+	atomic_store(&r->sl->last_progress_ms, r->now_ns / 1000000);
 	sipc__decoder_direct_done(&r->rx->dec, (size_t)n, &f, &done);
 	if (done)
 		frame_done(r, &f);

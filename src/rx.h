@@ -41,6 +41,7 @@ struct reader {
 	struct sipc__slot *sl;
 	struct sipc__rx *rx;
 	bool caller;                  /* a sipc_call() thread */
+	int64_t now_ns;               /* when the bytes being decoded were read */
 	uint8_t *dbuf;                /* reader: diagnostics, READ_BUF */
 	struct sipc__diag diag;       /* reader: the line being cut */
 	bool diag_done;

@@ -179,6 +179,12 @@ struct sipc__slot {
 	/* ---- counters */
 	/* [table] (counts written-unanswered on the current generation) */
 	_Atomic unsigned inflight;
+	/* [table] The worker's time per reply (dispatch.c): svc_from_ns is
+	 * when the current interval began (the write that made the worker
+	 * busy, or its last reply); svc_ns the moving mean, 0 = none yet
+	 * (atomic: dispatch reads it unlocked). */
+	int64_t svc_from_ns;
+	_Atomic uint32_t svc_ns;
 	/* [atomic] progress, for stall detection and stats */
 	_Atomic int64_t last_progress_ms;
 	_Atomic uint64_t bytes_in, bytes_out, frames_in, frames_out;
@@ -258,6 +264,11 @@ struct sipc_supervisor {
 	unsigned nslots;
 	_Atomic uint64_t next_id;
 	atomic_uint rr;               /* dispatch rotation */
+	atomic_uint gather_slot;      /* dispatch: the slot asynchronous
+	                               * requests gather on */
+	atomic_uint busy_hint;        /* dispatch: workers with work, as its
+	                               * last full look counted them */
+	unsigned ncpu;                /* [const] CPUs this process may use */
 	atomic_bool closing;          /* no new submits */
 	atomic_int users;             /* callers inside the API */
 	void *pool_budget;            /* [reaper] struct sipc__pool_budget * */

@@ -12,6 +12,7 @@
  * never holds a request that another worker has room for.
  */
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -376,6 +377,20 @@ sup_free(struct sipc_supervisor *s)
 	free(s);
 }
 
+/* The CPUs this process may run on (dispatch.c scales a worker's time
+ * per reply by them); 1 when the mask cannot be read. */
+static unsigned
+usable_cpus(void)
+{
+	cpu_set_t set;
+	int n;
+
+	if (sched_getaffinity(0, sizeof(set), &set) < 0 ||
+	    (n = CPU_COUNT(&set)) < 1)
+		return 1;
+	return (unsigned)n;
+}
+
 static int
 sup_alloc(const struct sipc_config *cfg, struct sipc_supervisor **ret)
 {
@@ -397,6 +412,7 @@ sup_alloc(const struct sipc_config *cfg, struct sipc_supervisor **ret)
 	s->cfg.init_path = xstrdup(cfg->init_path);
 	s->cfg.probe_path = xstrdup(cfg->probe_path);
 	s->nslots = cfg->workers;
+	s->ncpu = usable_cpus();
 	atomic_init(&s->next_id, 1);
 	*ret = s;
 	if (s->cfg.path == NULL || s->cfg.provider == NULL ||

@@ -144,7 +144,8 @@ mark_written(struct sipc__slot *sl, struct sipc__req *q)
 	q->pid = sl->pid;
 	q->attempts++;
 	q->pos = ++sl->npos;
-	sl->inflight++;
+	if (sl->inflight++ == 0)
+		sl->svc_from_ns = sipc__now_ns();
 }
 
 /* Slot lock held: take up to `room` requests and mark them written. */

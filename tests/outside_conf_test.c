@@ -93,7 +93,7 @@ static const struct { const char *key; size_t off, size; } num_keys[] = {
 	NK(restart_intensity), NK(restart_window_ms),
 	NK(pool_restart_budget), NK(cooldown_ms), NK(worker_nproc_limit),
 	NK(group_commit_ms), NK(pids_max), NK(memory_max),
-	NK(cpu_max_percent),
+	NK(cpu_max_percent), NK(gather_us),
 };
 
 /* sipc_config_init()'s value of numeric key `key`, or -1. */
@@ -180,7 +180,7 @@ test_outside_conf_man_ranges_are_enforced(void)
 		}
 	}
 	fclose(f);
-	CU_ASSERT_EQUAL(rows, 26);   /* every numeric key of the table */
+	CU_ASSERT_EQUAL(rows, 27);   /* every numeric key of the table */
 }
 
 /* sipc.conf(5), EXAMPLE: the example file loads as printed and means

@@ -1,0 +1,232 @@
+/*
+ * dispatch_test.c - which worker a request goes to (CONTRACT C8):
+ * cheap asynchronous requests gather on one worker, work slower than
+ * gather_us never waits behind another request while a worker is idle,
+ * gather_us = 0 spreads, and synchronous calls never gather.
+ *
+ * Each test keeps every worker busy for as long as its burst takes to
+ * submit (a slow fixture), or asks for a bound no echo can miss
+ * (gather_us of one second), so what is asserted is the rule, not the
+ * machine's speed.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sipc.h"
+#include "sipctest.h"
+#include "testlib.h"
+
+#define WAIT_MS 30000
+#define NW 4
+
+static struct st_outbox box = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static struct sipc_config
+cfg(const char *fixture, char *const *argv, unsigned gather_us)
+{
+	struct sipc_config c;
+
+	st_cfg_base(&c, fixture, argv, NW);
+	c.handshake_ms = WAIT_MS;
+	c.gather_us = gather_us;
+	return c;
+}
+
+/* Submit `n` asynchronous requests into box slots from..from+n-1 and
+ * wait for their outcomes, which must all be OK. */
+static void
+burst(sipc_supervisor *s, unsigned from, unsigned n)
+{
+	static struct st_outslot o[ST_OUTBOX_MAX];
+	static const char data[] = "gather";
+	struct sipc_request r = { .payload = data, .len = sizeof(data),
+	    .timeout_ms = WAIT_MS };
+	unsigned i;
+
+	for (i = from; i < from + n; i++) {
+		o[i].box = &box;
+		o[i].i = i;
+		CU_ASSERT_FATAL(sipc_submit(s, &r, st_outbox_done, &o[i],
+		    NULL) == 0);
+	}
+	CU_ASSERT_FATAL(st_outbox_wait(&box, from + n, WAIT_MS));
+	for (i = from; i < from + n; i++)
+		CU_ASSERT_EQUAL(box.res[i].outcome, SIPC_OUTCOME_OK);
+}
+
+/* How many different workers served box slots from..from+n-1. */
+static unsigned
+workers_used(unsigned from, unsigned n)
+{
+	bool seen[NW] = { false };
+	unsigned i, k = 0;
+
+	for (i = from; i < from + n; i++) {
+		uint32_t w = box.res[i].worker_id;
+
+		CU_ASSERT_FATAL(w < NW);
+		if (!seen[w]) {
+			seen[w] = true;
+			k++;
+		}
+	}
+	return k;
+}
+
+static void
+run_burst(const char *fixture, char *const *argv, unsigned gather_us,
+    unsigned n, unsigned want_workers)
+{
+	struct sipc_config c = cfg(fixture, argv, gather_us);
+	sipc_supervisor *s = st_start(&c, NW, WAIT_MS);
+
+	st_outbox_reset(&box);
+	/* One reply first: the worker it came from has a measured time
+	 * per reply, and is where the next asynchronous request looks. */
+	burst(s, 0, 1);
+	burst(s, 1, n);
+	if (workers_used(1, n) != want_workers)
+		fprintf(stderr, "%u requests went to %u workers, want %u\n",
+		    n, workers_used(1, n), want_workers);
+	CU_ASSERT_EQUAL(workers_used(1, n), want_workers);
+	/* ... and the first of the burst went where the warm-up went. */
+	if (want_workers == 1)
+		CU_ASSERT_EQUAL(box.res[1].worker_id, box.res[0].worker_id);
+	st_outbox_release(&box);
+	CU_ASSERT_EQUAL(sipc_destroy(s), 0);
+}
+
+/* Echo answers in far less than a second: with gather_us at one second
+ * all 16 requests of a burst join the worker the first one went to,
+ * though three workers sit idle. */
+static void
+test_dispatch_cheap_requests_gather(void)
+{
+	run_burst("echo", NULL, 1000000, 16, 1);
+}
+
+/* A second a request against the default 1000 us: each request of a
+ * burst of four goes to a worker of its own, never behind another. */
+static void
+test_dispatch_slow_requests_spread(void)
+{
+	char *argv[] = { "slow", "1000", NULL };
+
+	run_burst("slow", argv, 1000, NW, NW);
+}
+
+/* gather_us = 0 spreads a burst of 300 ms requests over the four
+ * workers (each stays busy while the burst is submitted, so an idle
+ * one is always there for the next), where a bound of one second
+ * gathers two of them on one. */
+static void
+test_dispatch_gather_off_spreads(void)
+{
+	char *argv[] = { "slow", "300", NULL };
+	struct sipc_config c = cfg("slow", argv, 0);
+	sipc_supervisor *s = st_start(&c, NW, WAIT_MS);
+
+	st_outbox_reset(&box);
+	burst(s, 0, 1);
+	burst(s, 1, NW);
+	CU_ASSERT_EQUAL(workers_used(1, NW), NW);
+	st_outbox_release(&box);
+	CU_ASSERT_EQUAL(sipc_destroy(s), 0);
+	/* the spread above is gather_us's doing, not the fixture's */
+	run_burst("slow", argv, 1000000, 2, 1);
+}
+
+/* Synchronous calls of 2 s from NW threads, each started once the one
+ * before is written (so no two look at an idle worker together), with
+ * a bound that would gather two of them: each goes to a worker of its
+ * own. */
+struct caller {
+	sipc_supervisor *s;
+	uint32_t worker;
+	enum sipc_outcome outcome;
+};
+
+static void *
+caller_main(void *arg)
+{
+	struct caller *k = arg;
+	static const char data[] = "call";
+	struct sipc_request r = { .payload = data, .len = sizeof(data),
+	    .timeout_ms = WAIT_MS };
+	struct sipc_result res;
+
+	if (sipc_call(k->s, &r, &res) != 0) {
+		k->outcome = SIPC_OUTCOME_REJECTED;
+		return NULL;
+	}
+	k->outcome = res.outcome;
+	k->worker = res.worker_id;
+	sipc_result_release(&res);
+	return NULL;
+}
+
+struct written { sipc_supervisor *s; unsigned n; };
+
+static bool
+n_written(void *arg)
+{
+	struct written *w = arg;
+	unsigned i, sum = 0;
+
+	for (i = 0; i < NW; i++)
+		sum += st_worker_stats(w->s, i).inflight;
+	return sum >= w->n;
+}
+
+static void
+test_dispatch_calls_never_gather(void)
+{
+	char *argv[] = { "slow", "2000", NULL };
+	struct sipc_config c = cfg("slow", argv, 1000000);
+	sipc_supervisor *s = st_start(&c, NW, WAIT_MS);
+	struct caller k[NW];
+	pthread_t t[NW];
+	bool seen[NW] = { false };
+	unsigned i, used = 0;
+
+	st_outbox_reset(&box);
+	burst(s, 0, 1);                 /* a measured worker to gather on */
+	st_outbox_release(&box);
+	for (i = 0; i < NW; i++) {
+		struct written w = { .s = s, .n = i + 1 };
+
+		k[i] = (struct caller){ .s = s, .worker = NW };
+		CU_ASSERT_FATAL(pthread_create(&t[i], NULL, caller_main,
+		    &k[i]) == 0);
+		CU_ASSERT(tl_wait_until(n_written, &w, WAIT_MS));
+	}
+	for (i = 0; i < NW; i++)
+		pthread_join(t[i], NULL);
+	for (i = 0; i < NW; i++) {
+		CU_ASSERT_EQUAL(k[i].outcome, SIPC_OUTCOME_OK);
+		CU_ASSERT_FATAL(k[i].worker < NW);
+		if (!seen[k[i].worker]) {
+			seen[k[i].worker] = true;
+			used++;
+		}
+	}
+	CU_ASSERT_EQUAL(used, NW);
+	CU_ASSERT_EQUAL(sipc_destroy(s), 0);
+}
+
+int
+main(void)
+{
+	tl_suite("dispatch", (tl_test[]){
+	    { "test_dispatch_cheap_requests_gather",
+	      test_dispatch_cheap_requests_gather },
+	    { "test_dispatch_slow_requests_spread",
+	      test_dispatch_slow_requests_spread },
+	    { "test_dispatch_gather_off_spreads",
+	      test_dispatch_gather_off_spreads },
+	    { "test_dispatch_calls_never_gather",
+	      test_dispatch_calls_never_gather },
+	    { NULL, NULL } });
+	return tl_run();
+}
