@@ -17,20 +17,29 @@
  * callback.
  *
  * Start evidence.  Right before it calls the handler for a request, the
- * runtime writes the replies earlier handlers left buffered, then
- * records the request as started: in its start counter, 8 bytes of a
- * memfd it maps shared and sends to the supervisor with HELLO (CONTRACT
- * A5; no system call per request), or, where it could not make one, in
- * an ACCEPT frame written with those replies.  It never records a
- * request before the handlers in front of it were called, so if the
- * worker dies inside a handler, the supervisor holds every reply the
- * earlier handlers gave and knows the running request started and none
+ * runtime records the request as started: in its start counter, 8 bytes
+ * of a memfd it maps shared and sends to the supervisor with HELLO
+ * (CONTRACT A5; no system call per request), or, where it could not make
+ * one, in an ACCEPT frame written together with every reply earlier
+ * handlers left buffered.  It never records a request before the
+ * handlers in front of it were called, so if the worker dies inside a
+ * handler, the supervisor knows the running request started and none
  * behind it did: those provably never started and are sent to another
  * worker instead of being reported "may have run".  A handler that keeps
  * its id and replies later has started all the same (its request stays
  * "may have run" until the reply).  Work with side effects for a request
  * must not begin before its handler is called.  The worker keeps no
  * descriptor of the counter, only its mapping.
+ *
+ * Replies held.  With a counter, replies of cheap handlers travel
+ * together: before a handler, the runtime writes what earlier handlers
+ * left buffered only once they ran for the reply hold or longer since
+ * the oldest of them began (1000 us unless sipc_worker_set_reply_hold()
+ * says otherwise), and always before it waits for input.  A worker that
+ * dies in a handler loses at most that much finished work: those
+ * requests end with no reply and count as started ("may have run"),
+ * never as never started.  With a hold of 0 every reply is written
+ * before the next handler begins.
  */
 #ifndef SIPC_WORKER_H
 #define SIPC_WORKER_H
@@ -66,8 +75,9 @@ typedef void (*sipc_worker_idle)(sipc_worker *w, void *arg);
 int sipc_worker_open(sipc_worker **ret);
 
 /* Queue a reply / an error reply for `id`.  Buffered; flushed before the
- * next handler is called, before the runtime blocks, and whenever the
- * buffer passes 64 KiB. */
+ * runtime blocks, whenever the buffer passes 64 KiB, and before the next
+ * handler is called once the reply hold has passed (or at once without
+ * a start counter; "Replies held" above). */
 int sipc_worker_reply(sipc_worker *w, uint64_t id, const void *buf,
                       size_t len);
 int sipc_worker_error(sipc_worker *w, uint64_t id, uint32_t code,
@@ -79,6 +89,10 @@ int sipc_worker_flush(sipc_worker *w);
 
 void sipc_worker_set_cancel(sipc_worker *w, sipc_worker_cancel fn);
 void sipc_worker_set_idle(sipc_worker *w, sipc_worker_idle fn);
+/* How long, in handler time, replies may wait to travel together when
+ * the runtime has a start counter (default 1000 us; 0: each is written
+ * before the next handler is called).  See "Replies held" above. */
+void sipc_worker_set_reply_hold(sipc_worker *w, unsigned max_us);
 
 /*
  * Serve until the supervisor closes the channel or sends SHUTDOWN

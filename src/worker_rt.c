@@ -46,6 +46,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "frame.h"
@@ -71,7 +72,23 @@ struct sipc_worker {
 	bool drained;               /* the last read emptied the socket */
 	_Atomic uint64_t *started;  /* the start counter (A5), or NULL */
 	uint64_t nstarted;          /* requests started (the counter's value) */
+	int64_t hold_ns;            /* sipc_worker_set_reply_hold() */
+	int64_t held_since;         /* when the handler of the oldest
+	                             * buffered reply began (monotonic ns) */
 };
+
+/* Replies wait for the next write while their handlers took less than
+ * this together (sipc_worker_set_reply_hold()). */
+#define RT_HOLD_US_DEFAULT 1000u
+
+static int64_t
+rt_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 /* Offer a start counter at the next sipc_worker_open() (worker_rt.h). */
 static bool rt_counter_on = true;
@@ -248,6 +265,12 @@ void
 sipc_worker_set_idle(sipc_worker *w, sipc_worker_idle fn)
 {
 	w->idle_fn = fn;
+}
+
+void
+sipc_worker_set_reply_hold(sipc_worker *w, unsigned max_us)
+{
+	w->hold_ns = (int64_t)max_us * 1000;
 }
 
 int
@@ -438,6 +461,7 @@ sipc_worker_open(sipc_worker **ret)
 		goto fail;
 	}
 	w->fd = (int)fd;
+	w->hold_ns = (int64_t)RT_HOLD_US_DEFAULT * 1000;
 	/* Replies as large as the supervisor's requests go out in one
 	 * write (frame.h); a refusal leaves the default. */
 	(void)setsockopt(w->fd, SOL_SOCKET, SO_SNDBUF,
@@ -565,26 +589,34 @@ rt_accept_all(sipc_worker *w, const struct rt_batch *b)
 }
 
 /*
- * The handler of `id` is about to start.  The replies earlier handlers
- * buffered go out first, so a crash in this handler cannot take them
- * back.  Then the start evidence, before the handler's first side
- * effect: the counter names this request (a store to the shared page,
- * which outlives this process; the write() before it orders it after
- * the replies), or ACCEPT(id) goes out in the same write as those
- * replies (bytes still in this process die with it).  Either way the
- * supervisor sees the replies, this request started, and nothing of the
- * requests behind it.
+ * The handler of `id` is about to start.  Then the start evidence,
+ * before the handler's first side effect.  With a counter: the counter
+ * names this request (a store to the shared page, which outlives this
+ * process), and the replies earlier handlers buffered go out first once
+ * those handlers ran for the hold or longer since the oldest of them
+ * began (always, with a hold of 0): a crash in this handler takes back
+ * at most that much finished work, whose requests the supervisor then
+ * counts as started with no reply ("may have run"), as the counter says.
+ * Without one, ACCEPT(id) goes out in the same write as every buffered
+ * reply (bytes still in this process die with it).  Either way the
+ * supervisor knows this request started and nothing of the requests
+ * behind it.
  */
 static int
 rt_accept(sipc_worker *w, uint64_t id)
 {
+	int64_t now;
 	int r;
 
 	if (w->accept_batch)
 		return 0;       /* rt_accept_all() did it */
 	if (w->started != NULL) {
-		if ((r = sipc_worker_flush(w)) < 0)
+		now = rt_now_ns();
+		if (w->out_len > 0 && now - w->held_since >= w->hold_ns &&
+		    (r = sipc_worker_flush(w)) < 0)
 			return r;
+		if (w->out_len == 0)
+			w->held_since = now;
 		atomic_store(w->started, ++w->nstarted);
 		return 0;
 	}

@@ -29,7 +29,7 @@ struct batch_run {
 	sipc_supervisor *s;
 	char dir[64], log[96], gate[96];
 	char env_log[128], env_gate[128];
-	const char *env[3];
+	const char *env[4];
 	int gate_fd;
 	char payload[MAXN][48];
 	size_t len[MAXN];
@@ -38,9 +38,11 @@ struct batch_run {
 
 static struct st_outbox box = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
-/* One echo worker (max_inflight 16), held at its gate after HELLO. */
+/* One echo worker (max_inflight 16), held at its gate after HELLO;
+ * `hold0`: it writes every reply before its next handler (a reply hold
+ * of 0, sipc_worker_set_reply_hold()). */
 static void
-run_start(struct batch_run *r)
+run_start(struct batch_run *r, bool hold0)
 {
 	struct sipc_config c;
 
@@ -56,7 +58,8 @@ run_start(struct batch_run *r)
 	    r->gate);
 	r->env[0] = r->env_log;
 	r->env[1] = r->env_gate;
-	r->env[2] = NULL;
+	r->env[2] = hold0 ? "SIPC_FX_REPLY_HOLD_US=0" : NULL;
+	r->env[3] = NULL;
 	st_cfg_base(&c, "echo", NULL, 1);
 	c.env_set = r->env;
 	c.max_inflight = 16;
@@ -116,21 +119,23 @@ runs_of(const char *log, uint32_t crc)
  * request i idempotent), let the worker read them in one go, and check
  * what start evidence promises: UNKNOWN exactly for the requests whose
  * handlers had started and not answered (the crashing one, the hanging
- * one); every other request before the crash OK; every
+ * one); with `hold0`, every other request before the crash OK, and
+ * without (the default reply hold), each of those OK or UNKNOWN with
+ * "may have run" (its reply was still held), never run twice; every
  * request behind it never reported "may have run": it waits for the
  * restarted worker of the one slot and ends OK.
  * Every request ran exactly once by the execution log.
  */
 static void
-run_batch(unsigned n, unsigned k, unsigned idem, unsigned hang)
+run_batch(unsigned n, unsigned k, unsigned idem, unsigned hang, bool hold0)
 {
 	static struct st_outslot slot[MAXN];
 	struct written wr = { n };
 	struct batch_run r;
-	unsigned i, unknown = 0;
+	unsigned i, unknown = 0, held = 0;
 
 	st_outbox_reset(&box);
-	run_start(&r);
+	run_start(&r, hold0);
 	for (i = 0; i < n; i++) {
 		struct sipc_request req = { .timeout_ms = WAIT_MS };
 
@@ -168,6 +173,12 @@ run_batch(unsigned n, unsigned k, unsigned idem, unsigned hang)
 			/* started at its ACCEPT, never answered */
 			CU_ASSERT_EQUAL(res->outcome, SIPC_OUTCOME_UNKNOWN);
 			CU_ASSERT(res->may_have_run);
+		} else if (i < k && !hold0 &&
+		    res->outcome == SIPC_OUTCOME_UNKNOWN) {
+			/* its reply died with the worker: started */
+			CU_ASSERT_EQUAL(res->error, SIPC_E_WORKER_DIED);
+			CU_ASSERT(res->may_have_run);
+			held++;
 		} else if (i < k) {
 			CU_ASSERT_EQUAL(res->outcome, SIPC_OUTCOME_OK);
 			CU_ASSERT(res->reply_len == r.len[i] &&
@@ -184,7 +195,7 @@ run_batch(unsigned n, unsigned k, unsigned idem, unsigned hang)
 			    memcmp(res->reply, r.payload[i], r.len[i]) == 0);
 		}
 	}
-	CU_ASSERT_EQUAL(unknown, hang == NO_HANG ? 1 : 2);
+	CU_ASSERT_EQUAL(unknown, (hang == NO_HANG ? 1 : 2) + held);
 
 	/* Exactly once each, by the execution log the worker wrote. */
 	for (i = 0; i < n; i++)
@@ -203,7 +214,7 @@ test_accept_crash_first_of_16(void)
 {
 	if (st_skip_sandboxed("shares files with the worker"))
 		return;
-	run_batch(16, 0, 0, NO_HANG);
+	run_batch(16, 0, 0, NO_HANG, true);
 }
 
 static void
@@ -211,7 +222,7 @@ test_accept_crash_middle_of_16(void)
 {
 	if (st_skip_sandboxed("shares files with the worker"))
 		return;
-	run_batch(16, 7, 0, NO_HANG);
+	run_batch(16, 7, 0, NO_HANG, true);
 }
 
 static void
@@ -219,7 +230,7 @@ test_accept_crash_last_of_16(void)
 {
 	if (st_skip_sandboxed("shares files with the worker"))
 		return;
-	run_batch(16, 15, 0, NO_HANG);
+	run_batch(16, 15, 0, NO_HANG, true);
 }
 
 /* Eight requests together, request 0 exits inside its handler, half of
@@ -230,7 +241,7 @@ test_accept_crash_first_of_8_half_idempotent(void)
 {
 	if (st_skip_sandboxed("shares files with the worker"))
 		return;
-	run_batch(8, 0, 0xaa, NO_HANG);
+	run_batch(8, 0, 0xaa, NO_HANG, true);
 }
 
 /* Handlers that answer later: request 2 keeps its id, request 5 exits.
@@ -241,7 +252,21 @@ test_accept_deferred_reply_stays_started(void)
 {
 	if (st_skip_sandboxed("shares files with the worker"))
 		return;
-	run_batch(16, 5, 0, 2);
+	run_batch(16, 5, 0, 2, true);
+}
+
+/*
+ * The default reply hold: the replies of cheap handlers before the
+ * crash may have died with the worker.  Those requests are UNKNOWN and
+ * "may have run" (they did, once, by the log), never re-run; the ones
+ * behind the crash still never started.
+ */
+static void
+test_accept_crash_middle_of_16_replies_held(void)
+{
+	if (st_skip_sandboxed("shares files with the worker"))
+		return;
+	run_batch(16, 7, 0, NO_HANG, false);
 }
 
 static const tl_test accept_tests[] = {
@@ -252,6 +277,8 @@ static const tl_test accept_tests[] = {
 	  test_accept_crash_first_of_8_half_idempotent },
 	{ "test_accept_deferred_reply_stays_started",
 	  test_accept_deferred_reply_stays_started },
+	{ "test_accept_crash_middle_of_16_replies_held",
+	  test_accept_crash_middle_of_16_replies_held },
 	{ NULL, NULL },
 };
 

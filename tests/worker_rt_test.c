@@ -100,6 +100,10 @@ child_handler(sipc_worker *w, uint64_t id, const uint8_t *p, size_t len,
 	} else if (len == 3 && memcmp(p, "die", 3) == 0) {
 		/* A crash inside the handler: nothing buffered survives. */
 		_exit(X_DIED);
+	} else if (len == 3 && memcmp(p, "nap", 3) == 0) {
+		/* 20 ms of handler time, more than the default reply hold */
+		usleep(20000);
+		sipc_worker_reply(w, id, p, len);
 	} else if (len == 4 && memcmp(p, "hold", 4) == 0) {
 		/* reply only if cancelled */
 	} else if (len == 7 && memcmp(p, "hugelen", 7) == 0) {
@@ -181,6 +185,9 @@ child_main(int fd, const char *const *env)
 		_exit(X_OPENFAIL);
 	sipc_worker_set_cancel(w, child_cancel);
 	sipc_worker_set_idle(w, child_idle);
+	if (getenv("TEST_REPLY_HOLD_US") != NULL)
+		sipc_worker_set_reply_hold(w,
+		    (unsigned)atoi(getenv("TEST_REPLY_HOLD_US")));
 	r = sipc_worker_run(w, child_handler, NULL);
 	sipc_worker_close(w);
 	_exit(r == 0 ? 0 : r == SIPC_E_PROTOCOL ? X_PROTOCOL :
@@ -631,15 +638,17 @@ test_worker_rt_start_counter_counts_each_request(void)
 
 /*
  * The crash of test_worker_rt_crash_in_batch_accepts_only_started with
- * a start counter: the replies of every earlier request reached the
- * channel, no frame names the crashing request or any behind it, and
- * the counter, read after the worker is dead, names exactly K.
+ * a start counter and a reply hold of 0: the replies of every earlier
+ * request reached the channel, no frame names the crashing request or
+ * any behind it, and the counter, read after the worker is dead, names
+ * exactly K.
  */
 static void
 test_worker_rt_start_counter_crash_in_batch(void)
 {
 	enum { N = 8, K = 4 };
-	const char *env[] = { "TEST_START_COUNTER", "1", NULL };
+	const char *env[] = { "TEST_START_COUNTER", "1",
+	    "TEST_REPLY_HOLD_US", "0", NULL };
 	const _Atomic uint64_t *ctr;
 	uint8_t pre[N * 64], *pl;
 	struct sipc_frame f;
@@ -664,6 +673,70 @@ test_worker_rt_start_counter_crash_in_batch(void)
 	CU_ASSERT(exited_with(finish(&p), X_DIED));
 	CU_ASSERT_EQUAL(atomic_load(ctr), K);
 	munmap((void *)(uintptr_t)ctr, SIPC_START_COUNTER_LEN);
+}
+
+/* The counter's worker with `env`, requests 1..N in one read, "die" at
+ * K: expect the replies of requests 1..`replied` in order (payloads in
+ * pay[]), then end of stream, and the counter at exactly K. */
+static void
+crash_expect(const char *const *env, const char *const *pay, int n, int k,
+    int replied)
+{
+	const _Atomic uint64_t *ctr;
+	uint8_t pre[16 * 64], *pl;
+	struct sipc_frame f;
+	struct peer p;
+	uint32_t len;
+	size_t off = 0;
+
+	for (int i = 1; i <= n; i++)
+		off += put_frame(pre + off, SIPC_FT_REQUEST, (uint64_t)i,
+		    i == k ? "die" : pay[i - 1], i == k ? 3 :
+		    strlen(pay[i - 1]));
+	start_fork(&p, env, pre, off);
+	ctr = expect_counter_hello(&p);
+	for (int i = 1; i <= replied; i++) {
+		pl = expect(&p, SIPC_FT_REPLY, (uint64_t)i, &len);
+		CU_ASSERT(len == strlen(pay[i - 1]) &&
+		    memcmp(pl, pay[i - 1], len) == 0);
+		free(pl);
+	}
+	memset(&f, 0, sizeof(f));
+	CU_ASSERT_EQUAL(recv_frame(&p, &f), 1);
+	if (f.payload != NULL)
+		CU_FAIL("a reply the hold should have kept, or one behind the "
+		    "crash");
+	free(f.payload);
+	CU_ASSERT(exited_with(finish(&p), X_DIED));
+	CU_ASSERT_EQUAL(atomic_load(ctr), k);
+	munmap((void *)(uintptr_t)ctr, SIPC_START_COUNTER_LEN);
+}
+
+/* A hold of a second: three cheap handlers' replies are still buffered
+ * when the fourth handler crashes, and die with the worker; the counter
+ * still names exactly the four that started (CONTRACT A2, A5). */
+static void
+test_worker_rt_replies_held_die_with_the_worker(void)
+{
+	const char *env[] = { "TEST_START_COUNTER", "1",
+	    "TEST_REPLY_HOLD_US", "1000000", NULL };
+	const char *pay[] = { "msg1", "msg2", "msg3", "", "msg5", "msg6" };
+
+	crash_expect(env, pay, 6, 4, 0);
+}
+
+/* The default hold (1000 us): a handler that ran 20 ms has its reply
+ * written before the next handler starts, so the crash in that one
+ * takes back only the cheap reply given after it. */
+static void
+test_worker_rt_long_handler_reply_not_held(void)
+{
+	const char *env[] = { "TEST_START_COUNTER", "1", NULL };
+	const char *pay[] = { "msg1", "nap", "msg3", "", "msg5" };
+
+	/* 1 cheap (held), 2 naps 20 ms: 1 and 2 go out before 3 starts;
+	 * 3 is cheap and held when 4 crashes. */
+	crash_expect(env, pay, 5, 4, 2);
 }
 
 /*
@@ -1097,6 +1170,10 @@ main(void)
 {
 	tl_suite("worker_rt", (tl_test[]){
 		{ "test_worker_rt_hello", test_worker_rt_hello },
+		{ "test_worker_rt_replies_held_die_with_the_worker",
+		  test_worker_rt_replies_held_die_with_the_worker },
+		{ "test_worker_rt_long_handler_reply_not_held",
+		  test_worker_rt_long_handler_reply_not_held },
 		{ "test_worker_rt_sleeps_through_reply_reads",
 		  test_worker_rt_sleeps_through_reply_reads },
 		{ "test_worker_rt_accepts_each_right_before_its_handler",
