@@ -257,6 +257,11 @@ for n in 4 16 64 256; do
 	info "scale_w${n}_vs_raw_scale_w${n}_64_msgs" "sipc_scale_w${n}_64_msgs" "raw_scale_w${n}_64_msgs"
 done
 info req_64_vs_newline_proto_crosscpu sipc_pipe_w1_64_msgs newline_proto_64_crosscpu_reqs
+# What 256 starts cost when they compete for the CPUs, without sipc:
+# the same binary spawned 256 times at once, against sequential spawns
+# divided by the CPUs (the spawn target's limit), and sipc against it.
+info bare_spawns_together_vs_per_cpu sipc_scale_bare_spawn_256_together sipc_scale_bare_spawn_256_per_cpu
+info spawn_256_ready_vs_bare_spawns_together sipc_scale_w256_ready sipc_scale_bare_spawn_256_together
 # A load refilled one request per completion, against the same limits.
 info pipe_64_each_msgs_vs_raw_pipelined sipc_pipe_w1_64_each_msgs raw_pipelined_64_msgs
 info cpu_per_req_64_each_vs_raw_pipelined sipc_cost_pipe_w1_64_each_cpu_per_req raw_pipelined_64_cpu_per_msg

@@ -569,13 +569,14 @@ sec_mem(void)
  * 4, 16, 64, 256 workers: ready time, idle RSS, 64 B throughput, peak
  * RSS; then 256 bare spawns of the same binary, one after the other,
  * and that time divided by the usable CPUs: what 256 workers ready
- * should not exceed if spawns run in parallel.
+ * should not exceed if spawns run in parallel; and the same 256 spawned
+ * all at once, then waited for: what parallel starts cost here.
  */
 static int
 sec_scale(void)
 {
 	static const unsigned nw[] = { 4, 16, 64, 256 };
-	double dur = O.quick ? 0.4 : 2.0, rate, bare;
+	double dur = O.quick ? 0.4 : 2.0, rate, bare, together;
 	unsigned w, nsc = O.quick ? 3 : 4;
 	long rss0, rss1, peak;
 	struct sipc_config c;
@@ -605,7 +606,8 @@ sec_scale(void)
 		sipc_destroy(s);
 		metricf(ms_since(t0), "ms", "sipc_scale_w%u_destroy", nw[w]);
 	}
-	if ((bare = bare_spawn_ms(O.echo, 256)) < 0) {
+	if ((bare = bare_spawn_ms(O.echo, 256, false)) < 0 ||
+	    (together = bare_spawn_ms(O.echo, 256, true)) < 0) {
 		notef("scale: bare spawns of %s failed", O.echo);
 		return -1;
 	}
@@ -618,6 +620,7 @@ sec_scale(void)
 	metricf((double)CPU_COUNT(&cpus), "cpus", "sipc_scale_cpus");
 	metricf(bare / CPU_COUNT(&cpus), "ms",
 	    "sipc_scale_bare_spawn_256_per_cpu");
+	metricf(together, "ms", "sipc_scale_bare_spawn_256_together");
 	return 0;
 }
 

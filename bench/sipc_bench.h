@@ -10,6 +10,7 @@
 #define SIPC_BENCH_BENCH_H
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "sipc.h"
@@ -73,7 +74,7 @@ int sec_contain(void);
 /* sipc_cost.c */
 int sec_cost(void);
 /* `n` bare spawns of `path` one after the other, total ms, or -1. */
-double bare_spawn_ms(const char *path, unsigned n);
+double bare_spawn_ms(const char *path, unsigned n, bool together);
 
 /* sipc_sandbox.c */
 int sec_sandbox(void);

@@ -348,34 +348,47 @@ sec_cost(void)
 }
 
 /*
- * `n` bare spawns of `path`, one after the other: posix_spawn with
- * standard descriptors on /dev/null until waitpid returns.  The echo
- * worker started this way finds no channel and exits at once, so this
- * is the start and exit of the same binary without any supervision.
- * Returns the total in ms, or -1.
+ * `n` bare spawns of `path`: posix_spawn with standard descriptors on
+ * /dev/null, each waited for before the next (`together` false), or all
+ * spawned first and then all waited for (`together`: every start
+ * competes for the CPUs, as a pool's workers do).  The echo worker
+ * started this way finds no channel and exits at once, so this is the
+ * start and exit of the same binary without any supervision.  Returns
+ * the total in ms, or -1.
  */
 double
-bare_spawn_ms(const char *path, unsigned n)
+bare_spawn_ms(const char *path, unsigned n, bool together)
 {
 	posix_spawn_file_actions_t fa;
 	char *const argv[] = { (char *)path, NULL };
-	uint64_t t0;
-	unsigned i;
+	pid_t *pids = calloc(n, sizeof(*pids));
+	unsigned i, started = 0;
 	int status, fd, rc = 0;
-	pid_t pid;
+	uint64_t t0;
 
 	if (posix_spawn_file_actions_init(&fa) != 0)
 		return -1;
 	for (fd = 0; fd < 3; fd++)
 		posix_spawn_file_actions_addopen(&fa, fd, "/dev/null",
 		    fd ? O_WRONLY : O_RDONLY, 0);
+	if (pids == NULL) {
+		posix_spawn_file_actions_destroy(&fa);
+		return -1;
+	}
 	t0 = bench_now_ns();
 	for (i = 0; i < n && rc == 0; i++) {
-		if ((rc = posix_spawn(&pid, path, &fa, NULL, argv, environ)))
+		if ((rc = posix_spawn(&pids[i], path, &fa, NULL, argv,
+		    environ)))
 			break;
-		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		started++;
+		while (!together && waitpid(pids[i], &status, 0) < 0 &&
+		    errno == EINTR)
 			;
 	}
+	for (i = 0; together && i < started; i++)
+		while (waitpid(pids[i], &status, 0) < 0 && errno == EINTR)
+			;
 	posix_spawn_file_actions_destroy(&fa);
+	free(pids);
 	return rc ? -1 : ms_since(t0);
 }
