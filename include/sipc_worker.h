@@ -31,15 +31,16 @@
  * must not begin before its handler is called.  The worker keeps no
  * descriptor of the counter, only its mapping.
  *
- * Replies held.  With a counter, replies of cheap handlers travel
- * together: before a handler, the runtime writes what earlier handlers
- * left buffered only once they ran for the reply hold or longer since
- * the oldest of them began (1000 us unless sipc_worker_set_reply_hold()
- * says otherwise), and always before it waits for input.  A worker that
- * dies in a handler loses at most that much finished work: those
- * requests end with no reply and count as started ("may have run"),
- * never as never started.  With a hold of 0 every reply is written
- * before the next handler begins.
+ * Replies held.  By default every reply is written before the next
+ * handler begins.  A worker whose handlers are all cheap may set a reply
+ * hold (sipc_worker_set_reply_hold()): with a counter, the runtime then
+ * writes what earlier handlers left buffered only once they ran for the
+ * hold or longer since the oldest of them began, and always before it
+ * waits for input, so replies travel together.  Two prices: a worker
+ * that dies in a handler loses up to a hold's worth of finished work
+ * (those requests end with no reply and count as started, "may have
+ * run", never as never started), and a held reply also waits for the
+ * handler that runs next, however long it takes.
  */
 #ifndef SIPC_WORKER_H
 #define SIPC_WORKER_H
@@ -75,9 +76,9 @@ typedef void (*sipc_worker_idle)(sipc_worker *w, void *arg);
 int sipc_worker_open(sipc_worker **ret);
 
 /* Queue a reply / an error reply for `id`.  Buffered; flushed before the
- * runtime blocks, whenever the buffer passes 64 KiB, and before the next
- * handler is called once the reply hold has passed (or at once without
- * a start counter; "Replies held" above). */
+ * next handler is called (with a reply hold: once the hold has passed;
+ * "Replies held" above), before the runtime blocks, and whenever the
+ * buffer passes 64 KiB. */
 int sipc_worker_reply(sipc_worker *w, uint64_t id, const void *buf,
                       size_t len);
 int sipc_worker_error(sipc_worker *w, uint64_t id, uint32_t code,
@@ -90,8 +91,8 @@ int sipc_worker_flush(sipc_worker *w);
 void sipc_worker_set_cancel(sipc_worker *w, sipc_worker_cancel fn);
 void sipc_worker_set_idle(sipc_worker *w, sipc_worker_idle fn);
 /* How long, in handler time, replies may wait to travel together when
- * the runtime has a start counter (default 1000 us; 0: each is written
- * before the next handler is called).  See "Replies held" above. */
+ * the runtime has a start counter (default 0: each is written before the
+ * next handler is called).  See "Replies held" above. */
 void sipc_worker_set_reply_hold(sipc_worker *w, unsigned max_us);
 
 /*

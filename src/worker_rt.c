@@ -78,8 +78,9 @@ struct sipc_worker {
 };
 
 /* Replies wait for the next write while their handlers took less than
- * this together (sipc_worker_set_reply_hold()). */
-#define RT_HOLD_US_DEFAULT 1000u
+ * this together (sipc_worker_set_reply_hold()); none by default: a held
+ * reply also waits for the handler that runs next, however long. */
+#define RT_HOLD_US_DEFAULT 0u
 
 static int64_t
 rt_now_ns(void)

@@ -120,7 +120,7 @@ runs_of(const char *log, uint32_t crc)
  * what start evidence promises: UNKNOWN exactly for the requests whose
  * handlers had started and not answered (the crashing one, the hanging
  * one); with `hold0`, every other request before the crash OK, and
- * without (the default reply hold), each of those OK or UNKNOWN with
+ * without (the echo worker's reply hold), each of those OK or UNKNOWN with
  * "may have run" (its reply was still held), never run twice; every
  * request behind it never reported "may have run": it waits for the
  * restarted worker of the one slot and ends OK.
@@ -256,8 +256,8 @@ test_accept_deferred_reply_stays_started(void)
 }
 
 /*
- * The default reply hold: the replies of cheap handlers before the
- * crash may have died with the worker.  Those requests are UNKNOWN and
+ * The echo worker's reply hold (1000 us): the replies of cheap handlers
+ * before the crash may have died with the worker.  Those requests are UNKNOWN and
  * "may have run" (they did, once, by the log), never re-run; the ones
  * behind the crash still never started.
  */

@@ -215,6 +215,77 @@ test_dispatch_calls_never_gather(void)
 	CU_ASSERT_EQUAL(sipc_destroy(s), 0);
 }
 
+/* The worker holding a written request, other than `not`; NW if none. */
+struct holder { sipc_supervisor *s; unsigned not, found; };
+
+static bool
+holds_one(void *arg)
+{
+	struct holder *h = arg;
+
+	for (unsigned i = 0; i < NW; i++)
+		if (i != h->not && st_worker_stats(h->s, i).inflight > 0) {
+			h->found = i;
+			return true;
+		}
+	return false;
+}
+
+/*
+ * When the worker being gathered on is full, a worker that already holds
+ * requests comes before an idle one.  200 ms requests, gather_us one
+ * second: a worker takes requests while (held + 1) x 200 ms fits in a
+ * second.  D, the gathering worker, holds one (r0); B holds a call.  Five
+ * more asynchronous requests: D takes three, then B, busy, takes the
+ * rest, and the two idle workers get none.
+ */
+static void
+test_dispatch_busy_worker_before_idle(void)
+{
+	char *argv[] = { "slow", "200", NULL };
+	struct sipc_config c = cfg("slow", argv, 1000000);
+	sipc_supervisor *s = st_start(&c, NW, WAIT_MS);
+	struct holder hd = { .s = s, .not = NW }, hb;
+	struct caller k = { .s = s, .worker = NW };
+	static struct st_outslot o[8];
+	static const char data[] = "busy";
+	struct sipc_request r = { .payload = data, .len = sizeof(data),
+	    .timeout_ms = WAIT_MS };
+	pthread_t t;
+	unsigned i;
+
+	st_outbox_reset(&box);
+	burst(s, 0, NW);                /* every worker answers once */
+	for (i = 0; i < 7; i++)
+		o[i] = (struct st_outslot){ &box, NW + i };
+	/* r0 goes to the gathering worker D */
+	CU_ASSERT_FATAL(sipc_submit(s, &r, st_outbox_done, &o[0], NULL) == 0);
+	CU_ASSERT_FATAL(tl_wait_until(holds_one, &hd, WAIT_MS));
+	/* a call goes to an idle worker, B */
+	CU_ASSERT_FATAL(pthread_create(&t, NULL, caller_main, &k) == 0);
+	hb = (struct holder){ .s = s, .not = hd.found };
+	CU_ASSERT_FATAL(tl_wait_until(holds_one, &hb, WAIT_MS));
+	for (i = 1; i <= 5; i++)
+		CU_ASSERT_FATAL(sipc_submit(s, &r, st_outbox_done, &o[i],
+		    NULL) == 0);
+	pthread_join(t, NULL);
+	CU_ASSERT_FATAL(st_outbox_wait(&box, NW + 6, WAIT_MS));
+	CU_ASSERT_EQUAL(k.outcome, SIPC_OUTCOME_OK);
+	CU_ASSERT_EQUAL(k.worker, hb.found);
+	for (i = 0; i <= 5; i++) {
+		uint32_t w = box.res[NW + i].worker_id;
+
+		CU_ASSERT_EQUAL(box.res[NW + i].outcome, SIPC_OUTCOME_OK);
+		if (w != hd.found && w != hb.found)
+			fprintf(stderr, "request %u went to idle worker %u "
+			    "(gathering on %u, busy %u)\n", i, w, hd.found,
+			    hb.found);
+		CU_ASSERT(w == hd.found || w == hb.found);
+	}
+	st_outbox_release(&box);
+	CU_ASSERT_EQUAL(sipc_destroy(s), 0);
+}
+
 int
 main(void)
 {
@@ -227,6 +298,8 @@ main(void)
 	      test_dispatch_gather_off_spreads },
 	    { "test_dispatch_calls_never_gather",
 	      test_dispatch_calls_never_gather },
+	    { "test_dispatch_busy_worker_before_idle",
+	      test_dispatch_busy_worker_before_idle },
 	    { NULL, NULL } });
 	return tl_run();
 }

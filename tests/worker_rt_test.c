@@ -638,17 +638,16 @@ test_worker_rt_start_counter_counts_each_request(void)
 
 /*
  * The crash of test_worker_rt_crash_in_batch_accepts_only_started with
- * a start counter and a reply hold of 0: the replies of every earlier
- * request reached the channel, no frame names the crashing request or
- * any behind it, and the counter, read after the worker is dead, names
- * exactly K.
+ * a start counter and the runtime's default (no reply hold): the
+ * replies of every earlier request reached the channel, no frame names
+ * the crashing request or any behind it, and the counter, read after
+ * the worker is dead, names exactly K.
  */
 static void
 test_worker_rt_start_counter_crash_in_batch(void)
 {
 	enum { N = 8, K = 4 };
-	const char *env[] = { "TEST_START_COUNTER", "1",
-	    "TEST_REPLY_HOLD_US", "0", NULL };
+	const char *env[] = { "TEST_START_COUNTER", "1", NULL };
 	const _Atomic uint64_t *ctr;
 	uint8_t pre[N * 64], *pl;
 	struct sipc_frame f;
@@ -725,13 +724,14 @@ test_worker_rt_replies_held_die_with_the_worker(void)
 	crash_expect(env, pay, 6, 4, 0);
 }
 
-/* The default hold (1000 us): a handler that ran 20 ms has its reply
- * written before the next handler starts, so the crash in that one
- * takes back only the cheap reply given after it. */
+/* A hold of 1000 us: a handler that ran 20 ms has its reply written
+ * before the next handler starts, so the crash in that one takes back
+ * only the cheap reply given after it. */
 static void
 test_worker_rt_long_handler_reply_not_held(void)
 {
-	const char *env[] = { "TEST_START_COUNTER", "1", NULL };
+	const char *env[] = { "TEST_START_COUNTER", "1",
+	    "TEST_REPLY_HOLD_US", "1000", NULL };
 	const char *pay[] = { "msg1", "nap", "msg3", "", "msg5" };
 
 	/* 1 cheap (held), 2 naps 20 ms: 1 and 2 go out before 3 starts;
