@@ -423,10 +423,11 @@ struct sipc_config {
 	const char *probe_path;
 
 	/* Gathering (CONTRACT C8): an asynchronous request joins the worker
-	 * the previous one went to while that worker's queued and written
-	 * requests, at its measured time per reply, take at most this many
-	 * microseconds (1000; 0: never, every request goes to an idle or
-	 * the least loaded worker).  Calls never gather. */
+	 * the previous one went to (or another that already holds
+	 * requests) while that worker's queued and written requests, at its
+	 * measured time per reply, take at most this many microseconds
+	 * (1000; 0: never, every request goes to the least loaded worker,
+	 * an idle one first).  Calls never gather. */
 	unsigned gather_us;
 };
 

@@ -267,7 +267,7 @@ struct sipc_supervisor {
 	atomic_uint gather_slot;      /* dispatch: the slot asynchronous
 	                               * requests gather on */
 	atomic_uint busy_hint;        /* dispatch: workers with work, as its
-	                               * last full look counted them */
+	                               * last look sampled them */
 	unsigned ncpu;                /* [const] CPUs this process may use */
 	atomic_bool closing;          /* no new submits */
 	atomic_int users;             /* callers inside the API */

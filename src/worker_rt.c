@@ -13,10 +13,13 @@
  * the requests started so far, a store and no system call.  When a
  * handler crashes, the supervisor holds the replies of every earlier
  * handler and a count that names this request and none behind it: those
- * provably never started.  Without a counter (no memfd, or the knob in
- * worker_rt.h), the runtime appends ACCEPT(id) to the buffered replies
- * and writes it all in one write(): ACCEPT(N+1) travels with REPLY(N),
- * to the same effect (A1).  A handler that keeps its id and replies later
+ * provably never started.  A worker that set a reply hold
+ * (sipc_worker_set_reply_hold()) has earlier replies written only once
+ * their handlers ran for the hold; a crash then takes back up to that
+ * much finished work, counted as started.  Without a counter (no
+ * memfd, or the knob in worker_rt.h), the runtime appends ACCEPT(id) to
+ * the buffered replies and writes it all in one write(): ACCEPT(N+1)
+ * travels with REPLY(N), to the same effect (A1).  A handler that keeps its id and replies later
  * still started before its handler, so "started" stays per request.
  * Replies of the last handler of a batch are written when the buffer
  * passes 64 KiB and before the runtime waits for input again.  A
@@ -612,8 +615,9 @@ rt_accept(sipc_worker *w, uint64_t id)
 	if (w->accept_batch)
 		return 0;       /* rt_accept_all() did it */
 	if (w->started != NULL) {
-		now = rt_now_ns();
-		if (w->out_len > 0 && now - w->held_since >= w->hold_ns &&
+		now = w->hold_ns > 0 ? rt_now_ns() : 0;   /* no clock: no hold */
+		if (w->out_len > 0 && (w->hold_ns == 0 ||
+		    now - w->held_since >= w->hold_ns) &&
 		    (r = sipc_worker_flush(w)) < 0)
 			return r;
 		if (w->out_len == 0)
