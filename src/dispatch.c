@@ -38,21 +38,31 @@
  */
 #define GATHER_MAX 64u
 
+/* Slot i's mean time per reply, scaled by the CPU share its worker had
+ * (ns); 0 before its first reply. */
+static uint64_t
+svc_of(struct sipc_supervisor *s, unsigned i)
+{
+	uint64_t svc = atomic_load_explicit(&s->slots[i].svc_ns,
+	    memory_order_relaxed);
+	unsigned busy = atomic_load_explicit(&s->busy_hint,
+	    memory_order_relaxed);
+
+	return busy > s->ncpu ? svc * s->ncpu / busy : svc;
+}
+
 /* May an asynchronous request of `len` bytes join slot i? */
 static bool
 gather_on(struct sipc_supervisor *s, unsigned i, size_t len)
 {
 	struct sipc__slot *sl = &s->slots[i];
-	uint64_t svc = atomic_load_explicit(&sl->svc_ns, memory_order_relaxed);
-	unsigned load, busy;
+	uint64_t svc = svc_of(s, i);
+	unsigned load;
 
 	if (svc == 0 || sl->state != SIPC_WS_READY ||
 	    !sipc__ring_fits(&sl->ring, len))
 		return false;
 	load = sl->ring.count + atomic_load(&sl->inflight);
-	busy = atomic_load_explicit(&s->busy_hint, memory_order_relaxed);
-	if (busy > s->ncpu)
-		svc = svc * s->ncpu / busy;
 	return load < GATHER_MAX &&
 	    (load + 1) * svc <= (uint64_t)s->cfg.gather_us * 1000;
 }
@@ -72,12 +82,18 @@ pick_slot(struct sipc_supervisor *s, int avoid, size_t len, bool gather)
 {
 	unsigned i, k, start, best_key = UINT32_MAX, nbusy = 0;
 	int best = -1, busy = -1;
+	bool look = false;              /* for a busy worker to join */
 
 	gather = gather && s->nslots > 1 && s->cfg.gather_us > 0;
 	if (gather) {
 		i = atomic_load_explicit(&s->gather_slot, memory_order_relaxed);
 		if (i < s->nslots && gather_on(s, i, len))
 			return (int)i;
+		/* Look for a busy worker to join only while the work is
+		 * cheap enough to queue behind one request; else the scan
+		 * stops at the first idle worker, as for a call. */
+		look = i < s->nslots &&
+		    2 * svc_of(s, i) <= (uint64_t)s->cfg.gather_us * 1000;
 	}
 
 	/* Rotate the starting point so equal loads spread over workers. */
@@ -115,26 +131,28 @@ pick_slot(struct sipc_supervisor *s, int avoid, size_t len, bool gather)
 		key = (rank << 28) | ((unsigned)!fits << 24) | load;
 		/* A worker already awake that the request may join
 		 * beats waking an idle one. */
-		if (gather && load > 0 && gather_on(s, i, len)) {
+		if (look && load > 0 && gather_on(s, i, len)) {
 			busy = (int)i;
 			break;
 		}
 		if (key < best_key) {
 			best_key = key;
 			best = (int)i;
-			if (key == 0 && !gather)
+			if (key == 0 && !look)
 				break;       /* ready, idle, has room: take it */
 		}
 	}
 	/* The slots looked at, from a rotating start, sample how many
 	 * workers are busy (not when the look stopped at a busy one). */
-	if (busy >= 0)
+	if (busy >= 0) {
 		best = busy;
-	else if (k < s->nslots)
-		nbusy = (unsigned)((uint64_t)nbusy * s->nslots / (k + 1));
-	if (busy < 0)
+	} else {
+		if (k < s->nslots)
+			nbusy = (unsigned)((uint64_t)nbusy * s->nslots /
+			    (k + 1));
 		atomic_store_explicit(&s->busy_hint, nbusy,
 		    memory_order_relaxed);
+	}
 	if (gather && best >= 0)
 		atomic_store_explicit(&s->gather_slot, (unsigned)best,
 		    memory_order_relaxed);
