@@ -2,7 +2,8 @@
  * dispatch_test.c - which worker a request goes to (CONTRACT C8):
  * cheap asynchronous requests gather on one worker, work slower than
  * gather_us never waits behind another request while a worker is idle,
- * gather_us = 0 spreads, and synchronous calls never gather.
+ * gather_us = 0 spreads, synchronous calls never gather, and cheap work
+ * wakes the lowest-numbered idle worker.
  *
  * Each test keeps every worker busy for as long as its burst takes to
  * submit (a slow fixture), or asks for a bound no echo can miss
@@ -286,6 +287,48 @@ test_dispatch_busy_worker_before_idle(void)
 	CU_ASSERT_EQUAL(sipc_destroy(s), 0);
 }
 
+/*
+ * Cheap work wakes the lowest-numbered idle worker, not the next in
+ * turn.  200 ms requests, gather_us one second: a worker takes requests
+ * while (held + 1) x its mean fits in a second, four or five.  After
+ * every worker answered once, a burst of eight: G, the worker the last
+ * request went to, takes its share, and the rest go to the
+ * lowest-numbered other worker.  A call before the burst takes a turn,
+ * so turns would begin past worker 0 and send them to another.
+ */
+static void
+test_dispatch_cheap_wakes_lowest_idle(void)
+{
+	char *argv[] = { "slow", "200", NULL };
+	struct sipc_config c = cfg("slow", argv, 1000000);
+	sipc_supervisor *s = st_start(&c, NW, WAIT_MS);
+	struct caller k = { .s = s, .worker = NW };
+	uint32_t g, low;
+	unsigned i;
+
+	st_outbox_reset(&box);
+	burst(s, 0, NW);                /* every worker answers once */
+	/* a call takes the next turn: turns now begin past worker 0 */
+	caller_main(&k);
+	CU_ASSERT_EQUAL(k.outcome, SIPC_OUTCOME_OK);
+	burst(s, NW, 1);                /* G: where the next one looks */
+	g = box.res[NW].worker_id;
+	low = g == 0 ? 1 : 0;
+	burst(s, NW + 1, 8);
+	for (i = NW + 1; i < NW + 9; i++) {
+		uint32_t w = box.res[i].worker_id;
+
+		if (w != g && w != low)
+			fprintf(stderr, "request %u went to worker %u "
+			    "(gathering on %u, lowest idle %u)\n", i, w, g,
+			    low);
+		CU_ASSERT(w == g || w == low);
+	}
+	CU_ASSERT_EQUAL(workers_used(NW + 1, 8), 2);
+	st_outbox_release(&box);
+	CU_ASSERT_EQUAL(sipc_destroy(s), 0);
+}
+
 int
 main(void)
 {
@@ -298,6 +341,8 @@ main(void)
 	      test_dispatch_gather_off_spreads },
 	    { "test_dispatch_calls_never_gather",
 	      test_dispatch_calls_never_gather },
+	    { "test_dispatch_cheap_wakes_lowest_idle",
+	      test_dispatch_cheap_wakes_lowest_idle },
 	    { "test_dispatch_busy_worker_before_idle",
 	      test_dispatch_busy_worker_before_idle },
 	    { NULL, NULL } });
