@@ -153,7 +153,8 @@ pick_slot(struct sipc_supervisor *s, int avoid, size_t len, bool gather)
 	/* The slots looked at sample how many workers are busy: all of
 	 * them after a look that found no busy worker to join, a part
 	 * from a rotating start otherwise (none stored when the look
-	 * stopped at a busy one: the slots before it are no sample). */
+	 * stopped at a busy one: the slots before it, the lowest-numbered,
+	 * are where the busy ones gather, a biased sample). */
 	if (busy >= 0) {
 		best = busy;
 	} else {
