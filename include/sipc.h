@@ -36,7 +36,11 @@
  *     returns, and may be freed or reused then: the configuration and
  *     every string and array it points at (sipc_create), a request's
  *     payload and idempotency key (sipc_submit, sipc_call), a listed
- *     request (sipc_reconcile_resolve).  Kept by pointer: cfg.log_arg
+ *     request (sipc_reconcile_resolve).  One exception in how, not
+ *     when: a sipc_call() payload of 64 KiB or more is read where it is
+ *     while the call runs (copied only if another thread must write
+ *     it), so it must not change until sipc_call() returns; it is
+ *     never read after.  Kept by pointer: cfg.log_arg
  *     (until sipc_destroy returns) and a submit's callback `arg` (until
  *     its callback has run; never used when sipc_submit fails).
  *
@@ -593,7 +597,8 @@ enum sipc_req_flags {
 typedef void (*sipc_done_fn)(void *arg, struct sipc_result *res);
 
 struct sipc_request {
-	const void *payload;        /* copied; caller keeps ownership */
+	const void *payload;        /* caller keeps ownership (Ownership,
+	                             * top of this file) */
 	size_t len;
 	unsigned timeout_ms;        /* wall-clock deadline from submit; 0 = none */
 	unsigned flags;             /* enum sipc_req_flags */

@@ -186,6 +186,11 @@ ring_put(struct sipc_supervisor *s, struct sipc__slot *sl, struct sipc__req *q,
 	if (ok) {
 		q->state = SIPC__R_QUEUED;
 		q->slot = (int)sl->idx;
+		/* A ring's requests are written by other threads: a
+		 * borrowed payload is copied first, under the lock that
+		 * keeps its call from ending (a requeue; a new call's is
+		 * copied before, sipc__dispatch_new()). */
+		sipc__req_own(q);
 	}
 	idle = sl->ring.count == 0 && sl->inflight == 0;
 	/* The writer needs a wake-up only for a ring that was empty, and
@@ -290,6 +295,13 @@ sipc__dispatch_new(struct sipc_supervisor *s, struct sipc__req *q,
 			pthread_mutex_unlock(&sl->lock);
 			sipc__direct_send(sl, q);
 			return 0;
+		}
+		if (q->borrowed) {
+			/* To a ring: copied first, here on the calling
+			 * thread, not under the locks; then choose again. */
+			pthread_mutex_unlock(&sl->lock);
+			sipc__req_own(q);
+			continue;
 		}
 		rc = ring_put(s, sl, q, &wake);
 		if (rc == 0) {

@@ -49,11 +49,21 @@ enum sipc__rstate {
 struct sipc__req {
 	uint64_t id;                  /* [const] */
 	atomic_int refs;
-	uint8_t *payload;             /* [const] freed at last unref */
+	uint8_t *payload;             /* the bytes: `buf`, the request's
+	                               * own block, or while `borrowed`
+	                               * the calling thread's */
 	uint32_t len;                 /* [const] */
-	size_t cap;                   /* [const] payload's own block (a
-	                               * large one, table.c), or 0: in
-	                               * the request's block */
+	uint8_t *buf;                 /* [const] a large payload's own
+	                               * block (table.c), freed at last
+	                               * unref; NULL: in the request's */
+	size_t cap;                   /* [const] buf's size */
+	/* A large sipc_call() payload is read where the caller holds it
+	 * while only the calling thread reads it (the direct path);
+	 * before anything else may (a ring, a writer finishing the
+	 * frame), sipc__req_own() copies it into `buf`.  Set by the
+	 * calling thread; cleared by it, or under the table lock while
+	 * the request is not delivered (the caller still waits). */
+	bool borrowed;
 	unsigned flags;               /* [const] SIPC_REQ_* */
 	char *key;                    /* [const] idempotency key or NULL */
 	bool call;                    /* [const] from sipc_call(): its
@@ -326,7 +336,11 @@ bool sipc__event_is_set(struct sipc__event *ev);
 /* requests (table.c) */
 struct sipc__req *sipc__req_new(struct sipc_supervisor *s,
                                 const struct sipc_request *r, uint64_t id,
-                                sipc_done_fn done, void *arg);
+                                sipc_done_fn done, void *arg, bool call);
+/* Copy a borrowed payload into the request's own block (no-op when not
+ * borrowed).  The calling thread of the call, or under the table lock
+ * with the request not delivered. */
+void sipc__req_own(struct sipc__req *q);
 void sipc__req_ref(struct sipc__req *q);
 void sipc__req_unref(struct sipc_supervisor *s, struct sipc__req *q);
 /* Free a request that was never admitted (its bytes were never taken

@@ -109,7 +109,8 @@ submit(sipc_supervisor *s, const struct sipc_request *req, sipc_done_fn done,
 		return -EINVAL;
 	if ((rc = sipc__api_enter(s)) < 0)
 		return rc;
-	q = sipc__req_new(s, req, atomic_fetch_add(&s->next_id, 1), done, arg);
+	q = sipc__req_new(s, req, atomic_fetch_add(&s->next_id, 1), done, arg,
+	    cr != NULL);
 	if (q == NULL) {
 		rc = -ENOMEM;
 		goto out;

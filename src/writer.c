@@ -410,6 +410,10 @@ sipc__direct_send(struct sipc__slot *sl, struct sipc__req *q)
 		if (w == total)
 			atomic_fetch_add(&sl->frames_out, 1);
 	}
+	/* The writer finishes what did not go out: a borrowed payload is
+	 * copied first (only this thread has read it so far). */
+	if (!lost && jrc == 0 && w < total)
+		sipc__req_own(q);
 	pthread_mutex_lock(&sl->lock);
 	sl->sending = SIPC__SEND_NONE;
 	if (lost)

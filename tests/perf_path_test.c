@@ -18,6 +18,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
@@ -330,6 +331,7 @@ huge_cfg(void)
  * which thread it is, `done` when the call has returned. */
 struct huge_call {
 	sipc_supervisor *s;
+	size_t len;                    /* of the huge payload's start */
 	atomic_int tid;
 	atomic_bool done;
 	struct sipc_result res;
@@ -340,8 +342,8 @@ static void *
 huge_call_thread(void *arg)
 {
 	struct huge_call *h = arg;
-	struct sipc_request req = { .payload = huge_payload(), .len = HUGE,
-	    .timeout_ms = WAIT_MS };
+	struct sipc_request req = { .payload = huge_payload(),
+	    .len = h->len, .timeout_ms = WAIT_MS };
 
 	atomic_store(&h->tid, (int)gettid());
 	h->rc = sipc_call(h->s, &req, &h->res);
@@ -350,13 +352,21 @@ huge_call_thread(void *arg)
 }
 
 static void
-huge_call_start(struct huge_call *h, sipc_supervisor *s, pthread_t *th)
+huge_call_start_len(struct huge_call *h, sipc_supervisor *s, pthread_t *th,
+    size_t len)
 {
 	memset(h, 0, sizeof(*h));
 	h->s = s;
+	h->len = len;
 	atomic_init(&h->tid, 0);
 	atomic_init(&h->done, false);
 	CU_ASSERT_FATAL(pthread_create(th, NULL, huge_call_thread, h) == 0);
+}
+
+static void
+huge_call_start(struct huge_call *h, sipc_supervisor *s, pthread_t *th)
+{
+	huge_call_start_len(h, s, th, HUGE);
 }
 
 static bool
@@ -506,6 +516,111 @@ test_perf_path_direct_write_never_blocks(void)
 	CU_ASSERT(tl_wait_until(huge_call_done, &h, WAIT_MS));
 	pthread_join(th, NULL);
 	CU_ASSERT(huge_reply_ok(&h));
+	sipc_result_release(&h.res);
+	sipc_destroy(s);
+}
+
+/* Nothing on the worker: the timed-out request was answered (late). */
+static bool
+pred_answered(const struct sipc_stats *st, void *arg)
+{
+	return st->workers[0].inflight == 0;
+}
+
+/*
+ * A call's large payload is read where the caller holds it (no copy)
+ * only while the calling thread writes it itself; what another thread
+ * must write is copied first.  The worker is stopped, so the call
+ * writes what the socket takes and the writer holds the rest; the call
+ * times out and returns; the caller's buffer is then made unreadable
+ * (PROT_NONE) and the worker resumed.  The writer finishes the frame
+ * from the library's copy: the worker reads it whole and answers late
+ * (dropped, C7), with no restart, and the next call is answered.  Sent
+ * from the caller's memory, the rest would fail (EFAULT) and end the
+ * channel.
+ */
+static void
+test_perf_path_call_payload_not_read_after_return(void)
+{
+	struct sipc_config c = huge_cfg();
+	struct sipc_worker_stats ws;
+	struct sipc_result r;
+	sipc_supervisor *s;
+	uint8_t *p, small[64];
+	pid_t worker;
+
+	p = mmap(NULL, HUGE, PROT_READ | PROT_WRITE,
+	    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CU_ASSERT_FATAL(p != MAP_FAILED);
+	memcpy(p, huge_payload(), HUGE);
+	c.stall_ms = 60000;            /* nothing ends the worker meanwhile */
+	s = st_start(&c, 1, WAIT_MS);
+	ws = st_worker_stats(s, 0);
+	worker = reader_pid(ws.pid);
+	CU_ASSERT_FATAL(worker > 0 && kill(worker, SIGSTOP) == 0);
+	struct sipc_request req = { .payload = p, .len = HUGE,
+	    .timeout_ms = 300 };
+	CU_ASSERT_FATAL(sipc_call(s, &req, &r) == 0);
+	CU_ASSERT_EQUAL(r.outcome, SIPC_OUTCOME_TIMEOUT);
+	sipc_result_release(&r);
+	CU_ASSERT_FATAL(mprotect(p, HUGE, PROT_NONE) == 0);
+	CU_ASSERT(kill(worker, SIGCONT) == 0);
+	/* the whole frame went out: the late reply came back */
+	CU_ASSERT(st_stats_wait(s, pred_answered, NULL, WAIT_MS));
+	memset(small, 's', sizeof(small));
+	req = (struct sipc_request){ .payload = small, .len = sizeof(small),
+	    .timeout_ms = WAIT_MS };
+	CU_ASSERT_FATAL(sipc_call(s, &req, &r) == 0);
+	CU_ASSERT_EQUAL(r.outcome, SIPC_OUTCOME_OK);
+	CU_ASSERT(r.reply_len == sizeof(small) &&
+	    memcmp(r.reply, small, sizeof(small)) == 0);
+	sipc_result_release(&r);
+	ws = st_worker_stats(s, 0);
+	CU_ASSERT_EQUAL(ws.restarts, 0);
+	CU_ASSERT_EQUAL(ws.protocol_violations, 0);
+	sipc_destroy(s);
+	munmap(p, HUGE);
+}
+
+/* The first frame to the worker went out whole. */
+static bool
+pred_frame_out(const struct sipc_stats *st, void *arg)
+{
+	return st->workers[0].frames_out >= 1;
+}
+
+/*
+ * A call of 1 MiB, written whole by its own thread (the socket takes
+ * it) to a worker that is stopped and then killed before it starts it,
+ * is written again to the restarted worker through a ring, from the
+ * library's copy (sipc__req_own() on the way in): the reply is the
+ * payload, on the second attempt.
+ */
+static void
+test_perf_path_call_payload_requeued_intact(void)
+{
+	const size_t len = 1u << 20;
+	struct sipc_config c = huge_cfg();
+	struct huge_call h;
+	sipc_supervisor *s;
+	pthread_t th;
+	pid_t worker;
+
+	CU_ASSERT_FATAL(huge_payload() != NULL);
+	c.stall_ms = 60000;            /* nothing else ends the worker */
+	s = st_start(&c, 1, WAIT_MS);
+	worker = reader_pid(st_worker_stats(s, 0).pid);
+	CU_ASSERT_FATAL(worker > 0 && kill(worker, SIGSTOP) == 0);
+	huge_call_start_len(&h, s, &th, len);
+	CU_ASSERT_FATAL(st_stats_wait(s, pred_frame_out, NULL, WAIT_MS));
+	CU_ASSERT(kill(worker, SIGKILL) == 0);
+	CU_ASSERT(tl_wait_until(huge_call_done, &h, WAIT_MS));
+	pthread_join(th, NULL);
+	CU_ASSERT_EQUAL(h.rc, 0);
+	CU_ASSERT_EQUAL(h.res.outcome, SIPC_OUTCOME_OK);
+	CU_ASSERT_EQUAL(h.res.attempts, 2);
+	CU_ASSERT(h.res.reply_len == len &&
+	    memcmp(h.res.reply, huge_payload(), len) == 0);
 	sipc_result_release(&h.res);
 	sipc_destroy(s);
 }
@@ -911,6 +1026,10 @@ main(void)
 	      test_perf_path_direct_rest_finished_by_writer },
 	    { "test_perf_path_direct_write_never_blocks",
 	      test_perf_path_direct_write_never_blocks },
+	    { "test_perf_path_call_payload_not_read_after_return",
+	      test_perf_path_call_payload_not_read_after_return },
+	    { "test_perf_path_call_payload_requeued_intact",
+	      test_perf_path_call_payload_requeued_intact },
 	    { "test_perf_path_pipeline_refilled_by_reader",
 	      test_perf_path_pipeline_refilled_by_reader },
 	    { "test_perf_path_refill_rest_finished_by_writer",
