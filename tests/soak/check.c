@@ -188,11 +188,35 @@ read_exec_log(uint64_t nrec, const char *log_path)
 	return runs;
 }
 
+#define REJ_KINDS 8
+
 struct tally {
 	uint64_t requests, by[5], idem, sync, cmd, refused, reruns,
 	    never_ran, may_ran, unknown_never_ran, unknown_never_ran_cut,
 	    unknown_never_ran_self_exit;
+	/* REJECTED outcomes by error code (the first REJ_KINDS codes
+	 * seen; any other counts in rej_other) */
+	int rej_err[REJ_KINDS];
+	uint64_t rej_n[REJ_KINDS], rej_other;
+	unsigned nrej;
 };
+
+static void
+count_rejected(struct tally *t, int err)
+{
+	unsigned i;
+
+	for (i = 0; i < t->nrej && t->rej_err[i] != err; i++)
+		;
+	if (i == t->nrej) {
+		if (t->nrej == REJ_KINDS) {
+			t->rej_other++;
+			return;
+		}
+		t->rej_err[t->nrej++] = err;
+	}
+	t->rej_n[i]++;
+}
 
 /* A record's executions when no execution log was kept. */
 #define RUNS_UNKNOWN UINT_MAX
@@ -219,6 +243,8 @@ check_rec(struct rec *r, unsigned runs, struct tally *t)
 		return;
 	}
 	t->by[r->outcome < 5 ? r->outcome : 0]++;
+	if (r->outcome == SIPC_OUTCOME_REJECTED)
+		count_rejected(t, r->error);
 	if (r->cb_id != r->id)
 		violation("request id %" PRIu64 " completed as id %" PRIu64,
 		    r->id, r->cb_id);
@@ -321,6 +347,15 @@ check_all(uint64_t nrec, const char *log_path, uint64_t deaths)
 	    " ran_more_than_once %" PRIu64 " said_never_ran %" PRIu64
 	    " said_may_have_run %" PRIu64 "\n", t.idem, t.sync, t.cmd,
 	    t.refused, t.reruns, t.never_ran, t.may_ran);
+	if (t.nrej > 0) {
+		printf("soak: rejected by reason");
+		for (unsigned i = 0; i < t.nrej; i++)
+			printf(" \"%s\" %" PRIu64, sipc_strerror(t.rej_err[i]),
+			    t.rej_n[i]);
+		if (t.rej_other > 0)
+			printf(" other %" PRIu64, t.rej_other);
+		printf("\n");
+	}
 	if (runs != NULL)
 		check_start_evidence(&t, deaths);
 	free(runs);
