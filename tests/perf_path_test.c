@@ -464,6 +464,25 @@ reader_pid(pid_t pid)
 	return child > 0 ? (pid_t)child : pid;
 }
 
+/* A supervisor of one echo worker with room for the huge payload,
+ * that worker stopped (SIGSTOP; nothing ends it meanwhile), and the
+ * process to SIGCONT or kill in *ret_worker. */
+static sipc_supervisor *
+start_stopped(pid_t *ret_worker)
+{
+	struct sipc_config c = huge_cfg();
+	sipc_supervisor *s;
+	pid_t worker;
+
+	CU_ASSERT_FATAL(huge_payload() != NULL);
+	c.stall_ms = 60000;
+	s = st_start(&c, 1, WAIT_MS);
+	worker = reader_pid(st_worker_stats(s, 0).pid);
+	CU_ASSERT_FATAL(worker > 0 && kill(worker, SIGSTOP) == 0);
+	*ret_worker = worker;
+	return s;
+}
+
 /* Is the calling thread of `h` asleep in a futex wait, that is, waiting
  * for its outcome rather than writing? */
 static bool
@@ -496,19 +515,12 @@ caller_waits_on_futex(void *arg)
 static void
 test_perf_path_direct_write_never_blocks(void)
 {
-	struct sipc_config c = huge_cfg();
-	struct sipc_worker_stats ws;
 	struct huge_call h;
 	sipc_supervisor *s;
 	pthread_t th;
 	pid_t worker;
 
-	CU_ASSERT_FATAL(huge_payload() != NULL);
-	c.stall_ms = 60000;            /* nothing ends the worker meanwhile */
-	s = st_start(&c, 1, WAIT_MS);
-	ws = st_worker_stats(s, 0);
-	worker = reader_pid(ws.pid);
-	CU_ASSERT_FATAL(worker > 0 && kill(worker, SIGSTOP) == 0);
+	s = start_stopped(&worker);
 	huge_call_start(&h, s, &th);
 	CU_ASSERT(tl_wait_until(caller_waits_on_futex, &h, WAIT_MS));
 	CU_ASSERT(!atomic_load(&h.done));
@@ -542,22 +554,17 @@ pred_answered(const struct sipc_stats *st, void *arg)
 static void
 test_perf_path_call_payload_not_read_after_return(void)
 {
-	struct sipc_config c = huge_cfg();
 	struct sipc_worker_stats ws;
 	struct sipc_result r;
 	sipc_supervisor *s;
 	uint8_t *p, small[64];
 	pid_t worker;
 
+	s = start_stopped(&worker);
 	p = mmap(NULL, HUGE, PROT_READ | PROT_WRITE,
 	    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	CU_ASSERT_FATAL(p != MAP_FAILED);
 	memcpy(p, huge_payload(), HUGE);
-	c.stall_ms = 60000;            /* nothing ends the worker meanwhile */
-	s = st_start(&c, 1, WAIT_MS);
-	ws = st_worker_stats(s, 0);
-	worker = reader_pid(ws.pid);
-	CU_ASSERT_FATAL(worker > 0 && kill(worker, SIGSTOP) == 0);
 	struct sipc_request req = { .payload = p, .len = HUGE,
 	    .timeout_ms = 300 };
 	CU_ASSERT_FATAL(sipc_call(s, &req, &r) == 0);
@@ -600,17 +607,12 @@ static void
 test_perf_path_call_payload_requeued_intact(void)
 {
 	const size_t len = 1u << 20;
-	struct sipc_config c = huge_cfg();
 	struct huge_call h;
 	sipc_supervisor *s;
 	pthread_t th;
 	pid_t worker;
 
-	CU_ASSERT_FATAL(huge_payload() != NULL);
-	c.stall_ms = 60000;            /* nothing else ends the worker */
-	s = st_start(&c, 1, WAIT_MS);
-	worker = reader_pid(st_worker_stats(s, 0).pid);
-	CU_ASSERT_FATAL(worker > 0 && kill(worker, SIGSTOP) == 0);
+	s = start_stopped(&worker);
 	huge_call_start_len(&h, s, &th, len);
 	CU_ASSERT_FATAL(st_stats_wait(s, pred_frame_out, NULL, WAIT_MS));
 	CU_ASSERT(kill(worker, SIGKILL) == 0);
