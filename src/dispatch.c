@@ -296,7 +296,7 @@ sipc__dispatch_new(struct sipc_supervisor *s, struct sipc__req *q,
 			sipc__direct_send(sl, q);
 			return 0;
 		}
-		if (q->borrowed) {
+		if (sipc__req_borrowed(q)) {
 			/* To a ring: copied first, here on the calling
 			 * thread, not under the locks; then choose again. */
 			pthread_mutex_unlock(&sl->lock);

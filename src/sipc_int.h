@@ -57,13 +57,12 @@ struct sipc__req {
 	                               * block (table.c), freed at last
 	                               * unref; NULL: in the request's */
 	size_t cap;                   /* [const] buf's size */
-	/* A large sipc_call() payload is read where the caller holds it
-	 * while only the calling thread reads it (the direct path);
-	 * before anything else may (a ring, a writer finishing the
-	 * frame), sipc__req_own() copies it into `buf`.  Set by the
-	 * calling thread; cleared by it, or under the table lock while
-	 * the request is not delivered (the caller still waits). */
-	bool borrowed;
+	/* A large sipc_call() payload is borrowed (payload is not buf):
+	 * read where the caller holds it while only the calling thread
+	 * reads it (the direct path); before anything else may (a ring, a
+	 * writer finishing the frame), sipc__req_own() copies it into
+	 * `buf`: on the calling thread, or under the table lock while the
+	 * request is not delivered (the caller still waits). */
 	unsigned flags;               /* [const] SIPC_REQ_* */
 	char *key;                    /* [const] idempotency key or NULL */
 	bool call;                    /* [const] from sipc_call(): its
@@ -341,6 +340,11 @@ struct sipc__req *sipc__req_new(struct sipc_supervisor *s,
  * borrowed).  The calling thread of the call, or under the table lock
  * with the request not delivered. */
 void sipc__req_own(struct sipc__req *q);
+static inline bool
+sipc__req_borrowed(const struct sipc__req *q)
+{
+	return q->buf != NULL && q->payload != q->buf;
+}
 void sipc__req_ref(struct sipc__req *q);
 void sipc__req_unref(struct sipc_supervisor *s, struct sipc__req *q);
 /* Free a request that was never admitted (its bytes were never taken

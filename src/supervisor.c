@@ -115,7 +115,6 @@ submit(sipc_supervisor *s, const struct sipc_request *req, sipc_done_fn done,
 		rc = -ENOMEM;
 		goto out;
 	}
-	q->call = cr != NULL;
 	if ((rc = reserve_memory(s, q)) != 0) {
 		if (rc == SIPC_E_FULL && !(q->flags & SIPC_REQ_NOWAIT) &&
 		    !sipc__lib_thread) {

@@ -89,7 +89,6 @@ sipc__req_new(struct sipc_supervisor *s, const struct sipc_request *r,
 			goto fail;
 		if (call) {
 			q->payload = (uint8_t *)(uintptr_t)r->payload;
-			q->borrowed = true;
 		} else {
 			memcpy(q->buf, r->payload, r->len);
 			q->payload = q->buf;
@@ -108,6 +107,7 @@ sipc__req_new(struct sipc_supervisor *s, const struct sipc_request *r,
 	q->deadline_ms = r->timeout_ms ? sipc__now_ms() + r->timeout_ms : 0;
 	q->done = done;
 	q->done_arg = arg;
+	q->call = call;
 	q->slot = -1;
 	return q;
 fail:
@@ -120,11 +120,10 @@ fail:
 void
 sipc__req_own(struct sipc__req *q)
 {
-	if (!q->borrowed)
+	if (!sipc__req_borrowed(q))
 		return;
 	memcpy(q->buf, q->payload, q->len);
 	q->payload = q->buf;
-	q->borrowed = false;
 }
 
 void
