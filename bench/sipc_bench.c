@@ -353,6 +353,10 @@ sec_call(void)
  *                 large payloads into the library on two CPUs);
  *   _each         one thread refilling one request per completion: it
  *                 keeps copying large payloads while the worker runs;
+ *   _lend         as _1sub, with SIPC_REQ_LEND: the library reads the
+ *                 payload where it is instead of copying it (the
+ *                 generator's one buffer never changes, as lending
+ *                 requires);
  *   _lib          one thread that never waits for the generator: the
  *                 library's own bound stops it (sipc_submit() blocks
  *                 while the worker's ring is full), with ring_frames set
@@ -365,7 +369,7 @@ sec_pipe(void)
 {
 	static const unsigned nw[] = { 1, 2, 4 };
 	double dur = O.quick ? 0.4 : 2.0, warm = O.quick ? 0.2 : 0.5;
-	double rate[NSIZES][4], best;
+	double rate[NSIZES][5], best;
 	struct sipc_config c;
 	sipc_supervisor *s;
 	unsigned window[NSIZES], t, k;
@@ -383,12 +387,14 @@ sec_pipe(void)
 		if (sup_start(&c, 10000, &s) < 0)
 			return -1;
 		for (i = 0; i < NSIZES; i++)
-			for (t = 0; t < 3; t++) {
+			for (t = 0; t < 4; t++) {
 				load_refill_each = t == 2;
+				load_flags = t == 3 ? SIPC_REQ_LEND : 0;
 				rc = measure_tput(s, sizes[i], window[i],
-				    t == 1 ? 2 : 1, warm, dur, &rate[i][t],
-				    NULL);
+				    t == 1 ? 2 : 1, warm, dur,
+				    &rate[i][t == 3 ? 4 : t], NULL);
 				load_refill_each = false;
+				load_flags = 0;
 				if (rc < 0) {
 					sipc_destroy(s);
 					return -1;
@@ -410,11 +416,11 @@ sec_pipe(void)
 				return -1;
 		}
 		for (i = 0; i < NSIZES; i++) {
-			static const char *const tag[4] = { "_1sub", "_2sub",
-			    "_each", "_lib" };
+			static const char *const tag[5] = { "_1sub", "_2sub",
+			    "_each", "_lib", "_lend" };
 
 			best = 0;
-			for (t = 0; t < 4; t++) {
+			for (t = 0; t < 5; t++) {
 				metricf(rate[i][t], "msg/s",
 				    "sipc_pipe_w%u_%zu%s_msgs", nw[w], sizes[i],
 				    tag[t]);

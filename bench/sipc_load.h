@@ -134,6 +134,7 @@ struct load {
 
 static struct load *bench_cur;
 static bool load_refill_each;
+static unsigned load_flags;                     /* sipc_request.flags */
 
 static inline void
 load_track(struct load *L, const struct sipc_result *res, uint64_t lat)
@@ -180,7 +181,7 @@ load_submitter(void *arg)
 	struct load *L = arg;
 	struct sipc_request req = {
 		.payload = L->payload, .len = L->size,
-		.timeout_ms = L->timeout_ms,
+		.timeout_ms = L->timeout_ms, .flags = load_flags,
 	};
 	uint64_t t;
 	int rc;

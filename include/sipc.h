@@ -40,7 +40,10 @@
  *     when: a sipc_call() payload of 64 KiB or more is read where it is
  *     while the call runs (copied only if another thread must write
  *     it), so it must not change until sipc_call() returns; it is
- *     never read after.  Kept by pointer: cfg.log_arg
+ *     never read after.  One exception in when: the payload of a
+ *     sipc_submit() with SIPC_REQ_LEND is not copied; it is read where
+ *     it is until its callback begins (see sipc_submit).  Kept by
+ *     pointer: cfg.log_arg
  *     (until sipc_destroy returns) and a submit's callback `arg` (until
  *     its callback has run; never used when sipc_submit fails).
  *
@@ -579,6 +582,8 @@ int sipc_wait_ready(sipc_supervisor *s, unsigned n, unsigned timeout_ms);
 enum sipc_req_flags {
 	SIPC_REQ_IDEMPOTENT = 1u << 0, /* may be retried after an ambiguous end */
 	SIPC_REQ_NOWAIT = 1u << 1,     /* reject at once if queues are full */
+	SIPC_REQ_LEND = 1u << 2,       /* sipc_submit: the payload is lent,
+	                                * not copied (see sipc_submit) */
 };
 
 /* Completion callback: exactly once per accepted submit.  Runs on a
@@ -625,6 +630,18 @@ struct sipc_request {
  * journal record could not be written), `done` runs on this thread
  * before sipc_submit() returns, under a callback's rules.  Any thread,
  * including completion callbacks.
+ *
+ * SIPC_REQ_LEND: the payload is not copied.  The library reads it where
+ * it is, from any of its threads, until `done` begins; it must stay
+ * valid and unchanged until then, and may be freed or reused in `done`.
+ * For that, the outcome waits for any library thread still writing the
+ * request's frame: a TIMEOUT, or the end of a worker, that comes while
+ * its frame is being written is delivered once the frame is finished or
+ * the channel has ended (a worker that stops reading is ended by the
+ * stall rule), and then `done` may run on the reaper thread.  Calls
+ * ignore the flag (a sipc_call() payload is read in place anyway).  The
+ * bytes still count against cfg.mem_ceiling, as a copy would.
+ * Unknown flag bits return -EINVAL.
  */
 int sipc_submit(sipc_supervisor *s, const struct sipc_request *req,
                 sipc_done_fn done, void *arg, uint64_t *ret_id);

@@ -228,7 +228,7 @@ requeue_on(struct sipc_supervisor *s, int idx, struct sipc__req *q)
 	if (rc == 0 && wake)
 		pthread_cond_signal(&sl->cv_writer);
 	if (rc == 1) {                 /* already answered: nothing to move */
-		sipc__req_unref(s, q);
+		sipc__req_send_unref(s, q);
 		return 0;
 	}
 	return rc;
@@ -266,7 +266,7 @@ sipc__dispatch_new(struct sipc_supervisor *s, struct sipc__req *q,
 	bool wake = false;
 	int idx, rc;
 
-	sipc__req_ref(q);                      /* the ring's reference */
+	sipc__req_send_ref(q);                 /* the ring's reference */
 	for (;;) {
 		if (atomic_load(&s->closing)) {
 			rc = SIPC_E_SHUTDOWN;
@@ -324,7 +324,7 @@ sipc__dispatch_new(struct sipc_supervisor *s, struct sipc__req *q,
 		pthread_cond_timedwait(&sl->cv_space, &sl->lock, &ts);
 		pthread_mutex_unlock(&sl->lock);
 	}
-	sipc__req_unref(s, q);
+	sipc__req_send_unref(s, q);
 	return rc;
 }
 

@@ -46,9 +46,9 @@ sipc__outcome_set(struct sipc_supervisor *s, struct sipc__req *q,
 	return true;
 }
 
-void
-sipc__outcome_deliver(struct sipc_supervisor *s, struct sipc__req *q,
-                      struct sipc_result *res)
+static void
+deliver_now(struct sipc_supervisor *s, struct sipc__req *q,
+            struct sipc_result *res)
 {
 	/* `res` is valid during the call; the callback owns what it points
 	 * at (reply, diag_tail) and releases it with sipc_result_release.
@@ -57,6 +57,75 @@ sipc__outcome_deliver(struct sipc_supervisor *s, struct sipc__req *q,
 	sipc__journal_note_done(s, q, res);
 	q->done(q->done_arg, res);
 	sipc__journal_note_delivered(s, q);
+}
+
+/*
+ * A lent payload is the caller's again once its callback begins, so the
+ * callback must not begin while a library thread may still write the
+ * frame (a TIMEOUT or a worker's end while the writer is in the middle
+ * of it).  The outcome is stored, then `senders` looked at; the last
+ * sender looks at the stored outcome after letting go (table.c).  Both
+ * sequentially consistent: at least one sees the other, and the one that
+ * moves WAIT to TAKEN delivers.  A stored outcome keeps a reference.
+ */
+void
+sipc__outcome_deliver(struct sipc_supervisor *s, struct sipc__req *q,
+                      struct sipc_result *res)
+{
+	struct sipc__late *l = q->late;
+	int wait = SIPC__LATE_WAIT;
+
+	if (l == NULL) {
+		deliver_now(s, q, res);
+		return;
+	}
+	sipc__req_ref(q);
+	l->res = *res;
+	atomic_store(&l->state, SIPC__LATE_WAIT);
+	if (atomic_load(&q->senders) > 0 ||
+	    !atomic_compare_exchange_strong(&l->state, &wait,
+	    SIPC__LATE_TAKEN))
+		return;                /* the last sender hands it on */
+	deliver_now(s, q, &l->res);
+	sipc__req_unref(s, q);
+}
+
+void
+sipc__late_release(struct sipc_supervisor *s, struct sipc__req *q)
+{
+	struct sipc__late *l = q->late;
+	int wait = SIPC__LATE_WAIT;
+
+	if (atomic_load(&l->state) != SIPC__LATE_WAIT ||
+	    !atomic_compare_exchange_strong(&l->state, &wait,
+	    SIPC__LATE_TAKEN))
+		return;
+	/* The sender may hold a slot lock: the reaper runs the callback. */
+	l->next = atomic_load(&s->late_head);
+	while (!atomic_compare_exchange_weak(&s->late_head, &l->next, q))
+		;
+	sipc__reaper_wake(s);
+}
+
+void
+sipc__late_run(struct sipc_supervisor *s)
+{
+	struct sipc__req *q, *next, *rev = NULL;
+	bool was;
+
+	/* Taken whole (no ABA); oldest first. */
+	for (q = atomic_exchange(&s->late_head, NULL); q != NULL; q = next) {
+		next = q->late->next;
+		q->late->next = rev;
+		rev = q;
+	}
+	was = sipc__callback_rules_begin();
+	for (q = rev; q != NULL; q = next) {
+		next = q->late->next;
+		deliver_now(s, q, &q->late->res);
+		sipc__req_unref(s, q);   /* the stored outcome's */
+	}
+	sipc__lib_thread = was;
 }
 
 /* Takes ownership of `reply` (malloc'd, may be NULL) in every case. */

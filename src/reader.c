@@ -855,7 +855,7 @@ sipc__worker_threads_stop(struct sipc__slot *sl)
 	 * (sipc__req_unref() under the slot lock: the table lock nests
 	 * inside it, in the one order.) */
 	pthread_mutex_lock(&sl->lock);
-	sipc__req_unref(sl->sup, sl->rest);
+	sipc__req_send_unref(sl->sup, sl->rest);
 	sl->rest = NULL;
 	/* Likewise the rest of a batch the reader began. */
 	sipc__wbatch_drop(sl);

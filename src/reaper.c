@@ -300,6 +300,7 @@ shutdown_all(struct sipc_supervisor *s, struct pollfd *pfd)
 		arm_timer(s, next);
 		wait_events(s, pfd, -1);
 		drain_wakeups(s);
+		sipc__late_run(s);
 		if (s->sig_fd >= 0 && sipc__orphans_signalled(s))
 			(void)sipc__orphans_reap(s);
 	}
@@ -354,6 +355,7 @@ reaper_main(void *arg)
 	pthread_mutex_unlock(&s->rlock);
 	for (;;) {
 		drain_wakeups(s);
+		sipc__late_run(s);
 		/* before the deadline scan: a request inserted after it sees
 		 * this (or the time armed below) and wakes us (sipc_submit) */
 		atomic_store(&s->timer_at_ms, INT64_MAX);
@@ -389,6 +391,8 @@ reaper_main(void *arg)
 		wait_events(s, pfd, -1);
 	}
 	shutdown_all(s, pfd);
+	/* Every worker thread has ended: no sender is left. */
+	sipc__late_run(s);
 	sipc__slot_count_ready(s);
 	sipc__spawn_batch_fini(&b);
 	free(pfd);

@@ -96,7 +96,7 @@ sipc__move_queued(struct sipc__slot *sl, bool slot_will_run, int reject_err)
 			pthread_mutex_unlock(&sl->lock);
 		}
 		finish(s, q, SIPC_OUTCOME_REJECTED, reject_err, false, NULL);
-		sipc__req_unref(s, q);    /* the ring's reference */
+		sipc__req_send_unref(s, q); /* the ring's reference */
 	}
 	free(qs);
 }
@@ -219,14 +219,14 @@ sipc__settle(struct sipc__slot *sl, const struct sipc_exit *e,
 		switch (d) {
 		case SIPC__SETTLE_REQUEUE:
 		case SIPC__SETTLE_RETRY:
-			sipc__req_ref(q);     /* a ring reference */
+			sipc__req_send_ref(q); /* a ring reference */
 			if (!closing &&
 			    sipc__dispatch_requeue(s, q, (int)sl->idx) == 0) {
 				atomic_fetch_add(d == SIPC__SETTLE_RETRY ?
 				    &s->n_retried : &s->n_requeued, 1);
 				break;
 			}
-			sipc__req_unref(s, q);
+			sipc__req_send_unref(s, q);
 			/* No worker left to write it to (cool-down): the
 			 * retry's own reason, as for a retry that waited in
 			 * a queue (move_queued); sipc(7) UNKNOWN. */
@@ -315,7 +315,7 @@ expire_one(struct sipc_supervisor *s, struct sipc__req *q, int64_t now)
 		pthread_mutex_unlock(&sl->lock);
 		finish(s, q, SIPC_OUTCOME_TIMEOUT, SIPC_E_TIMEOUT, false, NULL);
 		if (was_queued)
-			sipc__req_unref(s, q);     /* the ring's reference */
+			sipc__req_send_unref(s, q); /* the ring's reference */
 		return;
 	}
 	/* On a worker: tell the caller now, ask the worker to stop, and

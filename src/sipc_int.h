@@ -67,6 +67,14 @@ struct sipc__req {
 	char *key;                    /* [const] idempotency key or NULL */
 	bool call;                    /* [const] from sipc_call(): its
 	                               * thread waits for the outcome */
+	/* A lent payload (SIPC_REQ_LEND on a submit) stays the caller's
+	 * memory until the callback begins.  `senders` counts the holders
+	 * that may still write its frame (the ring's reference, wherever
+	 * it has gone: ring, writer batch, rest, hand-off, direct send);
+	 * an outcome that comes while one does waits in `late` until the
+	 * last lets go (outcome.c). */
+	struct sipc__late *late;      /* [const] NULL: not lent */
+	atomic_uint senders;
 	int64_t deadline_ms;          /* [const] monotonic; 0 = none */
 	sipc_done_fn done;            /* [const] */
 	void *done_arg;               /* [const] */
@@ -86,6 +94,16 @@ struct sipc__req {
 	int64_t cancel_at_ms;         /* CANCEL queued at; 0 = not cancelled */
 	struct sipc_exit last_exit;
 	struct sipc__req *hnext;      /* table bucket chain */
+};
+
+/* A lent request's outcome, kept until no library thread may write its
+ * payload (outcome.c).  state: LATE_NONE, then LATE_WAIT once stored;
+ * whoever moves it to LATE_TAKEN delivers it. */
+enum { SIPC__LATE_NONE = 0, SIPC__LATE_WAIT, SIPC__LATE_TAKEN };
+struct sipc__late {
+	struct sipc_result res;
+	atomic_int state;
+	struct sipc__req *next;       /* on the supervisor's late stack */
 };
 
 enum sipc__sender {
@@ -293,6 +311,9 @@ struct sipc_supervisor {
 	 * INT64_MAX while it scans deadlines.  A submit with an earlier
 	 * deadline wakes it, so TIMEOUT comes at the deadline. */
 	_Atomic int64_t timer_at_ms;
+	/* [atomic] lent requests whose outcome waited for their last
+	 * sender: the reaper delivers them (sipc__late_run()) */
+	_Atomic(struct sipc__req *) late_head;
 	pthread_mutex_t rlock;        /* guards the fields below */
 	pthread_cond_t rcv;
 	bool rshutdown;               /* reaper: begin shutdown */
@@ -347,6 +368,11 @@ sipc__req_borrowed(const struct sipc__req *q)
 }
 void sipc__req_ref(struct sipc__req *q);
 void sipc__req_unref(struct sipc_supervisor *s, struct sipc__req *q);
+/* The ring's reference: held by whoever may still write the request's
+ * frame.  Dropping a lent request's last one hands an outcome that
+ * waited for it to the reaper (outcome.c). */
+void sipc__req_send_ref(struct sipc__req *q);
+void sipc__req_send_unref(struct sipc_supervisor *s, struct sipc__req *q);
 /* Free a request that was never admitted (its bytes were never taken
  * from mem_ceiling). */
 void sipc__req_discard(struct sipc_supervisor *s, struct sipc__req *q);
@@ -398,6 +424,13 @@ bool sipc__outcome_set(struct sipc_supervisor *s, struct sipc__req *q,
                        struct sipc_result *res);
 void sipc__outcome_deliver(struct sipc_supervisor *s, struct sipc__req *q,
                            struct sipc_result *res);
+/* A lent request's last sender let go (table.c): deliver an outcome
+ * that waited for it, on the reaper thread. */
+void sipc__late_release(struct sipc_supervisor *s, struct sipc__req *q);
+/* The reaper: deliver what waited (any thread with no lock held, under a
+ * callback's rules; sipc_destroy's reaper after the last worker thread
+ * has ended). */
+void sipc__late_run(struct sipc_supervisor *s);
 /* Convenience: lock, set, unlock, deliver.  Takes ownership of `reply`
  * (malloc'd or NULL) whether or not it wins. */
 /* `q`, taken by the writer for `sl`, could not be journalled as written:

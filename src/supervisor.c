@@ -103,6 +103,9 @@ submit(sipc_supervisor *s, const struct sipc_request *req, sipc_done_fn done,
 	if (s == NULL || req == NULL || done == NULL ||
 	    (req->payload == NULL && req->len > 0))
 		return -EINVAL;
+	if (req->flags & ~(unsigned)(SIPC_REQ_IDEMPOTENT | SIPC_REQ_NOWAIT |
+	    SIPC_REQ_LEND))
+		return -EINVAL;
 	if (req->len > s->cfg.max_payload)
 		return SIPC_E_TOOBIG;
 	if (req->idempotency_key != NULL && strlen(req->idempotency_key) > 255)

@@ -76,14 +76,23 @@ struct sipc__req *
 sipc__req_new(struct sipc_supervisor *s, const struct sipc_request *r,
               uint64_t id, sipc_done_fn done, void *arg, bool call)
 {
-	bool large = r->len >= SIPC__PAYC_MIN;
+	bool lent = (r->flags & SIPC_REQ_LEND) && !call;
+	bool large = !lent && r->len >= SIPC__PAYC_MIN;
 	struct sipc__req *q;
+	size_t extra = lent ? sizeof(struct sipc__late) :
+	    large ? 0 : r->len;
 
-	/* One allocation for the entry and a small payload's copy. */
-	if ((q = malloc(sizeof(*q) + (large ? 0 : r->len))) == NULL)
+	/* One allocation for the entry and a small payload's copy, or a
+	 * lent payload's place for an outcome that must wait. */
+	if ((q = malloc(sizeof(*q) + extra)) == NULL)
 		return NULL;
-	memset(q, 0, sizeof(*q));
-	if (large) {
+	memset(q, 0, sizeof(*q) + (lent ? extra : 0));
+	if (lent) {
+		q->late = (struct sipc__late *)(q + 1);
+		atomic_init(&q->late->state, SIPC__LATE_NONE);
+		atomic_init(&q->senders, 0);
+		q->payload = (uint8_t *)(uintptr_t)r->payload;
+	} else if (large) {
 		if ((q->buf = payc_get(&s->table.payc, r->len,
 		    &q->cap)) == NULL)
 			goto fail;
@@ -130,6 +139,26 @@ void
 sipc__req_ref(struct sipc__req *q)
 {
 	atomic_fetch_add_explicit(&q->refs, 1, memory_order_relaxed);
+}
+
+void
+sipc__req_send_ref(struct sipc__req *q)
+{
+	if (q->late != NULL)
+		atomic_fetch_add(&q->senders, 1);
+	sipc__req_ref(q);
+}
+
+/* Sequentially consistent with the outcome's store of LATE_WAIT and its
+ * load of `senders` (outcome.c): one of the two sees the other. */
+void
+sipc__req_send_unref(struct sipc_supervisor *s, struct sipc__req *q)
+{
+	if (q == NULL)
+		return;
+	if (q->late != NULL && atomic_fetch_sub(&q->senders, 1) == 1)
+		sipc__late_release(s, q);
+	sipc__req_unref(s, q);
 }
 
 /* The last reference frees the payload and returns its bytes to the

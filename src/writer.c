@@ -179,7 +179,7 @@ writer_take(struct sipc__slot *sl, unsigned room, struct sipc__req **batch)
 	if (n > 0 || ndrop > 0)
 		pthread_cond_broadcast(&sl->cv_space);
 	for (i = 0; i < ndrop; i++)
-		sipc__req_unref(s, drop[i]);
+		sipc__req_send_unref(s, drop[i]);
 	return n;
 }
 
@@ -234,7 +234,7 @@ wbatch_build(struct sipc__slot *sl, struct sipc__wbatch *b)
 		if (s->journal != NULL &&
 		    sipc__journal_note_written(s, sl, b->req[i]) < 0) {
 			sipc__outcome_unsend(s, sl, b->req[i]);
-			sipc__req_unref(s, b->req[i]);
+			sipc__req_send_unref(s, b->req[i]);
 			continue;
 		}
 		b->req[ns++] = b->req[i];
@@ -258,8 +258,8 @@ wbatch_done(struct sipc__slot *sl, struct sipc__wbatch *b)
 	atomic_fetch_add(&sl->frames_out,
 	    (uint64_t)(b->nreq + b->ncancel + (b->rest != NULL)));
 	for (i = 0; i < b->nreq; i++)
-		sipc__req_unref(s, b->req[i]);
-	sipc__req_unref(s, b->rest);
+		sipc__req_send_unref(s, b->req[i]);
+	sipc__req_send_unref(s, b->rest);
 	b->nreq = b->ncancel = 0;
 	b->rest = NULL;
 }
@@ -431,7 +431,7 @@ sipc__direct_send(struct sipc__slot *sl, struct sipc__req *q)
 	pthread_mutex_unlock(&sl->lock);
 	if (lost)
 		sipc__reaper_wake(s);
-	sipc__req_unref(s, q);
+	sipc__req_send_unref(s, q);
 }
 
 /* The socket's reader, when a caller reads it (callread.c, caller reads):
