@@ -262,6 +262,11 @@ info req_64_vs_newline_proto_crosscpu sipc_pipe_w1_64_msgs newline_proto_64_cros
 # divided by the CPUs (the spawn target's limit), and sipc against it.
 info bare_spawns_together_vs_per_cpu sipc_scale_bare_spawn_256_together sipc_scale_bare_spawn_256_per_cpu
 info spawn_256_ready_vs_bare_spawns_together sipc_scale_w256_ready sipc_scale_bare_spawn_256_together
+# 1 MiB pipelined: the payload copied into the library (one submitter)
+# against the best channel, and a lent payload (SIPC_REQ_LEND, no copy)
+# against the copied one.  The target's figure is the best load's.
+info pipe_1m_copied_msgs_vs_raw_pipelined sipc_pipe_w1_1048576_1sub_msgs raw_pipelined_1048576_msgs
+info pipe_1m_lend_vs_copied_msgs sipc_pipe_w1_1048576_lend_msgs sipc_pipe_w1_1048576_1sub_msgs
 # A load refilled one request per completion, against the same limits.
 info pipe_64_each_msgs_vs_raw_pipelined sipc_pipe_w1_64_each_msgs raw_pipelined_64_msgs
 info cpu_per_req_64_each_vs_raw_pipelined sipc_cost_pipe_w1_64_each_cpu_per_req raw_pipelined_64_cpu_per_msg
