@@ -170,16 +170,19 @@ pick_slot(struct sipc_supervisor *s, int avoid, size_t len, bool gather)
 	return best;
 }
 
-/* Slot lock held: push and hand the ring a reference.  *ret_wake: the
- * caller signals cv_writer once it has dropped the slot lock (signalled
- * under it, the writer would wake only to block on that lock). */
+/* Slot lock held: push and hand the ring a reference; `back`: an
+ * accepted request coming back, put ahead whatever the fill (ring.h).
+ * *ret_wake: the caller signals cv_writer once it has dropped the slot
+ * lock (signalled under it, the writer would wake only to block on that
+ * lock). */
 static int
 ring_put(struct sipc_supervisor *s, struct sipc__slot *sl, struct sipc__req *q,
-         bool *ret_wake)
+         bool back, bool *ret_wake)
 {
 	bool ok, idle, wake;
 
-	if (!sipc__ring_fits(&sl->ring, q->len))
+	if (back ? sipc__ring_back_reserve(&sl->ring) < 0 :
+	    !sipc__ring_fits(&sl->ring, q->len))
 		return -EAGAIN;
 	pthread_mutex_lock(&s->table.lock);
 	ok = !q->delivered && q->state != SIPC__R_GONE;
@@ -206,7 +209,10 @@ ring_put(struct sipc_supervisor *s, struct sipc__slot *sl, struct sipc__req *q,
 	 * new work against that old time before the writer sends it. */
 	if (idle)
 		atomic_store(&sl->last_progress_ms, sipc__now_ms());
-	(void)sipc__ring_push(&sl->ring, q, q->len);
+	if (back)
+		(void)sipc__ring_return(&sl->ring, q, q->len);  /* room made */
+	else
+		(void)sipc__ring_push(&sl->ring, q, q->len);
 	*ret_wake = wake;
 	return 0;
 }
@@ -215,7 +221,7 @@ ring_put(struct sipc_supervisor *s, struct sipc__slot *sl, struct sipc__req *q,
  * 0 queued (or already answered: the ring reference is dropped), else
  * -EAGAIN. */
 static int
-requeue_on(struct sipc_supervisor *s, int idx, struct sipc__req *q)
+requeue_on(struct sipc_supervisor *s, int idx, struct sipc__req *q, bool back)
 {
 	struct sipc__slot *sl = &s->slots[idx];
 	bool wake = false;
@@ -223,7 +229,8 @@ requeue_on(struct sipc_supervisor *s, int idx, struct sipc__req *q)
 
 	pthread_mutex_lock(&sl->lock);
 	rc = sl->state == SIPC_WS_READY || sl->state == SIPC_WS_STARTING ||
-	    sl->state == SIPC_WS_IDLE ? ring_put(s, sl, q, &wake) : -EAGAIN;
+	    sl->state == SIPC_WS_IDLE ? ring_put(s, sl, q, back, &wake) :
+	    -EAGAIN;
 	pthread_mutex_unlock(&sl->lock);
 	if (rc == 0 && wake)
 		pthread_cond_signal(&sl->cv_writer);
@@ -235,11 +242,13 @@ requeue_on(struct sipc_supervisor *s, int idx, struct sipc__req *q)
 }
 
 /*
- * Another slot first.  When none can take it, `avoid` itself, if it is
- * about to run again (IDLE: restart planned, not a cool-down): in a
- * pool of one, a request that may run again waits for the restarted
- * worker (its deadline still applies while queued) rather than being
- * refused for want of another slot.
+ * Another slot with room first.  When none has, `avoid` itself, if it is
+ * about to run again (IDLE: restart planned, not a cool-down), ahead of
+ * its queue whatever the fill: a request already accepted that may run
+ * again waits for the restarted worker (its deadline still applies while
+ * queued) rather than being refused for room that new submits took
+ * after its worker ended (blocked submitters refill a queue as soon as
+ * it is emptied).
  */
 int
 sipc__dispatch_requeue(struct sipc_supervisor *s, struct sipc__req *q, int avoid)
@@ -247,9 +256,9 @@ sipc__dispatch_requeue(struct sipc_supervisor *s, struct sipc__req *q, int avoid
 	int idx;
 
 	if ((idx = pick_slot(s, avoid, q->len, false)) >= 0 &&
-	    requeue_on(s, idx, q) == 0)
+	    requeue_on(s, idx, q, false) == 0)
 		return 0;
-	if (avoid >= 0 && requeue_on(s, avoid, q) == 0)
+	if (avoid >= 0 && requeue_on(s, avoid, q, true) == 0)
 		return 0;
 	return SIPC_E_UNAVAILABLE;
 }
@@ -303,7 +312,7 @@ sipc__dispatch_new(struct sipc_supervisor *s, struct sipc__req *q,
 			sipc__req_own(q);
 			continue;
 		}
-		rc = ring_put(s, sl, q, &wake);
+		rc = ring_put(s, sl, q, false, &wake);
 		if (rc == 0) {
 			pthread_mutex_unlock(&sl->lock);
 			if (wake)

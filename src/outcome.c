@@ -64,9 +64,10 @@ deliver_now(struct sipc_supervisor *s, struct sipc__req *q,
  * callback must not begin while a library thread may still write the
  * frame (a TIMEOUT or a worker's end while the writer is in the middle
  * of it).  The outcome is stored, then `senders` looked at; the last
- * sender looks at the stored outcome after letting go (table.c).  Both
- * sequentially consistent: at least one sees the other, and the one that
- * moves WAIT to TAKEN delivers.  A stored outcome keeps a reference.
+ * sender looks at the stored outcome after letting go
+ * (sipc__req_send_unref()).  Both sequentially consistent: at least one
+ * sees the other, and the one that moves WAIT to TAKEN delivers.  A
+ * stored outcome keeps a reference.
  */
 void
 sipc__outcome_deliver(struct sipc_supervisor *s, struct sipc__req *q,
@@ -90,8 +91,10 @@ sipc__outcome_deliver(struct sipc_supervisor *s, struct sipc__req *q,
 	sipc__req_unref(s, q);
 }
 
-void
-sipc__late_release(struct sipc_supervisor *s, struct sipc__req *q)
+/* The last sender let go: an outcome that waited for it goes to the
+ * reaper. */
+static void
+late_release(struct sipc_supervisor *s, struct sipc__req *q)
 {
 	struct sipc__late *l = q->late;
 	int wait = SIPC__LATE_WAIT;
@@ -105,6 +108,26 @@ sipc__late_release(struct sipc_supervisor *s, struct sipc__req *q)
 	while (!atomic_compare_exchange_weak(&s->late_head, &l->next, q))
 		;
 	sipc__reaper_wake(s);
+}
+
+void
+sipc__req_send_ref(struct sipc__req *q)
+{
+	if (q->late != NULL)
+		atomic_fetch_add(&q->senders, 1);
+	sipc__req_ref(q);
+}
+
+/* Sequentially consistent with sipc__outcome_deliver()'s store of
+ * LATE_WAIT and its load of `senders`: one of the two sees the other. */
+void
+sipc__req_send_unref(struct sipc_supervisor *s, struct sipc__req *q)
+{
+	if (q == NULL)
+		return;
+	if (q->late != NULL && atomic_fetch_sub(&q->senders, 1) == 1)
+		late_release(s, q);
+	sipc__req_unref(s, q);
 }
 
 void

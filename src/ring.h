@@ -3,7 +3,11 @@
  * Not thread-safe by itself: the owning slot's lock guards it (the
  * blocking, timed and non-blocking pushes live in the dispatcher, which
  * waits on the slot's condition variables).  A full ring is
- * backpressure, never growth: the array is allocated once.
+ * backpressure, never growth, for new requests: the array is allocated
+ * once.  Requests already accepted that come back (from a worker that
+ * ended, or taken off to be moved) are never refused for room new ones
+ * took meanwhile: they go on a list of their own, ahead of the array,
+ * which grows (what it holds was accepted, so mem_ceiling bounds it).
  */
 #ifndef SIPC_RING_H
 #define SIPC_RING_H
@@ -28,6 +32,10 @@ struct sipc__ring {
 	_Atomic unsigned count;
 	_Atomic size_t bytes;
 	size_t max_bytes;
+	/* Returned requests, popped first, oldest first; counted in
+	 * `count` and `bytes` */
+	struct sipc__ring_item *back;
+	unsigned nback, back_head, back_cap;
 };
 
 int sipc__ring_init(struct sipc__ring *r, unsigned cap, size_t max_bytes);
@@ -38,6 +46,11 @@ void sipc__ring_fini(struct sipc__ring *r);
 bool sipc__ring_fits(const struct sipc__ring *r, size_t len);
 /* Append; -EAGAIN when it does not fit. */
 int sipc__ring_push(struct sipc__ring *r, struct sipc__req *q, size_t len);
+/* Make room for one more returned request: 0, or -ENOMEM. */
+int sipc__ring_back_reserve(struct sipc__ring *r);
+/* Put back an accepted request ahead of the array's, whatever the fill;
+ * -ENOMEM only when the list cannot grow (never after a reserve). */
+int sipc__ring_return(struct sipc__ring *r, struct sipc__req *q, size_t len);
 /* Remove the oldest; NULL when empty. */
 struct sipc__req *sipc__ring_pop(struct sipc__ring *r);
 /* Remove a given entry (order kept); false if absent. */

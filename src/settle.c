@@ -89,7 +89,7 @@ sipc__move_queued(struct sipc__slot *sl, bool slot_will_run, int reject_err)
 		}
 		if (slot_will_run) {
 			pthread_mutex_lock(&sl->lock);
-			if (sipc__ring_push(&sl->ring, q, q->len) == 0) {
+			if (sipc__ring_return(&sl->ring, q, q->len) == 0) {
 				pthread_mutex_unlock(&sl->lock);
 				continue;
 			}

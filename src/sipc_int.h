@@ -368,11 +368,6 @@ sipc__req_borrowed(const struct sipc__req *q)
 }
 void sipc__req_ref(struct sipc__req *q);
 void sipc__req_unref(struct sipc_supervisor *s, struct sipc__req *q);
-/* The ring's reference: held by whoever may still write the request's
- * frame.  Dropping a lent request's last one hands an outcome that
- * waited for it to the reaper (outcome.c). */
-void sipc__req_send_ref(struct sipc__req *q);
-void sipc__req_send_unref(struct sipc_supervisor *s, struct sipc__req *q);
 /* Free a request that was never admitted (its bytes were never taken
  * from mem_ceiling). */
 void sipc__req_discard(struct sipc_supervisor *s, struct sipc__req *q);
@@ -424,9 +419,12 @@ bool sipc__outcome_set(struct sipc_supervisor *s, struct sipc__req *q,
                        struct sipc_result *res);
 void sipc__outcome_deliver(struct sipc_supervisor *s, struct sipc__req *q,
                            struct sipc_result *res);
-/* A lent request's last sender let go (table.c): deliver an outcome
- * that waited for it, on the reaper thread. */
-void sipc__late_release(struct sipc_supervisor *s, struct sipc__req *q);
+/* The ring's reference: held by whoever may still write the request's
+ * frame (ring, write batch, rest, hand-off, a direct send).  Dropping a
+ * lent request's last one hands an outcome that waited for it to the
+ * reaper. */
+void sipc__req_send_ref(struct sipc__req *q);
+void sipc__req_send_unref(struct sipc_supervisor *s, struct sipc__req *q);
 /* The reaper: deliver what waited (any thread with no lock held, under a
  * callback's rules; sipc_destroy's reaper after the last worker thread
  * has ended). */

@@ -141,26 +141,6 @@ sipc__req_ref(struct sipc__req *q)
 	atomic_fetch_add_explicit(&q->refs, 1, memory_order_relaxed);
 }
 
-void
-sipc__req_send_ref(struct sipc__req *q)
-{
-	if (q->late != NULL)
-		atomic_fetch_add(&q->senders, 1);
-	sipc__req_ref(q);
-}
-
-/* Sequentially consistent with the outcome's store of LATE_WAIT and its
- * load of `senders` (outcome.c): one of the two sees the other. */
-void
-sipc__req_send_unref(struct sipc_supervisor *s, struct sipc__req *q)
-{
-	if (q == NULL)
-		return;
-	if (q->late != NULL && atomic_fetch_sub(&q->senders, 1) == 1)
-		sipc__late_release(s, q);
-	sipc__req_unref(s, q);
-}
-
 /* The last reference frees the payload and returns its bytes to the
  * memory budget, waking submitters blocked on the ceiling. */
 void

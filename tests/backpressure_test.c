@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -910,6 +911,76 @@ test_backpressure_pipelined_all_complete(void)
 	sipc_destroy(s);
 }
 
+/*
+ * A worker ends with its queue full and requests written to it that it
+ * never started (stopped, then killed: the start counter says so).  The
+ * queued ones go back on its queue for the restart; the written ones are
+ * accepted work too and must not be refused for the room the queued
+ * ones (or blocked submitters) took meanwhile: every request ends OK on
+ * the restarted worker.  Before, the written ones ended REJECTED /
+ * SIPC_E_UNAVAILABLE, reported as "no worker available (restart
+ * limit)" with no limit reached.
+ */
+static bool
+pred_four_written(const struct sipc_stats *st, void *arg)
+{
+	return st->workers[0].inflight == 4 && st->pending == 8;
+}
+
+static void
+test_backpressure_requeue_beats_full_queue(void)
+{
+	static struct st_outbox box = { .mu = PTHREAD_MUTEX_INITIALIZER };
+	static struct st_outslot slots[8];
+	struct sipc_config c = base_cfg("echo", NULL, 1);
+	struct sipc_stats st;
+	sipc_supervisor *s;
+	char buf[8][64];
+	unsigned k, ok = 0, second = 0;
+	pid_t worker;
+
+	c.max_inflight = 4;
+	c.ring_frames = 4;
+	c.stall_ms = 60000;
+	c.cancel_grace_ms = 60000;
+	s = st_start(&c, 1, WAIT_MS);
+	worker = st_reader_pid(st_worker_stats(s, 0).pid);
+	CU_ASSERT_FATAL(worker > 0 && kill(worker, SIGSTOP) == 0);
+	st_outbox_reset(&box);
+	for (k = 0; k < 8; k++) {
+		struct sipc_request req = { .payload = buf[k], .len = 64,
+		    .timeout_ms = WAIT_MS };
+
+		memset(buf[k], 'a' + (int)k, 64);
+		slots[k] = (struct st_outslot){ &box, k };
+		CU_ASSERT_FATAL(sipc_submit(s, &req, st_outbox_done,
+		    &slots[k], NULL) == 0);
+	}
+	/* 4 written, 4 queued */
+	CU_ASSERT_FATAL(st_stats_wait(s, pred_four_written, NULL, WAIT_MS));
+	CU_ASSERT(kill(worker, SIGKILL) == 0);
+	CU_ASSERT_FATAL(st_outbox_wait(&box, 8, WAIT_MS));
+	for (k = 0; k < 8; k++) {
+		ok += box.calls[k] == 1 &&
+		    box.res[k].outcome == SIPC_OUTCOME_OK &&
+		    box.res[k].reply_len == 64 &&
+		    memcmp(box.res[k].reply, buf[k], 64) == 0;
+		second += box.res[k].attempts == 2;
+		if (box.res[k].outcome != SIPC_OUTCOME_OK)
+			fprintf(stderr, "request %u: %s %s\n", k,
+			    sipc_outcome_name(box.res[k].outcome),
+			    sipc_strerror(box.res[k].error));
+	}
+	CU_ASSERT_EQUAL(ok, 8);
+	CU_ASSERT_EQUAL(second, 4);       /* the written ones, again */
+	st = stats(s);
+	CU_ASSERT_EQUAL(st.rejected, 0);
+	CU_ASSERT_EQUAL(st.workers[0].restarts, 1);
+	sipc_stats_release(&st);
+	st_outbox_release(&box);
+	sipc_destroy(s);
+}
+
 int
 main(void)
 {
@@ -930,6 +1001,8 @@ main(void)
 	      test_backpressure_hang_with_work_is_stalled },
 	    { "test_backpressure_pipelined_all_complete",
 	      test_backpressure_pipelined_all_complete },
+	    { "test_backpressure_requeue_beats_full_queue",
+	      test_backpressure_requeue_beats_full_queue },
 	    { NULL, NULL } });
 	return tl_run();
 }

@@ -454,25 +454,6 @@ test_perf_path_direct_rest_finished_by_writer(void)
 
 /* ------------------------------------------------------- never blocks */
 
-/* The process that reads the channel: the worker's pid, or, when it runs
- * under sipc-init in a namespace, that init's one child. */
-static pid_t
-reader_pid(pid_t pid)
-{
-	char path[64];
-	long child = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid,
-	    (int)pid);
-	if ((f = fopen(path, "r")) != NULL) {
-		if (fscanf(f, "%ld", &child) != 1)
-			child = 0;
-		fclose(f);
-	}
-	return child > 0 ? (pid_t)child : pid;
-}
-
 /* A supervisor of one echo worker with room for the huge payload,
  * that worker stopped (SIGSTOP; nothing ends it meanwhile: neither the
  * stall rule nor a deadline's cancel grace), and the process to SIGCONT
@@ -488,7 +469,7 @@ start_stopped(pid_t *ret_worker)
 	c.stall_ms = 60000;
 	c.cancel_grace_ms = 60000;
 	s = st_start(&c, 1, WAIT_MS);
-	worker = reader_pid(st_worker_stats(s, 0).pid);
+	worker = st_reader_pid(st_worker_stats(s, 0).pid);
 	CU_ASSERT_FATAL(worker > 0 && kill(worker, SIGSTOP) == 0);
 	*ret_worker = worker;
 	return s;

@@ -575,3 +575,20 @@ st_unblock_sigchld(void)
 	sigaddset(&m, SIGCHLD);
 	pthread_sigmask(SIG_UNBLOCK, &m, NULL);
 }
+
+pid_t
+st_reader_pid(pid_t pid)
+{
+	char path[64];
+	long child = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid,
+	    (int)pid);
+	if ((f = fopen(path, "r")) != NULL) {
+		if (fscanf(f, "%ld", &child) != 1)
+			child = 0;
+		fclose(f);
+	}
+	return child > 0 ? (pid_t)child : pid;
+}

@@ -178,6 +178,10 @@ pid_t st_read_kid(int fd, int ms);
  * zombie); it is a zombie; no child of this process is a zombie (arg
  * unused). */
 bool st_pid_dead(void *arg);
+/* The process that reads a worker's channel: `pid` itself, or, when it
+ * runs under sipc-init in a namespace (or bubblewrap's init), that
+ * process's one child. */
+pid_t st_reader_pid(pid_t pid);
 bool st_pid_gone(void *arg);
 bool st_pid_zombie(void *arg);
 bool st_no_zombie_children(void *arg);

@@ -191,7 +191,7 @@ read_exec_log(uint64_t nrec, const char *log_path)
 #define REJ_KINDS 8
 
 struct tally {
-	uint64_t requests, by[5], idem, sync, cmd, refused, reruns,
+	uint64_t requests, by[5], idem, sync, cmd, lent, refused, reruns,
 	    never_ran, may_ran, unknown_never_ran, unknown_never_ran_cut,
 	    unknown_never_ran_self_exit;
 	/* REJECTED outcomes by error code (the first REJ_KINDS codes
@@ -238,6 +238,7 @@ check_rec(struct rec *r, unsigned runs, struct tally *t)
 	t->idem += idem;
 	t->sync += (r->flags & RF_SYNC) != 0;
 	t->cmd += (r->flags & RF_CMD) != 0;
+	t->lent += (r->flags & (RF_LENT | RF_SYNC)) == RF_LENT;
 	if (ncb != 1) {
 		violation("request id %" PRIu64 " got %u outcomes", r->id, ncb);
 		return;
@@ -343,10 +344,11 @@ check_all(uint64_t nrec, const char *log_path, uint64_t deaths)
 	    t.by[SIPC_OUTCOME_WORKER_ERROR], t.by[SIPC_OUTCOME_REJECTED],
 	    t.by[SIPC_OUTCOME_TIMEOUT], t.by[SIPC_OUTCOME_UNKNOWN]);
 	printf("soak: detail idempotent %" PRIu64 " sync %" PRIu64
-	    " fault_commands %" PRIu64 " refused_at_submit %" PRIu64
+	    " fault_commands %" PRIu64 " lent %" PRIu64
+	    " refused_at_submit %" PRIu64
 	    " ran_more_than_once %" PRIu64 " said_never_ran %" PRIu64
 	    " said_may_have_run %" PRIu64 "\n", t.idem, t.sync, t.cmd,
-	    t.refused, t.reruns, t.never_ran, t.may_ran);
+	    t.lent, t.refused, t.reruns, t.never_ran, t.may_ran);
 	if (t.nrej > 0) {
 		printf("soak: rejected by reason");
 		for (unsigned i = 0; i < t.nrej; i++)

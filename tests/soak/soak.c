@@ -348,6 +348,14 @@ caller_main(void *arg)
 		flags = pick < 25 ? SIPC_REQ_IDEMPOTENT : 0;
 		if (flags)
 			r->flags |= RF_IDEM;
+		/* A third lend the payload (asynchronous submits: a call
+		 * ignores the flag).  Its record keeps it unchanged until the
+		 * callback frees it, as lending requires; the execution log's
+		 * checksum shows a payload read after that. */
+		if (rnd(&c->rng) % 3 == 0) {
+			flags |= SIPC_REQ_LEND;
+			r->flags |= RF_LENT;
+		}
 		/* Mostly no deadline; some long, a few short enough to expire
 		 * behind a stopped worker. */
 		pick = rnd(&c->rng) % 100;

@@ -11,7 +11,8 @@
 
 #define RETRIES 2u                /* idempotent_retries configured */
 
-enum { RF_IDEM = 1, RF_CMD = 2, RF_SYNC = 4, RF_REFUSED = 8, RF_BADREPLY = 16 };
+enum { RF_IDEM = 1, RF_CMD = 2, RF_SYNC = 4, RF_REFUSED = 8, RF_BADREPLY = 16,
+       RF_LENT = 32 };
 
 /* One submitted request.  Written by its caller before submit and by
  * exactly one completion (the first, chosen by `ncb`). */
