@@ -22,7 +22,6 @@
 #include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "sipc.h"
@@ -1019,21 +1018,12 @@ struct lent {
 	bool reply_same;               /* reply == the buffer at callback */
 };
 
-static int64_t
-mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static void
 lent_done(void *arg, struct sipc_result *res)
 {
 	struct lent *l = arg;
 
-	atomic_store(&l->at_ns, mono_ns());
+	atomic_store(&l->at_ns, sipc__now_ns());
 	l->outcome = res->outcome;
 	l->attempts = res->attempts;
 	/* the buffer is still valid here: the callback has begun */
@@ -1141,7 +1131,7 @@ test_perf_path_lent_timeout_waits_for_frame(void)
 	lent_init(&l, HUGE, true);
 	lent_submit(s, &l, 300, 0);
 	CU_ASSERT_FATAL(st_stats_wait(s, pred_timed_out, NULL, WAIT_MS));
-	resumed = mono_ns();
+	resumed = sipc__now_ns();
 	CU_ASSERT(atomic_load(&l.calls) == 0);
 	CU_ASSERT(kill(worker, SIGCONT) == 0);
 	CU_ASSERT_FATAL(tl_wait_until(lent_called, &l, WAIT_MS));
