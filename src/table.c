@@ -21,14 +21,42 @@
 
 #include "sipc_int.h"
 
-/* A buffer of at least len bytes for a large payload: a kept one at
- * most half again as large, or a new one.  *ret_cap: its size. */
+/* A mid-size payload's class: its buffer holds SIPC__MIDC_MIN << class
+ * bytes, the least power of two that fits `len`. */
+static unsigned
+midc_class(size_t len)
+{
+	unsigned k = 0;
+
+	while (((size_t)SIPC__MIDC_MIN << k) < len)
+		k++;
+	return k;
+}
+
+/* A buffer of at least len bytes for a mid-size payload (a kept one of
+ * its class) or a large one (a kept one at most half again as large),
+ * or a new one.  *ret_cap: its size. */
 static void *
 payc_get(struct sipc__payc *c, size_t len, size_t *ret_cap)
 {
 	unsigned i, best = SIPC__PAYC_SLOTS;
 	void *b;
 
+	if (len <= SIPC__MIDC_MAX) {
+		unsigned k = midc_class(len);
+
+		*ret_cap = (size_t)SIPC__MIDC_MIN << k;
+		pthread_mutex_lock(&c->lock);
+		if (c->nmid[k] == 0) {
+			pthread_mutex_unlock(&c->lock);
+			return malloc(*ret_cap);
+		}
+		b = c->mid[k][--c->nmid[k]];
+		c->bytes -= *ret_cap;
+		pthread_mutex_unlock(&c->lock);
+		atomic_fetch_add_explicit(&c->reused, 1, memory_order_relaxed);
+		return b;
+	}
 	pthread_mutex_lock(&c->lock);
 	for (i = 0; i < c->n; i++)
 		if (c->cap[i] >= len && c->cap[i] <= len + len / 2 &&
@@ -50,12 +78,22 @@ payc_get(struct sipc__payc *c, size_t len, size_t *ret_cap)
 	return malloc(len);
 }
 
-/* Keep a large payload's buffer if there is room, else free it. */
+/* Keep a payload's buffer if there is room, else free it. */
 static void
 payc_put(struct sipc__payc *c, void *b, size_t cap)
 {
 	pthread_mutex_lock(&c->lock);
-	if (c->n < SIPC__PAYC_SLOTS && c->bytes + cap <= c->max_bytes) {
+	if (cap <= SIPC__MIDC_MAX) {
+		unsigned k = midc_class(cap);
+
+		if (c->nmid[k] < SIPC__MIDC_SLOTS &&
+		    c->bytes + cap <= c->max_bytes) {
+			c->mid[k][c->nmid[k]++] = b;
+			c->bytes += cap;
+			b = NULL;
+		}
+	} else if (c->n < SIPC__PAYC_SLOTS &&
+	    c->bytes + cap <= c->max_bytes) {
 		c->buf[c->n] = b;
 		c->cap[c->n++] = cap;
 		c->bytes += cap;
@@ -78,9 +116,11 @@ sipc__req_new(struct sipc_supervisor *s, const struct sipc_request *r,
 {
 	bool lent = (r->flags & SIPC_REQ_LEND) && !call;
 	bool large = !lent && r->len >= SIPC__PAYC_MIN;
+	bool mid = !lent && r->len >= SIPC__MIDC_MIN &&
+	    r->len <= SIPC__MIDC_MAX;
 	struct sipc__req *q;
 	size_t extra = lent ? sizeof(struct sipc__late) :
-	    large ? 0 : r->len;
+	    large || mid ? 0 : r->len;
 
 	/* One allocation for the entry and a small payload's copy, or a
 	 * lent payload's place for an outcome that must wait. */
@@ -92,11 +132,11 @@ sipc__req_new(struct sipc_supervisor *s, const struct sipc_request *r,
 		atomic_init(&q->late->state, SIPC__LATE_NONE);
 		atomic_init(&q->senders, 0);
 		q->payload = (uint8_t *)(uintptr_t)r->payload;
-	} else if (large) {
+	} else if (large || mid) {
 		if ((q->buf = payc_get(&s->table.payc, r->len,
 		    &q->cap)) == NULL)
 			goto fail;
-		if (call) {
+		if (call && large) {
 			q->payload = (uint8_t *)(uintptr_t)r->payload;
 		} else {
 			memcpy(q->buf, r->payload, r->len);
@@ -277,6 +317,9 @@ sipc__table_fini(struct sipc__table *t)
 	pthread_cond_destroy(&t->cv);
 	while (t->payc.n > 0)
 		free(t->payc.buf[--t->payc.n]);
+	for (unsigned k = 0; k < SIPC__MIDC_CLASSES; k++)
+		while (t->payc.nmid[k] > 0)
+			free(t->payc.mid[k][--t->payc.nmid[k]]);
 	pthread_mutex_destroy(&t->payc.lock);
 }
 
