@@ -930,6 +930,62 @@ big_thread_main(void *arg)
 	return NULL;
 }
 
+/* A payload of `len` bytes, patterned, in a big_load ready to run. */
+static void
+big_load_init(struct big_load *b, size_t len)
+{
+	uint8_t *buf = malloc(len);
+
+	CU_ASSERT_FATAL(buf != NULL);
+	for (size_t i = 0; i < len; i++)
+		buf[i] = (uint8_t)(i * 13);
+	*b = (struct big_load){ .len = len, .buf = buf };
+	pthread_mutex_init(&b->lock, NULL);
+	pthread_cond_init(&b->cv, NULL);
+}
+
+static void
+big_load_fini(struct big_load *b)
+{
+	pthread_cond_destroy(&b->cv);
+	pthread_mutex_destroy(&b->lock);
+	free((void *)b->buf);
+}
+
+/*
+ * After `warm` requests, one thread of its own (a malloc arena of its
+ * own, as a host's submitting thread has) submits n more, `window` out
+ * at a time.  The replies are intact, at least half the copies went
+ * into kept buffers, the kept bytes stay within the cache's bound, and
+ * (not under a sanitizer) that thread, which makes the copies, takes
+ * fewer than `max_faults` page faults (the replies are allocated by the
+ * reader threads, and fault there).
+ */
+static void
+buffers_reused_check(sipc_supervisor *s, struct big_load *b, unsigned warm,
+    unsigned n, unsigned window, long max_faults)
+{
+	struct big_thread bt = { .s = s, .b = b, .n = n, .window = window };
+	pthread_t th;
+
+	big_run(s, b, warm, window);
+	CU_ASSERT_FATAL(pthread_create(&th, NULL, big_thread_main, &bt) == 0);
+	pthread_join(th, NULL);
+	CU_ASSERT_EQUAL(b->bad, 0);
+	CU_ASSERT_EQUAL(b->ok, warm + n);
+	CU_ASSERT(atomic_load(&s->table.payc.reused) >= n / 2);
+	pthread_mutex_lock(&s->table.payc.lock);
+	CU_ASSERT(s->table.payc.bytes <= s->table.payc.max_bytes &&
+	    s->table.payc.max_bytes <= SIPC__PAYC_BYTES);
+	pthread_mutex_unlock(&s->table.payc.lock);
+	if (!TL_SANITIZED) {
+		CU_ASSERT(bt.faults < max_faults);
+		if (bt.faults >= max_faults)
+			fprintf(stderr, "%ld page faults in %u submits of "
+			    "%zu B\n", bt.faults, n, b->len);
+	}
+}
+
 /*
  * The copy a submit makes of a large payload goes into a buffer an
  * earlier request freed, not into memory malloc had just handed back
@@ -942,44 +998,15 @@ static void
 test_perf_path_large_payload_buffers_reused(void)
 {
 	const size_t len = 1024 * 1024;
-	const unsigned n = 48;
-	struct big_load b = { .len = len };
-	struct big_thread bt;
+	struct big_load b;
 	struct sipc_config c;
 	sipc_supervisor *s;
-	pthread_t th;
-	uint64_t reused;
-	uint8_t *buf = malloc(len);
-	size_t i;
 
-	CU_ASSERT_FATAL(buf != NULL);
-	for (i = 0; i < len; i++)
-		buf[i] = (uint8_t)(i * 13);
-	b.buf = buf;
-	pthread_mutex_init(&b.lock, NULL);
-	pthread_cond_init(&b.cv, NULL);
+	big_load_init(&b, len);
 	st_cfg_base(&c, "echo", NULL, 2);
 	c.max_inflight = 8;
 	s = st_start(&c, 2, WAIT_MS);
-	big_run(s, &b, 8, 8);                 /* warm up */
-	/* The submitting thread's faults: it makes the copies (the
-	 * replies are allocated by the reader threads, and fault there). */
-	bt = (struct big_thread){ .s = s, .b = &b, .n = n, .window = 4 };
-	CU_ASSERT_FATAL(pthread_create(&th, NULL, big_thread_main, &bt) == 0);
-	pthread_join(th, NULL);
-	reused = atomic_load(&s->table.payc.reused);
-	CU_ASSERT_EQUAL(b.bad, 0);
-	CU_ASSERT_EQUAL(b.ok, 8 + n);
-	CU_ASSERT(reused >= n / 2);
-	pthread_mutex_lock(&s->table.payc.lock);
-	CU_ASSERT(s->table.payc.bytes <= SIPC__PAYC_BYTES);
-	pthread_mutex_unlock(&s->table.payc.lock);
-	if (!TL_SANITIZED) {
-		CU_ASSERT(bt.faults < 8L * n);
-		if (bt.faults >= 8L * n)
-			fprintf(stderr, "%ld page faults in %u submits of "
-			    "1 MiB\n", bt.faults, n);
-	}
+	buffers_reused_check(s, &b, 8, 48, 4, 8L * 48);
 	sipc_destroy(s);
 
 	/* mem_ceiling 3 MiB: at most 768 KiB kept, so no 1 MiB buffer. */
@@ -996,65 +1023,33 @@ test_perf_path_large_payload_buffers_reused(void)
 	CU_ASSERT_EQUAL(s->table.payc.bytes, 0);
 	pthread_mutex_unlock(&s->table.payc.lock);
 	sipc_destroy(s);
-	pthread_cond_destroy(&b.cv);
-	pthread_mutex_destroy(&b.lock);
-	free(buf);
+	big_load_fini(&b);
 }
 
 /*
- * A mid-size payload (1 KiB up to 64 KiB) is copied into a buffer of
- * its power-of-two class that an earlier request freed: 4 KiB requests,
- * 256 out at a time from one thread, faulted in malloc about once every
- * ten requests when the copy lived in the request's own block (blocks
- * freed in bursts by the reader went back to the kernel).  Replies
- * intact, buffers reused, faults few, and the kept bytes within the
- * cache's bound.
+ * A mid-size payload (1 KiB to 32 KiB) is copied into a buffer of its
+ * power-of-two class that an earlier request freed: 4 KiB requests, 256
+ * out at a time from one thread, faulted in malloc about once every ten
+ * requests when the copy lived in the request's own block (blocks freed
+ * in bursts by the reader went back to the kernel).
  */
 static void
 test_perf_path_mid_payload_buffers_reused(void)
 {
-	const size_t len = 4096;
-	const unsigned n = 4096;
-	struct big_load b = { .len = len };
-	struct big_thread bt;
+	struct big_load b;
 	struct sipc_config c;
 	sipc_supervisor *s;
-	pthread_t th;
-	uint64_t reused;
-	uint8_t *buf = malloc(len);
-	size_t i;
 
-	CU_ASSERT_FATAL(buf != NULL);
-	for (i = 0; i < len; i++)
-		buf[i] = (uint8_t)(i * 11);
-	b.buf = buf;
-	pthread_mutex_init(&b.lock, NULL);
-	pthread_cond_init(&b.cv, NULL);
+	big_load_init(&b, 4096);
 	st_cfg_base(&c, "echo", NULL, 1);
 	c.max_inflight = 64;
 	s = st_start(&c, 1, WAIT_MS);
-	big_run(s, &b, 512, 256);             /* warm up */
-	bt = (struct big_thread){ .s = s, .b = &b, .n = n, .window = 256 };
-	CU_ASSERT_FATAL(pthread_create(&th, NULL, big_thread_main, &bt) == 0);
-	pthread_join(th, NULL);
-	reused = atomic_load(&s->table.payc.reused);
-	CU_ASSERT_EQUAL(b.bad, 0);
-	CU_ASSERT_EQUAL(b.ok, 512 + n);
-	CU_ASSERT(reused >= n / 2);
+	buffers_reused_check(s, &b, 512, 4096, 256, 4096 / 50);
 	pthread_mutex_lock(&s->table.payc.lock);
-	CU_ASSERT(s->table.payc.bytes <= s->table.payc.max_bytes);
 	CU_ASSERT(s->table.payc.nmid[2] <= SIPC__MIDC_SLOTS);
 	pthread_mutex_unlock(&s->table.payc.lock);
-	if (!TL_SANITIZED) {
-		CU_ASSERT(bt.faults < (long)n / 50);
-		if (bt.faults >= (long)n / 50)
-			fprintf(stderr, "%ld page faults in %u submits of "
-			    "4 KiB\n", bt.faults, n);
-	}
 	sipc_destroy(s);
-	pthread_cond_destroy(&b.cv);
-	pthread_mutex_destroy(&b.lock);
-	free(buf);
+	big_load_fini(&b);
 }
 
 /* -------------------------------------------------------- lent payloads */
