@@ -59,6 +59,16 @@ deliver_now(struct sipc_supervisor *s, struct sipc__req *q,
 	sipc__journal_note_delivered(s, q);
 }
 
+/* Whoever moves a stored outcome from WAIT to TAKEN delivers it. */
+static bool
+late_take(struct sipc__late *l)
+{
+	int wait = SIPC__LATE_WAIT;
+
+	return atomic_compare_exchange_strong(&l->state, &wait,
+	    SIPC__LATE_TAKEN);
+}
+
 /*
  * A lent payload is the caller's again once its callback begins, so the
  * callback must not begin while a library thread may still write the
@@ -74,7 +84,6 @@ sipc__outcome_deliver(struct sipc_supervisor *s, struct sipc__req *q,
                       struct sipc_result *res)
 {
 	struct sipc__late *l = q->late;
-	int wait = SIPC__LATE_WAIT;
 
 	if (l == NULL) {
 		deliver_now(s, q, res);
@@ -83,9 +92,7 @@ sipc__outcome_deliver(struct sipc_supervisor *s, struct sipc__req *q,
 	sipc__req_ref(q);
 	l->res = *res;
 	atomic_store(&l->state, SIPC__LATE_WAIT);
-	if (atomic_load(&q->senders) > 0 ||
-	    !atomic_compare_exchange_strong(&l->state, &wait,
-	    SIPC__LATE_TAKEN))
+	if (atomic_load(&q->senders) > 0 || !late_take(l))
 		return;                /* the last sender hands it on */
 	deliver_now(s, q, &l->res);
 	sipc__req_unref(s, q);
@@ -97,11 +104,8 @@ static void
 late_release(struct sipc_supervisor *s, struct sipc__req *q)
 {
 	struct sipc__late *l = q->late;
-	int wait = SIPC__LATE_WAIT;
 
-	if (atomic_load(&l->state) != SIPC__LATE_WAIT ||
-	    !atomic_compare_exchange_strong(&l->state, &wait,
-	    SIPC__LATE_TAKEN))
+	if (!late_take(l))
 		return;
 	/* The sender may hold a slot lock: the reaper runs the callback. */
 	l->next = atomic_load(&s->late_head);

@@ -126,11 +126,11 @@ sipc__req_new(struct sipc_supervisor *s, const struct sipc_request *r,
 	 * lent payload's place for an outcome that must wait. */
 	if ((q = malloc(sizeof(*q) + extra)) == NULL)
 		return NULL;
-	memset(q, 0, sizeof(*q) + (lent ? extra : 0));
+	memset(q, 0, sizeof(*q));      /* senders 0 */
 	if (lent) {
+		/* res and next are written before they are read */
 		q->late = (struct sipc__late *)(q + 1);
 		atomic_init(&q->late->state, SIPC__LATE_NONE);
-		atomic_init(&q->senders, 0);
 		q->payload = (uint8_t *)(uintptr_t)r->payload;
 	} else if (large || mid) {
 		if ((q->buf = payc_get(&s->table.payc, r->len,
