@@ -74,6 +74,43 @@ const struct sipc__cfg_key sipc__cfg_keys[] = {
 _Static_assert(sizeof(sipc__cfg_keys) / sizeof(sipc__cfg_keys[0]) ==
     SIPC__CFG_NKEYS, "SIPC__CFG_NKEYS counts the key table");
 
+/*
+ * SIPC_* names that are not configuration (sipc.conf(5), "Not
+ * configuration").  Exact names end without '_'; a name ending in '_' is
+ * a prefix, and only names longer than it match.  Keep this list, the
+ * page and tests/config_test.c:test_config_env_reserved_names_ignored in
+ * step: a variable the tree uses that is missing here makes every host
+ * that loads its environment under that variable fail (the examples run
+ * by `make check` load theirs).
+ */
+static const char *const env_reserved[] = {
+	/* set by the supervisor for each worker (sipc.conf(5)); a worker
+	 * that is itself a host loads an environment holding them */
+	"SIPC_FD", "SIPC_PARENT_PID", "SIPC_WORKER_ID", "SIPC_GENERATION",
+	/* the library's build and test harness (GNUmakefile, tests/run.sh,
+	 * .ci/run) */
+	"SIPC_BUILD", "SIPC_FIXTURES", "SIPC_INIT", "SIPC_MAKE",
+	"SIPC_NO_DEPS", "SIPC_SAN", "SIPC_XML_DIR", "SIPC_TEST_",
+	/* test fixtures (fixtures/) and the drill (tests/drill/) */
+	"SIPC_FX_", "SIPC_ECHO_", "SIPC_DRILL_", "SIPC_EXEC_LOG",
+	"SIPC_FRAME_LOG", "SIPC_STARTCTR_LOG",
+};
+
+bool
+sipc__cfg_env_reserved(const char *name, size_t n)
+{
+	for (size_t i = 0; i < sizeof(env_reserved) / sizeof(*env_reserved);
+	    i++) {
+		const char *r = env_reserved[i];
+		size_t rl = strlen(r);
+
+		if (r[rl - 1] == '_' ? n > rl && memcmp(name, r, rl) == 0 :
+		    n == rl && memcmp(name, r, rl) == 0)
+			return true;
+	}
+	return false;
+}
+
 const char *const sipc__cfg_env_names[SIPC__CFG_NENV] = {
 	[SIPC_ENV_UNSET] = "unset",
 	[SIPC_ENV_DEVELOPMENT] = "development",

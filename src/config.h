@@ -82,6 +82,14 @@ extern const struct sipc__cfg_key sipc__cfg_keys[];
 extern const char *const sipc__cfg_env_names[SIPC__CFG_NENV];
 extern const char *const sipc__cfg_durability_names[SIPC__CFG_NDURABILITY];
 
+/* True when the SIPC_* variable `name` (n bytes, the name only) is one
+ * that shares the prefix but is not configuration: set by the supervisor
+ * for each worker, or used by the library's own build and tests (the
+ * list is in config.c and sipc.conf(5)).  sipc_config_load_env() skips
+ * these and refuses every other SIPC_* name that is not a key.  Any
+ * thread. */
+bool sipc__cfg_env_reserved(const char *name, size_t n);
+
 /* True when the n bytes at s form a variable name: [A-Za-z_][A-Za-z0-9_]*.
  * Any thread. */
 bool sipc__cfg_valid_varname(const char *s, size_t n);

@@ -66,9 +66,13 @@
  *
  * SIPC_<KEY in upper case> = value, same syntax, e.g. SIPC_WORKERS=4,
  * SIPC_ENVIRONMENT=development.  SIPC_ENV_SET holds NAME=value entries
- * separated by newlines.  Only these names are read; other SIPC_*
- * variables are ignored (they may belong to someone else), so a misspelt
- * variable name is NOT detected.  A variable present twice in envp is an
+ * separated by newlines.  Every other SIPC_* variable is refused like
+ * an unknown key of a file ("environment: SIPC_NAME: unknown variable"),
+ * so a misspelt name is detected, except the names that share the prefix
+ * without being configuration (sipc__cfg_env_reserved(): the worker's
+ * SIPC_FD, SIPC_PARENT_PID, SIPC_WORKER_ID, SIPC_GENERATION, and those
+ * of the library's own build and tests), which are skipped.  Names are
+ * matched exactly, upper case.  A variable present twice in envp is an
  * error.  Load the file first, then the environment: environment values
  * override file values (SIPC_ENV_SET replaces the whole env_set list).
  *
@@ -754,6 +758,56 @@ env_apply(struct pctx *c, const struct sipc__cfg_key *k, char *v)
 	return 0;
 }
 
+/* The key an SIPC_<KEY> name stands for: upper case letters, digits and
+ * '_' only, lowered into `low`; false for any other name. */
+static bool
+env_key_name(const char *s, size_t n, char *low, size_t cap)
+{
+	if (n >= cap)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char ch = s[i];
+
+		if (ch >= 'A' && ch <= 'Z')
+			low[i] = (char)(ch - 'A' + 'a');
+		else if ((ch >= '0' && ch <= '9') || ch == '_')
+			low[i] = ch;
+		else
+			return false;
+	}
+	low[n] = '\0';
+	return true;
+}
+
+/* Refuse an SIPC_* variable that is neither a key (upper case) nor a
+ * reserved name: the environment's counterpart of "unknown key". */
+static int
+env_check_names(struct pctx *c, char *const *envp, char *name, size_t cap)
+{
+	char low[64];
+
+	for (; *envp != NULL; envp++) {
+		const char *eq = strchr(*envp, '=');
+		size_t n = eq != NULL ? (size_t)(eq - *envp) : 0;
+
+		if (n < 5 || strncmp(*envp, "SIPC_", 5) != 0 ||
+		    sipc__cfg_env_reserved(*envp, n))
+			continue;
+		snprintf(name, cap, "%.*s", (int)n, *envp);
+		c->key = name;
+		if (!env_key_name(*envp + 5, n - 5, low, sizeof(low)))
+			return perr(c, "unknown variable (not a configuration "
+			    "key; see sipc.conf(5))");
+		if (strcmp(low, "subreaper") == 0)
+			return perr(c, "removed variable: use SIPC_OWNER "
+			    "(owner mode reaps every adopted orphan)");
+		if (key_find(low) == NULL)
+			return perr(c, "unknown variable (not a configuration "
+			    "key; see sipc.conf(5))");
+	}
+	return 0;
+}
+
 int
 sipc_config_load_env(char *const *envp, struct sipc_config *cfg,
                      sipc_config_store **store, char *errbuf, size_t errlen)
@@ -771,6 +825,7 @@ sipc_config_load_env(char *const *envp, struct sipc_config *cfg,
 	if ((r = ctx_begin(&c, cfg, store, "environment", false, errbuf,
 	    errlen)) < 0)
 		goto out;
+	r = env_check_names(&c, envp, name, sizeof(name));
 	for (i = 0; i < SIPC__CFG_NKEYS && r == 0; i++) {
 		snprintf(name, sizeof(name), "SIPC_%s",
 		    sipc__cfg_keys[i].name);

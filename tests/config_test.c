@@ -418,7 +418,7 @@ test_config_env_overrides_file(void)
 	char *env[] = {
 		"HOME=/root", "SIPC_WORKERS=5", "SIPC_ENVIRONMENT=development",
 		"SIPC_ENV_SET=P=1\n\n Q=2 \n", "SIPC_FIXTURES=/somewhere",
-		"SIPC_NOT_A_KEY=whatever", "SIPC_ARGV=w \"x y\"",
+		"SIPC_ARGV=w \"x y\"",
 		"SIPC_OWNER=true", NULL,
 	};
 	const char *p = write_conf("workers = 3\ngrace_ms = 77\n"
@@ -438,6 +438,82 @@ test_config_env_overrides_file(void)
 	CU_ASSERT_STRING_EQUAL(c.env_set[1], "Q=2");
 	CU_ASSERT_PTR_NULL(c.env_set[2]);
 	CU_ASSERT_STRING_EQUAL(c.argv[1], "x y");
+	sipc_config_store_free(st);
+}
+
+/* An SIPC_* variable that is neither a key nor a reserved name is
+ * refused like an unknown key of a file, naming the variable, and the
+ * load changes nothing (a misspelt SIPC_ENVIRONMNT=production must not
+ * leave a development configuration running in production). */
+static void
+test_config_env_unknown_variable_refused(void)
+{
+	static const struct {
+		const char *var, *name, *why;
+	} cases[] = {
+		{ "SIPC_SUBREAPER=maybe", "SIPC_SUBREAPER", "removed" },
+		{ "SIPC_ENVIRONMNT=production", "SIPC_ENVIRONMNT", "unknown" },
+		{ "SIPC_NOT_A_KEY=whatever", "SIPC_NOT_A_KEY", "unknown" },
+		{ "SIPC_workers=3", "SIPC_workers", "unknown" },
+		{ "SIPC_=1", "SIPC_", "unknown" },
+		{ "SIPC_TEST=1", "SIPC_TEST", "unknown" },
+		{ "SIPC_FDX=3", "SIPC_FDX", "unknown" },
+		{ "SIPC_WORKERS_=3", "SIPC_WORKERS_", "unknown" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct sipc_config c;
+		sipc_config_store *st = NULL;
+		char err[256] = "";
+		char *env[] = { "SIPC_WORKERS=7", (char *)cases[i].var,
+		    "HOME=/root", NULL };
+		int rc;
+
+		sipc_config_init(&c);
+		rc = sipc_config_load_env(env, &c, &st, err, sizeof(err));
+		if (rc != SIPC_E_CONFIG || strstr(err, cases[i].name) == NULL ||
+		    strstr(err, cases[i].why) == NULL)
+			fprintf(stderr, "%s: rc %d, \"%s\"\n", cases[i].var,
+			    rc, err);
+		CU_ASSERT_EQUAL(rc, SIPC_E_CONFIG);
+		CU_ASSERT_PTR_NOT_NULL(strstr(err, cases[i].name));
+		CU_ASSERT_PTR_NOT_NULL(strstr(err, cases[i].why));
+		CU_ASSERT_EQUAL(c.workers, 2);     /* nothing applied */
+		CU_ASSERT_EQUAL(c.loaded_sources, 0);
+		sipc_config_store_free(st);
+	}
+}
+
+/* The names that share the prefix but are not configuration: the four
+ * the supervisor sets for each worker, and those of the library's own
+ * build and tests.  Each is accepted and changes nothing. */
+static void
+test_config_env_reserved_names_ignored(void)
+{
+	static char *env[] = {
+		"SIPC_FD=3", "SIPC_PARENT_PID=1", "SIPC_WORKER_ID=0",
+		"SIPC_GENERATION=4", "SIPC_FIXTURES=/f", "SIPC_INIT=/i",
+		"SIPC_BUILD=/b", "SIPC_SAN=", "SIPC_MAKE=make",
+		"SIPC_XML_DIR=/x", "SIPC_NO_DEPS=1", "SIPC_TEST_COUNTS=/c",
+		"SIPC_TEST_PROVIDER=sandbox", "SIPC_TEST_ANYTHING=1",
+		"SIPC_FX_ACCEPT=1", "SIPC_FX_REPLY_HOLD_US=5",
+		"SIPC_ECHO_GATE=/g", "SIPC_ECHO_ACCEPT=1", "SIPC_EXEC_LOG=/l",
+		"SIPC_FRAME_LOG=/l", "SIPC_STARTCTR_LOG=/l",
+		"SIPC_DRILL_RUN=1", "NOT_SIPC_X=1", "SIPC", NULL,
+	};
+	struct sipc_config c, before;
+	sipc_config_store *st = NULL;
+	char err[256] = "";
+
+	sipc_config_init(&c);
+	before = c;
+	CU_ASSERT_EQUAL(sipc_config_load_env(env, &c, &st, err, sizeof(err)),
+	    0);
+	if (err[0] != '\0')
+		fprintf(stderr, "reserved names: %s\n", err);
+	CU_ASSERT_EQUAL(c.workers, before.workers);
+	CU_ASSERT_EQUAL(c.environment, before.environment);
+	CU_ASSERT_EQUAL(c.loaded_sources, before.loaded_sources + 1);
 	sipc_config_store_free(st);
 }
 
@@ -757,6 +833,10 @@ main(void)
 	    { "test_config_env_overrides_file",
 	      test_config_env_overrides_file },
 	    { "test_config_env_errors", test_config_env_errors },
+	    { "test_config_env_unknown_variable_refused",
+	      test_config_env_unknown_variable_refused },
+	    { "test_config_env_reserved_names_ignored",
+	      test_config_env_reserved_names_ignored },
 	    { "test_config_env_containment_and_init_path",
 	      test_config_env_containment_and_init_path },
 	    { "test_config_env_cannot_weaken_production",
