@@ -185,8 +185,9 @@ test_callread_reader_sleeps_through_calls(void)
  * it always was.  Read by the calling thread, a 1 MiB reply cost about
  * 480 page faults a call (that thread's malloc arena gives the memory
  * back when the reply is freed) and 7 ms against 0.5.  So the reader
- * wakes for each such reply, and (outside sanitizers, whose allocators
- * differ) a call faults in a few pages at most.
+ * wakes for each such reply (the mechanism; how many faults that saves
+ * depends on the machine's load and is the bench/ figure
+ * sipc_pipe_w1_1048576_faults_per_msg, not a bound here).
  */
 static void
 test_callread_large_reply_left_to_reader(void)
@@ -195,7 +196,6 @@ test_callread_large_reply_left_to_reader(void)
 	const unsigned n = 20;
 	struct sipc_config c;
 	struct sipc_result r;
-	struct rusage u0, u1;
 	sipc_supervisor *s;
 	unsigned i, ok = 0;
 	uint8_t *buf = malloc(len);
@@ -215,7 +215,6 @@ test_callread_large_reply_left_to_reader(void)
 	CU_ASSERT_FATAL(tl_wait_until(tl_thread_named, (void *)"sipc-rd0",
 	    WAIT_MS));
 	r0 = tl_thread_switches("sipc-rd0");
-	getrusage(RUSAGE_SELF, &u0);
 	for (i = 0; i < n; i++) {
 		(void)tl_wait_until(reader_idle, s, WAIT_MS);
 		CU_ASSERT_FATAL(sipc_call(s, &req, &r) == 0);
@@ -223,7 +222,6 @@ test_callread_large_reply_left_to_reader(void)
 		    memcmp(r.reply, buf, len) == 0;
 		sipc_result_release(&r);
 	}
-	getrusage(RUSAGE_SELF, &u1);
 	r1 = tl_thread_switches("sipc-rd0");
 	CU_ASSERT_EQUAL(ok, n);
 	/* The reader read each reply.  It sleeps once a call, except when
@@ -232,12 +230,6 @@ test_callread_large_reply_left_to_reader(void)
 	 * asleep): so at least half.  Read by the caller, it woke about
 	 * none. */
 	CU_ASSERT(r1 - r0 >= (long)n / 2);
-	if (!TL_SANITIZED) {
-		CU_ASSERT(u1.ru_minflt - u0.ru_minflt < 64L * n);
-		if (u1.ru_minflt - u0.ru_minflt >= 64L * n)
-			fprintf(stderr, "%ld page faults in %u calls of "
-			    "1 MiB\n", u1.ru_minflt - u0.ru_minflt, n);
-	}
 	sipc_destroy(s);
 	free(buf);
 }

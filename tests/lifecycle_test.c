@@ -728,7 +728,7 @@ static void
 test_lifecycle_destroy_back_to_baseline(void)
 {
 	char *const argv[] = { "echo", NULL };
-	int fds = tl_count_fds(), thr = tl_count_threads(),
+	int thr = tl_settled_threads(WAIT_MS), fds = tl_count_fds(),
 	    kids = tl_count_children();
 	struct sipc_config c;
 	struct sipc_result r;
@@ -757,7 +757,7 @@ test_lifecycle_destroy_inflight_one_outcome(void)
 	char *const argv[] = { "slow", "50", NULL };
 	static struct st_outbox box = { .mu = PTHREAD_MUTEX_INITIALIZER };
 	static struct st_outslot o[40];
-	int fds = tl_count_fds(), thr = tl_count_threads(),
+	int thr = tl_settled_threads(WAIT_MS), fds = tl_count_fds(),
 	    kids = tl_count_children();
 	unsigned i, kinds[5] = { 0 };
 	struct sipc_config c;

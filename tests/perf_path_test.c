@@ -909,24 +909,19 @@ big_run(sipc_supervisor *s, struct big_load *b, unsigned n, unsigned window)
 }
 
 /* big_run() on a thread of its own (a malloc arena of its own, as a
- * host's submitting thread has), counting that thread's page faults. */
+ * host's submitting thread has). */
 struct big_thread {
 	sipc_supervisor *s;
 	struct big_load *b;
 	unsigned n, window;
-	long faults;
 };
 
 static void *
 big_thread_main(void *arg)
 {
 	struct big_thread *t = arg;
-	struct rusage u0, u1;
 
-	getrusage(RUSAGE_THREAD, &u0);
 	big_run(t->s, t->b, t->n, t->window);
-	getrusage(RUSAGE_THREAD, &u1);
-	t->faults = u1.ru_minflt - u0.ru_minflt;
 	return NULL;
 }
 
@@ -956,34 +951,35 @@ big_load_fini(struct big_load *b)
  * After `warm` requests, one thread of its own (a malloc arena of its
  * own, as a host's submitting thread has) submits n more, `window` out
  * at a time.  The replies are intact, at least half the copies went
- * into kept buffers, the kept bytes stay within the cache's bound, and
- * (not under a sanitizer) that thread, which makes the copies, takes
- * fewer than `max_faults` page faults (the replies are allocated by the
- * reader threads, and fault there).
+ * into kept buffers (the mechanism: the cache's own count of reuses),
+ * and the kept bytes stay within the cache's bound.  How many page
+ * faults that saves depends on the machine and its load: it is a
+ * figure of bench/ (sipc_pipe_w1_1048576_faults_per_msg), not a bound
+ * here.
  */
 static void
 buffers_reused_check(sipc_supervisor *s, struct big_load *b, unsigned warm,
-    unsigned n, unsigned window, long max_faults)
+    unsigned n, unsigned window)
 {
 	struct big_thread bt = { .s = s, .b = b, .n = n, .window = window };
+	uint64_t reused0;
 	pthread_t th;
 
 	big_run(s, b, warm, window);
+	reused0 = atomic_load(&s->table.payc.reused);
 	CU_ASSERT_FATAL(pthread_create(&th, NULL, big_thread_main, &bt) == 0);
 	pthread_join(th, NULL);
 	CU_ASSERT_EQUAL(b->bad, 0);
 	CU_ASSERT_EQUAL(b->ok, warm + n);
-	CU_ASSERT(atomic_load(&s->table.payc.reused) >= n / 2);
+	CU_ASSERT(atomic_load(&s->table.payc.reused) - reused0 >= n / 2);
+	if (atomic_load(&s->table.payc.reused) - reused0 < n / 2)
+		fprintf(stderr, "%llu of %u copies in kept buffers\n",
+		    (unsigned long long)(atomic_load(&s->table.payc.reused) -
+		    reused0), n);
 	pthread_mutex_lock(&s->table.payc.lock);
 	CU_ASSERT(s->table.payc.bytes <= s->table.payc.max_bytes &&
 	    s->table.payc.max_bytes <= SIPC__PAYC_BYTES);
 	pthread_mutex_unlock(&s->table.payc.lock);
-	if (!TL_SANITIZED) {
-		CU_ASSERT(bt.faults < max_faults);
-		if (bt.faults >= max_faults)
-			fprintf(stderr, "%ld page faults in %u submits of "
-			    "%zu B\n", bt.faults, n, b->len);
-	}
 }
 
 /*
@@ -991,7 +987,7 @@ buffers_reused_check(sipc_supervisor *s, struct big_load *b, unsigned warm,
  * earlier request freed, not into memory malloc had just handed back
  * to the kernel: one thread submitting 1 MiB requests faulted in about
  * 50 pages each and ran at a seventh of the speed.  The buffers are
- * reused, page faults stay few, the replies are intact; and a small
+ * reused and the replies are intact; and a small
  * mem_ceiling keeps none (the cache is bounded by a quarter of it).
  */
 static void
@@ -1006,7 +1002,7 @@ test_perf_path_large_payload_buffers_reused(void)
 	st_cfg_base(&c, "echo", NULL, 2);
 	c.max_inflight = 8;
 	s = st_start(&c, 2, WAIT_MS);
-	buffers_reused_check(s, &b, 8, 48, 4, 8L * 48);
+	buffers_reused_check(s, &b, 8, 48, 4);
 	sipc_destroy(s);
 
 	/* mem_ceiling 3 MiB: at most 768 KiB kept, so no 1 MiB buffer. */
@@ -1044,7 +1040,7 @@ test_perf_path_mid_payload_buffers_reused(void)
 	st_cfg_base(&c, "echo", NULL, 1);
 	c.max_inflight = 64;
 	s = st_start(&c, 1, WAIT_MS);
-	buffers_reused_check(s, &b, 512, 4096, 256, 4096 / 50);
+	buffers_reused_check(s, &b, 512, 4096, 256);
 	pthread_mutex_lock(&s->table.payc.lock);
 	CU_ASSERT(s->table.payc.nmid[2] <= SIPC__MIDC_SLOTS);
 	pthread_mutex_unlock(&s->table.payc.lock);

@@ -479,7 +479,9 @@ st_decoys_stop(struct st_decoys *d)
 struct st_base
 st_baseline(void)
 {
-	struct st_base b = { tl_count_fds(), tl_count_threads(),
+	/* threads first: waiting for the last test's to end */
+	int threads = tl_settled_threads(10000);
+	struct st_base b = { tl_count_fds(), threads,
 	    tl_count_children(), st_status_kb("VmRSS:") };
 
 	return b;

@@ -109,6 +109,17 @@ tl_count_threads(void)
 	return count_dir("/proc/self/task");
 }
 
+int
+tl_settled_threads(int timeout_ms)
+{
+	int64_t end = tl_now_ms() + timeout_ms;
+	int n;
+
+	while ((n = tl_count_threads()) > 1 && tl_now_ms() < end)
+		usleep(5000);
+	return n;
+}
+
 /* Scan /proc for processes whose parent is us; count all or zombies. */
 static int
 count_kids(bool zombies_only)
