@@ -568,6 +568,20 @@ st_can_unshare(int flags)
 	return -WEXITSTATUS(st);
 }
 
+bool
+st_skip_no_pidns(void)
+{
+	char msg[160];
+	int rc = st_can_unshare(CLONE_NEWPID | CLONE_NEWNS);
+
+	if (rc == 0)
+		return false;
+	snprintf(msg, sizeof(msg), "cannot create a PID and mount namespace "
+	    "here (%s; needs CAP_SYS_ADMIN)", strerror(-rc));
+	tl_skip(msg);
+	return true;
+}
+
 void
 st_unblock_sigchld(void)
 {
