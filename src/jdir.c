@@ -27,10 +27,26 @@
 #define HOLDER_TRIES 20           /* x 5 ms: the holder writes its pid */
 #define COPY_TRIES 1000
 
+const struct sipc__jio_hook *sipc__jio_hook;
+
+int
+sipc__jdir_sync(int fd, bool data_only)
+{
+	const struct sipc__jio_hook *h = sipc__jio_hook;
+
+	if (h != NULL && h->syncing != NULL)
+		h->syncing(fd, data_only);
+	if ((data_only ? fdatasync(fd) : fsync(fd)) < 0)
+		return -errno;
+	return 0;
+}
+
 int
 sipc__jdir_write_all(int fd, const void *buf, size_t len)
 {
+	const struct sipc__jio_hook *h = sipc__jio_hook;
 	const uint8_t *p = buf;
+	size_t all = len;
 
 	while (len > 0) {
 		ssize_t n = write(fd, p, len);
@@ -42,6 +58,8 @@ sipc__jdir_write_all(int fd, const void *buf, size_t len)
 		p += n;
 		len -= (size_t)n;
 	}
+	if (h != NULL && h->wrote != NULL)
+		h->wrote(fd, buf, all);
 	return 0;
 }
 
@@ -52,8 +70,7 @@ fsync_path(const char *path)
 
 	if ((fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
 		return -errno;
-	if (fsync(fd) < 0)
-		r = -errno;
+	r = sipc__jdir_sync(fd, false);
 	close(fd);
 	return r;
 }
@@ -347,11 +364,11 @@ sipc__jdir_save_corrupt(int dirfd, const uint8_t *buf, size_t len,
 	if (fd < 0)
 		return -EEXIST;
 	r = sipc__jdir_write_all(fd, buf, len);
-	if (r == 0 && fsync(fd) < 0)
-		r = -errno;
+	if (r == 0)
+		r = sipc__jdir_sync(fd, false);
 	close(fd);
-	if (r == 0 && fsync(dirfd) < 0)
-		r = -errno;
+	if (r == 0)
+		r = sipc__jdir_sync(dirfd, false);
 	if (r < 0)
 		(void)unlinkat(dirfd, ret_name, 0);
 	return r;

@@ -6,6 +6,7 @@
 #ifndef SIPC_JDIR_H
 #define SIPC_JDIR_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,7 +32,27 @@ void sipc__jdir_unlock(int dirfd, const char *dir, int fd);
 int sipc__jdir_save_corrupt(int dirfd, const uint8_t *buf, size_t len,
     char *ret_name, size_t namelen);
 
-/* write() all of buf, retrying on EINTR and short writes.  0 or -errno. */
+/* write() all of buf, retrying on EINTR and short writes.  0 or -errno.
+ * Every write of the journal and its directory goes through it. */
 int sipc__jdir_write_all(int fd, const void *buf, size_t len);
+
+/* fdatasync() (data_only) or fsync() fd: 0 or -errno.  Every sync of the
+ * journal, its copies and its directory goes through it. */
+int sipc__jdir_sync(int fd, bool data_only);
+
+/*
+ * Tests only (a power-cut harness): when set, `wrote` is called after
+ * sipc__jdir_write_all() wrote all of buf to fd, and `syncing` right
+ * before sipc__jdir_sync() syncs fd (what fd holds then is what the sync
+ * makes durable), on the thread that writes or syncs, with whatever
+ * journal lock it holds (a hook must not call the library).  NULL in
+ * the library's own use, where it costs one load and a branch.  Set it
+ * while no journal is open.
+ */
+struct sipc__jio_hook {
+	void (*wrote)(int fd, const void *buf, size_t len);
+	void (*syncing)(int fd, bool data_only);
+};
+extern const struct sipc__jio_hook *sipc__jio_hook;
 
 #endif

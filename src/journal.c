@@ -109,7 +109,7 @@ sync_to(struct sipc__journal *j, uint64_t target)
 		fd = j->fd;
 		j->syncing = true;
 		pthread_mutex_unlock(&j->mu);
-		r = fdatasync(fd) < 0 ? -errno : 0;
+		r = sipc__jdir_sync(fd, true);
 		pthread_mutex_lock(&j->mu);
 		j->syncing = false;
 		j->st.syncs++;
@@ -190,7 +190,7 @@ copy_tail(int oldfd, int fd, uint64_t *from, uint64_t upto)
 			return r;
 		*from += (uint64_t)n;
 	}
-	return fdatasync(fd) < 0 ? -errno : 0;
+	return sipc__jdir_sync(fd, true);
 }
 
 static void
@@ -251,7 +251,7 @@ compact(struct sipc__journal *j, bool force)
 	fd = openat(j->dirfd, "journal.tmp",
 	    O_RDWR | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
 	if (fd < 0 || (r = sipc__jdir_write_all(fd, buf, len)) < 0 ||
-	    fsync(fd) < 0) {
+	    (r = sipc__jdir_sync(fd, false)) < 0) {
 		r = r < 0 ? r : -errno;
 		goto fail;
 	}
@@ -294,7 +294,7 @@ compact(struct sipc__journal *j, bool force)
 	wseq = j->wseq;
 	j->syncing = true;
 	pthread_mutex_unlock(&j->mu);
-	r = fsync(j->dirfd) < 0 ? -errno : 0;
+	r = sipc__jdir_sync(j->dirfd, false);
 	pthread_mutex_lock(&j->mu);
 	j->syncing = false;
 	j->st.syncs += 2;
@@ -414,8 +414,7 @@ sipc__journal_open(const char *dir, enum sipc_durability mode,
 		goto fail;
 	pthread_mutex_lock(&j->mu);
 	/* The directory entry of a new journal must be durable too. */
-	if (fsync(j->dirfd) < 0)
-		r = -errno;
+	r = sipc__jdir_sync(j->dirfd, false);
 	if (r == 0)
 		r = start_instance(j);
 	pthread_mutex_unlock(&j->mu);
