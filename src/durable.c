@@ -99,6 +99,18 @@ sipc__journal_note_written(struct sipc_supervisor *s, struct sipc__slot *sl,
 	return SIPC_E_JOURNAL;
 }
 
+int
+sipc__journal_note_sent_durable(struct sipc_supervisor *s)
+{
+	int rc;
+
+	if (s->journal == NULL)
+		return 0;
+	rc = sipc__journal_written_durable(s->journal);
+	jcheck(s, rc, "sync before send");
+	return rc < 0 ? SIPC_E_JOURNAL : 0;
+}
+
 void
 sipc__journal_note_done(struct sipc_supervisor *s, struct sipc__req *q,
                         const struct sipc_result *res)

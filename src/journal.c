@@ -353,6 +353,8 @@ start_instance(struct sipc__journal *j)
 		return r;
 	in.pid = getpid();
 	in.time_ms = sipc__wall_ms();
+	/* group and each: sipc__journal_written_durable() before a send */
+	in.flags = j->mode != SIPC_DURABLE_OFF ? SIPC__JINST_SENT_DURABLE : 0;
 	if ((i = sipc__js_inst_add(&j->s, &in)) < 0)
 		return i;
 	j->s.cur = (uint32_t)i;
@@ -738,6 +740,17 @@ sipc__journal_sync(struct sipc__journal *j)
 
 	pthread_mutex_lock(&j->mu);
 	r = sync_to(j, j->wseq);
+	pthread_mutex_unlock(&j->mu);
+	return r;
+}
+
+int
+sipc__journal_written_durable(struct sipc__journal *j)
+{
+	int r;
+
+	pthread_mutex_lock(&j->mu);
+	r = j->mode == SIPC_DURABLE_GROUP ? sync_to(j, j->wseq) : j->broken;
 	pthread_mutex_unlock(&j->mu);
 	return r;
 }

@@ -37,9 +37,19 @@
  *   GROUP  as OFF, plus: sipc__journal_tick() fdatasyncs when records are
  *          unsynced and group_commit_ms passed since the last sync, so on
  *          power loss at most the records of the last group_commit_ms plus
- *          one tick period are lost.  Appends never sync.
+ *          one tick period are lost.  Appends never sync, but no frame
+ *          goes out before its WRITTEN record is synced
+ *          (sipc__journal_written_durable(): one sync per batch, shared
+ *          by concurrent writers), so on power loss a request that was
+ *          sent is never left with ACCEPTED and no WRITTEN.
  *   EACH   fdatasync completed before the append returned: the record
  *          survives power loss (as far as the disk honours flushes).
+ * After a power loss, an OFF instance's "ACCEPTED, no WRITTEN" proves
+ * nothing (its frame may have gone out, its record not reached the
+ * disk): the next instance on another boot lists such a request
+ * MAY_HAVE_RUN, and NEVER_SENT only on the same boot (a crash of the
+ * process loses nothing the kernel was given).  The INSTANCE record
+ * says which promise its instance kept (SIPC__JINST_SENT_DURABLE).
  * Whatever is lost on power loss is lost from the tail: the reader cuts a
  * torn tail and never misreads it.  Open, compaction and close always
  * fsync (they are rare); a new state directory's parent is synced too.
@@ -68,7 +78,9 @@
 #define SIPC__JOURNAL_COMPACT_DEFAULT (4u << 20)
 
 enum sipc__jrec_type {
-	SIPC__JR_INSTANCE = 1,    /* instance[16] boot_id[36] pid u32 time i64 */
+	SIPC__JR_INSTANCE = 1,    /* instance[16] boot_id[36] pid u32 time i64
+	                           * flags u8 (SIPC__JINST_*, jrec.h; records
+	                           * of 0.2 and earlier have none: read 0) */
 	SIPC__JR_ACCEPTED = 2,    /* id u64, keylen u8, key, digest u64,
 	                           * len u32, deadline (epoch ms) i64 */
 	SIPC__JR_WRITTEN = 3,     /* id u64, slot u32, generation u32, pid u32 */
@@ -242,6 +254,18 @@ int sipc__journal_broken(struct sipc__journal *j, bool *ret_first);
 
 /* Sync everything appended so far, whatever the mode. */
 int sipc__journal_sync(struct sipc__journal *j);
+
+/*
+ * Before the frames whose WRITTEN records were appended go to a worker:
+ * in GROUP mode, sync everything appended so far (concurrent callers
+ * share one fdatasync, so a writer's batch, and the batches of every
+ * writer meanwhile, cost one sync); in EACH mode the appends synced
+ * already; in OFF mode nothing is synced (the next instance after a
+ * reboot lists such an instance's unwritten requests MAY_HAVE_RUN, see
+ * sipc__js_unresolved()).  0, or the error that broke the journal: the
+ * frames MUST NOT be sent.
+ */
+int sipc__journal_written_durable(struct sipc__journal *j);
 
 void sipc__journal_get_stats(struct sipc__journal *j,
     struct sipc__journal_stats *ret);

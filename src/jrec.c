@@ -135,6 +135,7 @@ encode_payload(const struct sipc__jrec *rec, struct wbuf *w)
 		put(w, rec->u.inst.boot_id, SIPC__BOOT_ID_LEN);
 		put_u32(w, (uint32_t)rec->u.inst.pid);
 		put_u64(w, (uint64_t)rec->u.inst.time_ms);
+		put_u8(w, rec->u.inst.flags);
 		return 0;
 	case SIPC__JR_ACCEPTED:
 		put_u64(w, rec->u.acc.id);
@@ -244,6 +245,9 @@ decode_payload(uint8_t type, struct rbuf *r, struct sipc__jrec *rec)
 		get(r, rec->u.inst.boot_id, SIPC__BOOT_ID_LEN);
 		rec->u.inst.pid = (pid_t)get_u32(r);
 		rec->u.inst.time_ms = (int64_t)get_u64(r);
+		/* a trailing flags byte; earlier versions wrote none */
+		if (r->off < r->n)
+			rec->u.inst.flags = get_u8(r);
 		return;
 	case SIPC__JR_ACCEPTED:
 		rec->u.acc.id = get_u64(r);

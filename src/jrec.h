@@ -19,11 +19,18 @@
 #define SIPC__JREC_MAX (SIPC__JREC_HDR + SIPC__JREC_MAX_PAYLOAD + 4)
 #define SIPC__JREC_MAGIC 0x4A504953u  /* "SIPJ" little-endian */
 
+/* INSTANCE flags: what the instance's records promise across a power
+ * loss.  SENT_DURABLE: no frame went to a worker before its WRITTEN
+ * record was synced (durability group and each). */
+#define SIPC__JINST_SENT_DURABLE 0x01u
+
 struct sipc__jinstance {
 	uint8_t instance[16];
 	char boot_id[SIPC__BOOT_ID_LEN + 1];
 	pid_t pid;
 	int64_t time_ms;           /* wall clock, epoch ms */
+	uint8_t flags;             /* SIPC__JINST_*; absent (0) in the
+	                            * records of earlier versions */
 };
 
 struct sipc__jaccepted {

@@ -173,6 +173,7 @@ sipc__js_apply(struct sipc__jstate *s, const struct sipc__jrec *rec, int *ctx)
 		memcpy(in.boot_id, rec->u.inst.boot_id, sizeof(in.boot_id));
 		in.pid = rec->u.inst.pid;
 		in.time_ms = rec->u.inst.time_ms;
+		in.flags = rec->u.inst.flags;
 		if ((i = sipc__js_inst_add(s, &in)) < 0)
 			return i;
 		*ctx = i;
@@ -268,6 +269,7 @@ sipc__js_rec_instance(const struct sipc__jinst *in, struct sipc__jrec *rec)
 	memcpy(rec->u.inst.boot_id, in->boot_id, sizeof(in->boot_id));
 	rec->u.inst.pid = in->pid;
 	rec->u.inst.time_ms = in->time_ms;
+	rec->u.inst.flags = in->flags;
 }
 
 /* The records of one remembered request, in the order they were made. */
@@ -345,6 +347,27 @@ by_id(const void *a, const void *b)
 	    x->request_id > y->request_id;
 }
 
+/*
+ * Is "accepted, no WRITTEN record" proof that request q was never sent?
+ * Only when its instance's WRITTEN records were durable before their
+ * frames went out (group, each), or when this instance runs on the boot
+ * that instance ran on: the process crashed, the kernel kept every
+ * record it had been given.  After a reboot (a power cut, a kernel
+ * crash) a durability = off instance may have sent a frame whose record
+ * never reached the disk: the request may have run.
+ */
+static bool
+never_sent_proven(const struct sipc__jstate *s, const struct sipc__jreq *q)
+{
+	const struct sipc__jinst *in = &s->inst[q->inst];
+	const struct sipc__jinst *now = &s->inst[s->cur];
+
+	if (in->flags & SIPC__JINST_SENT_DURABLE)
+		return true;
+	return q->inst != s->cur && in->boot_id[0] != '\0' &&
+	    strcmp(in->boot_id, now->boot_id) == 0;
+}
+
 static void
 fill_unresolved(struct sipc__jstate *s, const struct sipc__jreq *q,
     struct sipc_unresolved *u)
@@ -355,7 +378,8 @@ fill_unresolved(struct sipc__jstate *s, const struct sipc__jreq *q,
 	u->key[q->keylen] = '\0';
 	u->payload_digest = q->digest;
 	u->payload_len = q->len;
-	u->state = q->completed ? SIPC_UNRESOLVED_COMPLETED : q->written ?
+	u->state = q->completed ? SIPC_UNRESOLVED_COMPLETED :
+	    q->written || !never_sent_proven(s, q) ?
 	    SIPC_UNRESOLVED_MAY_HAVE_RUN : SIPC_UNRESOLVED_NEVER_SENT;
 	u->outcome = q->completed ? (enum sipc_outcome)q->outcome :
 	    SIPC_OUTCOME_OK;

@@ -39,6 +39,7 @@ struct sipc__jinst {
 	char boot_id[SIPC__BOOT_ID_LEN + 1];
 	pid_t pid;
 	int64_t time_ms;
+	uint8_t flags;            /* SIPC__JINST_* (jrec.h) */
 };
 
 struct sipc__jworker {

@@ -579,6 +579,11 @@ void sipc__log(struct sipc_supervisor *s, enum sipc_log_level lvl,
  * with sipc__outcome_unsend() (the ring's reference stays yours). */
 int sipc__journal_note_written(struct sipc_supervisor *s, struct sipc__slot *sl,
                                struct sipc__req *q);
+/* After the WRITTEN records of the frames about to be sent, before any
+ * of their bytes go out: their records are durable as far as the mode
+ * promises for a power loss (journal.h, sipc__journal_written_durable()).
+ * 0: send them.  SIPC_E_JOURNAL: send none of them (unsend each). */
+int sipc__journal_note_sent_durable(struct sipc_supervisor *s);
 void sipc__journal_note_done(struct sipc_supervisor *s, struct sipc__req *q,
                              const struct sipc_result *res);
 void sipc__journal_note_worker(struct sipc_supervisor *s, struct sipc__slot *sl,

@@ -238,9 +238,20 @@ wbatch_build(struct sipc__slot *sl, struct sipc__wbatch *b)
 			continue;
 		}
 		b->req[ns++] = b->req[i];
+	}
+	/* One sync for the batch's WRITTEN records before any of its
+	 * frames goes out (a power cut must not leave "never sent" for a
+	 * request that ran); none goes out when it fails. */
+	if (ns > 0 && sipc__journal_note_sent_durable(s) < 0) {
+		for (i = 0; i < ns; i++) {
+			sipc__outcome_unsend(s, sl, b->req[i]);
+			sipc__req_send_unref(s, b->req[i]);
+		}
+		ns = 0;
+	}
+	for (i = 0; i < ns; i++)
 		put_frame(b->iov, &b->niov, b->hdrs[h++], SIPC_FT_REQUEST,
 		    b->req[i]->id, b->req[i]->payload, b->req[i]->len);
-	}
 	b->nreq = ns;
 	b->bytes = 0;
 	for (i = 0; i < b->niov; i++)
@@ -398,7 +409,8 @@ sipc__direct_send(struct sipc__slot *sl, struct sipc__req *q)
 		/* A journal failure delivers the outcome here, on the
 		 * submitting thread, under a callback's rules. */
 		was = sipc__callback_rules_begin();
-		if ((jrc = sipc__journal_note_written(s, sl, q)) < 0)
+		if ((jrc = sipc__journal_note_written(s, sl, q)) < 0 ||
+		    (jrc = sipc__journal_note_sent_durable(s)) < 0)
 			sipc__outcome_unsend(s, sl, q);
 		sipc__lib_thread = was;
 	}

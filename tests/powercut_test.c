@@ -32,6 +32,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -40,11 +41,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <sys/syscall.h>
+
 #include "jdir.h"
 #include "journal.h"
 #include "jrec.h"
 #include "sipc.h"
 #include "sipctest.h"
+#include "sysfault.h"
 #include "testlib.h"
 
 #define NREQ 64                   /* requests per run */
@@ -72,6 +76,8 @@ static _Atomic uint8_t answered[NREQ];
 static uint64_t ids[NREQ];
 static atomic_uint outstanding;
 static unsigned shown;            /* failures printed in this case */
+static unsigned never_seen;       /* NEVER_SENT entries of unsent
+                                   * requests: the check can see them */
 
 /* The size of fd's file when it is the journal file of the run (not
  * journal.tmp, a copy, the directory or sipc.pid), else -1. */
@@ -229,13 +235,15 @@ index_of(uint64_t id)
 }
 
 /*
- * Rebuild a state directory from img[0, len), open it as the next
- * instance, and count the entries listed NEVER_SENT whose request is in
- * `sent`.  The first few are printed.
+ * Rebuild a state directory from img[0, len) (as after a reboot when
+ * `reboot`), open it as the next instance, and count the entries listed
+ * NEVER_SENT whose request is in `sent`.  The first few are printed;
+ * NEVER_SENT entries of requests not in `sent` are counted in
+ * never_seen.
  */
 static unsigned
 cut_check(const uint8_t *img, size_t len, const uint8_t *sent,
-    enum sipc_durability mode, const char *what)
+    enum sipc_durability mode, bool reboot, const char *what)
 {
 	char dir[256], path[300], err[256];
 	struct sipc__journal *j = NULL;
@@ -250,7 +258,8 @@ cut_check(const uint8_t *img, size_t len, const uint8_t *sent,
 	snprintf(path, sizeof(path), "%s/journal", dir);
 	CU_ASSERT_FATAL((copy = malloc(len + 1)) != NULL);
 	memcpy(copy, img, len);
-	reboot_image(copy, len);
+	if (reboot)
+		reboot_image(copy, len);
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	CU_ASSERT_FATAL(fd >= 0);
 	CU_ASSERT_FATAL(sipc__jdir_write_all(fd, copy, len) == 0);
@@ -265,9 +274,12 @@ cut_check(const uint8_t *img, size_t len, const uint8_t *sent,
 	for (size_t k = 0; k < n; k++) {
 		int i = index_of(u[k].request_id);
 
-		if (u[k].state != SIPC_UNRESOLVED_NEVER_SENT || i < 0 ||
-		    !sent[i])
+		if (u[k].state != SIPC_UNRESOLVED_NEVER_SENT || i < 0)
 			continue;
+		if (!sent[i]) {
+			never_seen++;
+			continue;
+		}
 		bad++;
 		if (shown++ < 3)
 			fprintf(stderr, "%s, %zu bytes: request %llu was sent "
@@ -342,7 +354,7 @@ powercut_case(enum sipc_durability mode, const char *name)
 	unsigned bad = 0;
 	char what[96];
 
-	shown = 0;
+	shown = never_seen = 0;
 	record_run(mode, &img, &len);
 	CU_ASSERT_FATAL(nbounds > 3 * NREQ && bounds[nbounds - 1] <= len);
 	for (size_t e = 0; e < ncuts; e++) {
@@ -355,7 +367,7 @@ powercut_case(enum sipc_durability mode, const char *name)
 
 			snprintf(what, sizeof(what), "%s, cut %zu", name, e);
 			bad += cut_check(img, (size_t)p, cuts[e].sent, mode,
-			    what);
+			    true, what);
 			/* torn: half of the next record made it */
 			if (b + 1 < nbounds) {
 				uint64_t torn = p + (bounds[b + 1] - p) / 2;
@@ -363,7 +375,7 @@ powercut_case(enum sipc_durability mode, const char *name)
 				snprintf(what, sizeof(what), "%s, cut %zu, "
 				    "torn", name, e);
 				bad += cut_check(img, (size_t)torn,
-				    cuts[e].sent, mode, what);
+				    cuts[e].sent, mode, true, what);
 			}
 			checked++;
 		}
@@ -375,6 +387,20 @@ powercut_case(enum sipc_durability mode, const char *name)
 	    nbounds, checked, bad);
 	CU_ASSERT(checked >= (size_t)NREQ);
 	CU_ASSERT_EQUAL(bad, 0);
+	if (mode != SIPC_DURABLE_OFF) {
+		/* what was accepted and not yet sent is still NEVER_SENT */
+		CU_ASSERT(never_seen > 0);
+	} else {
+		/* off promises nothing across a power cut: after a reboot
+		 * nothing is NEVER_SENT; after a crash of the process (the
+		 * same boot, every record the kernel got is there) a request
+		 * accepted and not written still is */
+		CU_ASSERT_EQUAL(never_seen, 0);
+		for (size_t b = 0; b < nbounds; b++)
+			(void)cut_check(img, (size_t)bounds[b], cuts[0].sent,
+			    mode, false, "off, same boot");
+		CU_ASSERT(never_seen > 0);
+	}
 	free(img);
 }
 
@@ -396,6 +422,114 @@ test_powercut_off_never_sent_is_true(void)
 	powercut_case(SIPC_DURABLE_OFF, "off");
 }
 
+/* ------------------------------------------- the sync before a send */
+
+struct sync_seen {
+	int journal_syncs;            /* fdatasync() calls on the journal */
+	int failed;                   /* of them, failed */
+};
+
+/* Is thread `tid` the reaper (no name of its own, not the process's
+ * main thread)?  Its group-commit tick may sync; the syncs of the
+ * threads that send are the ones to fail. */
+static bool
+is_reaper(pid_t tid)
+{
+	char path[64], line[128];
+	long tgid = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	if ((f = fopen(path, "re")) == NULL)
+		return false;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "Tgid: %ld", &tgid) == 1)
+			break;
+	fclose(f);
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)tid);
+	if (tgid == tid || (f = fopen(path, "re")) == NULL)
+		return false;
+	if (fgets(line, sizeof(line), f) == NULL)
+		line[0] = '\0';
+	fclose(f);
+	return strncmp(line, "sipc-", 5) != 0;
+}
+
+/* The INSTANCE record's sync at open passes, and so does the reaper's
+ * tick; every later fdatasync of the journal on a thread that sends
+ * (the caller of sipc_call(), a writer, a reader) fails with EIO. */
+static int
+judge_fdatasync(pid_t pid, const uint64_t args[6], void *arg)
+{
+	struct sync_seen *ss = arg;
+	char path[PATH_MAX];
+	size_t n;
+
+	if (sf_fd_path(pid, args[0], path, sizeof(path)) < 0 ||
+	    (n = strlen(path)) < 8 || strcmp(path + n - 8, "/journal") != 0)
+		return 0;
+	if (ss->journal_syncs++ == 0 || is_reaper(pid))
+		return 0;
+	ss->failed++;
+	return -EIO;
+}
+
+/* In the filtered child: one call in group mode.  Exit status: 1 when
+ * it ended REJECTED / SIPC_E_JOURNAL, plus 2 when no frame went to the
+ * worker. */
+static int
+sync_fail_body(void *arg)
+{
+	const char *dir = arg;
+	struct sipc_request req = { .payload = "x", .len = 1,
+	    .timeout_ms = WAIT_MS };
+	struct sipc_config c;
+	struct sipc_result r;
+	sipc_supervisor *s = NULL;
+	int ret = 0;
+
+	st_cfg_base(&c, "echo", NULL, 1);
+	c.state_dir = dir;
+	c.durability = SIPC_DURABLE_GROUP;
+	c.group_commit_ms = 60000;
+	if (sipc_create(&c, NULL, 0, &s) < 0 ||
+	    sipc_wait_ready(s, 1, WAIT_MS) < 0 || sipc_call(s, &req, &r) < 0)
+		return 100;
+	if (r.outcome == SIPC_OUTCOME_REJECTED && r.error == SIPC_E_JOURNAL)
+		ret |= 1;
+	sipc_result_release(&r);
+	if (st_worker_stats(s, 0).frames_out == 0)
+		ret |= 2;
+	sipc_destroy(s);
+	return ret;
+}
+
+/* durability = group: the sync a frame waits for fails (EIO).  The frame
+ * does not go out: the request ends REJECTED / SIPC_E_JOURNAL (it never
+ * ran), and the journal is broken as after any failed sync.  Before,
+ * the frame went out at once and the request ran. */
+static void
+test_powercut_group_sync_failed_not_sent(void)
+{
+	char dir[] = "/tmp/sipc-powercut-sync-XXXXXX";
+	struct sync_seen ss = { 0 };
+	int rc;
+
+	if (!sf_supported()) {
+		tl_skip("seccomp user notification is not available here");
+		return;
+	}
+	CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
+	rc = sf_broker(__NR_fdatasync, judge_fdatasync, &ss, sizeof(ss),
+	    sync_fail_body, dir);
+	if (rc != 3)
+		fprintf(stderr, "group sync failed: body status %d, %d journal "
+		    "syncs, %d failed\n", rc, ss.journal_syncs, ss.failed);
+	CU_ASSERT_EQUAL(rc, 3);
+	CU_ASSERT(ss.failed >= 1);
+	rm_dir(dir);
+}
+
 int
 main(void)
 {
@@ -406,6 +540,8 @@ main(void)
 	      test_powercut_each_never_sent_is_true },
 	    { "test_powercut_off_never_sent_is_true",
 	      test_powercut_off_never_sent_is_true },
+	    { "test_powercut_group_sync_failed_not_sent",
+	      test_powercut_group_sync_failed_not_sent },
 	    { NULL, NULL } });
 	return tl_run();
 }
