@@ -70,6 +70,7 @@ static size_t nbounds;
 static struct cut cuts[MAX_CUTS];
 static size_t ncuts;
 static bool overflow;
+static bool recording;            /* the hook records (rec_mu) */
 
 /* Answered requests, by submit index; ids map to indexes. */
 static _Atomic uint8_t answered[NREQ];
@@ -103,7 +104,9 @@ hook_wrote(int fd, const void *buf, size_t len)
 	if (size < 0)
 		return;
 	pthread_mutex_lock(&rec_mu);
-	if (nbounds < MAX_BOUNDS)
+	if (!recording)
+		;
+	else if (nbounds < MAX_BOUNDS)
 		bounds[nbounds++] = (uint64_t)size;
 	else
 		overflow = true;
@@ -119,7 +122,9 @@ hook_syncing(int fd, bool data_only)
 	if (size < 0)
 		return;
 	pthread_mutex_lock(&rec_mu);
-	if (ncuts < MAX_CUTS) {
+	if (!recording) {
+		;
+	} else if (ncuts < MAX_CUTS) {
 		cuts[ncuts].size = (uint64_t)size;
 		for (size_t i = 0; i < NREQ; i++)
 			cuts[ncuts].sent[i] = atomic_load(&answered[i]);
@@ -308,6 +313,7 @@ record_run(enum sipc_durability mode, uint8_t **ret_img, size_t *ret_len)
 	snprintf(rec_path, sizeof(rec_path), "%s/journal", dir);
 	nbounds = ncuts = 0;
 	overflow = false;
+	recording = true;
 	memset(ids, 0, sizeof(ids));
 	for (size_t i = 0; i < NREQ; i++)
 		atomic_store(&answered[i], 0);
@@ -327,19 +333,25 @@ record_run(enum sipc_durability mode, uint8_t **ret_img, size_t *ret_len)
 	}
 	CU_ASSERT_FATAL(tl_wait_until(drained, (void *)(uintptr_t)0,
 	    WAIT_MS));
-	/* The end of the run is one more cut: every answer is in. */
+	/* The end of the run is one more cut: every answer is in.  No
+	 * more recording from here (the hook stays set while the journal
+	 * is open: destroy compacts and renames). */
 	pthread_mutex_lock(&rec_mu);
-	CU_ASSERT_FATAL(!overflow && ncuts < MAX_CUTS);
-	cuts[ncuts].size = nbounds > 0 ? bounds[nbounds - 1] : 0;
-	for (size_t i = 0; i < NREQ; i++)
-		cuts[ncuts].sent[i] = atomic_load(&answered[i]);
-	ncuts++;
+	recording = false;
+	if (!overflow && ncuts < MAX_CUTS) {
+		cuts[ncuts].size = nbounds > 0 ? bounds[nbounds - 1] : 0;
+		for (size_t i = 0; i < NREQ; i++)
+			cuts[ncuts].sent[i] = atomic_load(&answered[i]);
+		ncuts++;
+	} else {
+		overflow = true;
+	}
 	pthread_mutex_unlock(&rec_mu);
+	CU_ASSERT_FATAL(!overflow);
 	*ret_img = slurp(rec_path, ret_len);
 	CU_ASSERT_FATAL(*ret_img != NULL);
-	/* no more recording: destroy compacts into journal.tmp */
-	sipc__jio_hook = NULL;
 	sipc_destroy(s);
+	sipc__jio_hook = NULL;
 	for (size_t i = 0; i < NREQ; i++)
 		CU_ASSERT(atomic_load(&answered[i]));
 	rm_dir(dir);
