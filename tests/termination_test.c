@@ -29,10 +29,6 @@
 #include "testlib.h"
 
 #define WAIT_MS 10000           /* generous deadline for any event */
-/* X2's "at once": a TIMEOUT reaches the caller no later than this after
- * the deadline (the reaper's timer is armed for the deadline itself; the
- * margin is wake-up and scheduling latency on a loaded machine). */
-#define X2_LATE_MS 60
 
 /* ------------------------------------------------------------ helpers */
 
@@ -61,10 +57,15 @@ echo_path(const char *cmd, unsigned timeout_ms, enum sipc_outcome want_o,
 	st_call_cmd(s, cmd, timeout_ms, 0, &r);
 	took = tl_now_ms() - t0;
 	if (want_o == SIPC_OUTCOME_TIMEOUT) {
-		/* X2: at the deadline, not at the termination after it */
+		/* X2: at the deadline, not at the termination after it.
+		 * The termination comes cancel_grace_ms after the CANCEL
+		 * sent at the deadline: the TIMEOUT came before it.  How
+		 * soon after the deadline is scheduling (the reaper's timer
+		 * is armed for the deadline itself), a figure, not a bound:
+		 * it was 60 ms, and failed beside busy loops (91 ms). */
 		CU_ASSERT(took >= timeout_ms);
-		CU_ASSERT(took <= timeout_ms + X2_LATE_MS);
-		if (took > timeout_ms + X2_LATE_MS)
+		CU_ASSERT(took < timeout_ms + c.cancel_grace_ms);
+		if (took >= timeout_ms + c.cancel_grace_ms)
 			fprintf(stderr, "X2: TIMEOUT after %lld ms for a "
 			    "%u ms deadline\n", (long long)took, timeout_ms);
 	}
