@@ -90,7 +90,11 @@ struct sipc__req {
 	bool unstarted;               /* settle: provably never started */
 	uint64_t pos;                 /* its REQUEST frame's place on the
 	                               * channel of `gen`, from 1 (the
-	                               * start counter's unit, A5) */
+	                               * start counter's unit, A5); 0 until
+	                               * the frame is committed.  Written
+	                               * under the slot lock by the channel's
+	                               * holder (writer.c), read by settle
+	                               * after the channel is released */
 	int64_t cancel_at_ms;         /* CANCEL queued at; 0 = not cancelled */
 	struct sipc_exit last_exit;
 	struct sipc__req *hnext;      /* table bucket chain */
@@ -170,8 +174,9 @@ struct sipc__slot {
 	bool accepts;                 /* worker sends ACCEPT frames */
 	/* The worker's start counter (A5), mapped read-only at HELLO by
 	 * the reader, read by settle once the worker is gone, unmapped by
-	 * the reaper; NULL without one.  npos: REQUEST frames marked
-	 * written on this generation (writer.c). */
+	 * the reaper; NULL without one.  npos: REQUEST frames committed to
+	 * this generation's channel, counted by the thread that holds the
+	 * channel (frame_commit(), writer.c). */
 	const _Atomic uint64_t *start_ctr;
 	uint64_t npos;
 	bool stop;                    /* threads must exit */

@@ -134,7 +134,8 @@ writer_has_work(struct sipc__slot *sl, unsigned *ret_room)
 	return !sipc__callread_revoke(sl);
 }
 
-/* Slot and table locks held: `q` goes to this generation's worker now. */
+/* Slot and table locks held: `q` goes to this generation's worker now.
+ * It has no place on the channel yet (frame_commit()). */
 static void
 mark_written(struct sipc__slot *sl, struct sipc__req *q)
 {
@@ -143,9 +144,25 @@ mark_written(struct sipc__slot *sl, struct sipc__req *q)
 	q->gen = sl->generation;
 	q->pid = sl->pid;
 	q->attempts++;
-	q->pos = ++sl->npos;
+	q->pos = 0;
 	if (sl->inflight++ == 0)
 		sl->svc_from_ns = sipc__now_ns();
+}
+
+/*
+ * Slot lock held, by the thread that holds the channel (`sending`): the
+ * REQUEST frame of `q` is committed (its WRITTEN record accepted, its
+ * bytes the next on the wire), and takes the next place on the
+ * channel, the start counter's unit (CONTRACT A5).  The one place a
+ * position is given: a request taken and then refused (its record
+ * refused, sipc__outcome_unsend()) never had one, so it cannot shift
+ * the places of the frames behind it.  Settle reads `pos` only after
+ * the channel is released and the threads joined (reader.c).
+ */
+static void
+frame_commit(struct sipc__slot *sl, struct sipc__req *q)
+{
+	q->pos = ++sl->npos;
 }
 
 /* Slot lock held: take up to `room` requests and mark them written. */
@@ -242,6 +259,13 @@ wbatch_build(struct sipc__slot *sl, struct sipc__wbatch *b)
 		    b->req[i]->id, b->req[i]->payload, b->req[i]->len);
 	}
 	b->nreq = ns;
+	/* In wire order, now that the journal took them. */
+	if (ns > 0) {
+		pthread_mutex_lock(&sl->lock);
+		for (i = 0; i < ns; i++)
+			frame_commit(sl, b->req[i]);
+		pthread_mutex_unlock(&sl->lock);
+	}
 	b->bytes = 0;
 	for (i = 0; i < b->niov; i++)
 		b->bytes += b->iov[i].iov_len;
@@ -415,6 +439,10 @@ sipc__direct_send(struct sipc__slot *sl, struct sipc__req *q)
 	if (!lost && jrc == 0 && w < total)
 		sipc__req_own(q);
 	pthread_mutex_lock(&sl->lock);
+	/* Its place, before the channel is released: nobody else sent
+	 * meanwhile, and settle waits for the release. */
+	if (jrc == 0)
+		frame_commit(sl, q);
 	sl->sending = SIPC__SEND_NONE;
 	if (lost)
 		sl->channel_lost = true;
