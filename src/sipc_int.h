@@ -462,8 +462,9 @@ void sipc__outcome(struct sipc_supervisor *s, struct sipc__req *q,
 
 /* dispatch (dispatch.c) */
 /* Put a request that may run again (never started, or an idempotent
- * retry) on some slot's ring: another slot than `avoid` (-1 = none)
- * first, else `avoid` itself when its restart is planned (IDLE).
+ * retry) on some slot's ring: another slot than `avoid` (-1 = none) with
+ * room first, else `avoid` itself when its restart is planned (IDLE),
+ * else another slot that runs or will run, ahead of its queue.
  * Returns 0, or SIPC_E_UNAVAILABLE when no slot can take it. */
 int sipc__dispatch_requeue(struct sipc_supervisor *s, struct sipc__req *q, int avoid);
 /* A sipc_call() whose thread took its slot's protocol socket to read
