@@ -257,11 +257,17 @@ on_reply(struct reader *r, struct sipc_frame *f)
 	pthread_mutex_unlock(&s->table.lock);
 	atomic_fetch_add(&sl->completed, 1);
 	if (won) {
+		size_t held = r->rx->held;
+
+		/* The reply's bytes go with it, counted until its callback
+		 * has returned, even when the outcome waits (a lent
+		 * request's, outcome.c). */
+		r->rx->held = 0;
 		res.reply = f->payload;
 		res.reply_len = f->hdr.len;
 		res.worker_error_code = code;
 		f->payload = NULL;
-		sipc__outcome_deliver(s, q, &res);
+		sipc__outcome_deliver_held(s, q, &res, held);
 	}
 	sipc__req_unref(s, q);   /* the table's reference */
 }

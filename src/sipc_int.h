@@ -106,6 +106,8 @@ struct sipc__req {
 enum { SIPC__LATE_NONE = 0, SIPC__LATE_WAIT, SIPC__LATE_TAKEN };
 struct sipc__late {
 	struct sipc_result res;
+	size_t held;                  /* the reply's mem_ceiling bytes,
+	                               * released after the callback */
 	atomic_int state;
 	struct sipc__req *next;       /* on the supervisor's late stack */
 };
@@ -439,6 +441,11 @@ bool sipc__outcome_set(struct sipc_supervisor *s, struct sipc__req *q,
                        struct sipc_result *res);
 void sipc__outcome_deliver(struct sipc_supervisor *s, struct sipc__req *q,
                            struct sipc_result *res);
+/* The same for a reply whose payload holds `held` bytes of mem_ceiling:
+ * they are released once the callback has returned, however long the
+ * outcome waits for it (a lent request's, below). */
+void sipc__outcome_deliver_held(struct sipc_supervisor *s, struct sipc__req *q,
+                                struct sipc_result *res, size_t held);
 /* The ring's reference: held by whoever may still write the request's
  * frame (ring, write batch, rest, hand-off, a direct send).  Dropping a
  * lent request's last one hands an outcome that waited for it to the
