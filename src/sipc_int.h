@@ -497,9 +497,11 @@ const _Atomic uint64_t *sipc__start_ctr_map(int fd, const char **why);
 void sipc__start_ctr_unmap(const _Atomic uint64_t *ctr);
 
 /* worker threads (reader.c) */
-/* Bound on a dead worker's final drain (what was buffered when it was
- * seen gone): the reaper waits at most this long per worker end for its
- * reader, whatever a surviving descendant keeps writing. */
+/* Bound on a dead worker's final drain past what it left: the bytes
+ * buffered when it was seen gone are all decoded (reader.c), and then a
+ * surviving descendant's new bytes are read for at most this long (the
+ * time completion callbacks take is not counted; they run after the
+ * drain).  A stop with bytes unread marks the stream cut. */
 #define SIPC__FINAL_DRAIN_MS 100
 /* How long a provider's sweep may keep answering "not yet" (1) before
  * the reaper gives up on it, logs an error and settles the worker's end
