@@ -248,17 +248,21 @@ requeue_on(struct sipc_supervisor *s, int idx, struct sipc__req *q, bool back)
  * again waits for the restarted worker (its deadline still applies while
  * queued) rather than being refused for room that new submits took
  * after its worker ended (blocked submitters refill a queue as soon as
- * it is emptied).
+ * it is emptied).  When `avoid` cools down, the same ahead of the queue
+ * of the best other slot that runs or will run (pick_slot() ranks ready
+ * ones first): full queues of live workers are no reason to refuse it.
+ * Refused only when no slot runs or will run.
  */
 int
 sipc__dispatch_requeue(struct sipc_supervisor *s, struct sipc__req *q, int avoid)
 {
-	int idx;
+	int idx = pick_slot(s, avoid, q->len, false);
 
-	if ((idx = pick_slot(s, avoid, q->len, false)) >= 0 &&
-	    requeue_on(s, idx, q, false) == 0)
+	if (idx >= 0 && requeue_on(s, idx, q, false) == 0)
 		return 0;
 	if (avoid >= 0 && requeue_on(s, avoid, q, true) == 0)
+		return 0;
+	if (idx >= 0 && requeue_on(s, idx, q, true) == 0)
 		return 0;
 	return SIPC_E_UNAVAILABLE;
 }

@@ -48,14 +48,17 @@ sipc__outcome_set(struct sipc_supervisor *s, struct sipc__req *q,
 
 static void
 deliver_now(struct sipc_supervisor *s, struct sipc__req *q,
-            struct sipc_result *res)
+            struct sipc_result *res, size_t held)
 {
 	/* `res` is valid during the call; the callback owns what it points
 	 * at (reply, diag_tail) and releases it with sipc_result_release.
 	 * The journal records the outcome before the callback and the
-	 * delivery after it, so a crash in between leaves it unresolved. */
+	 * delivery after it, so a crash in between leaves it unresolved.
+	 * The reply's bytes count under mem_ceiling until the callback
+	 * has returned (CONTRACT M1). */
 	sipc__journal_note_done(s, q, res);
 	q->done(q->done_arg, res);
+	sipc__mem_release(s, held);
 	sipc__journal_note_delivered(s, q);
 }
 
@@ -80,22 +83,30 @@ late_take(struct sipc__late *l)
  * stored outcome keeps a reference.
  */
 void
-sipc__outcome_deliver(struct sipc_supervisor *s, struct sipc__req *q,
-                      struct sipc_result *res)
+sipc__outcome_deliver_held(struct sipc_supervisor *s, struct sipc__req *q,
+                           struct sipc_result *res, size_t held)
 {
 	struct sipc__late *l = q->late;
 
 	if (l == NULL) {
-		deliver_now(s, q, res);
+		deliver_now(s, q, res, held);
 		return;
 	}
 	sipc__req_ref(q);
 	l->res = *res;
+	l->held = held;               /* still counted while it waits */
 	atomic_store(&l->state, SIPC__LATE_WAIT);
 	if (atomic_load(&q->senders) > 0 || !late_take(l))
 		return;                /* the last sender hands it on */
-	deliver_now(s, q, &l->res);
+	deliver_now(s, q, &l->res, l->held);
 	sipc__req_unref(s, q);
+}
+
+void
+sipc__outcome_deliver(struct sipc_supervisor *s, struct sipc__req *q,
+                      struct sipc_result *res)
+{
+	sipc__outcome_deliver_held(s, q, res, 0);
 }
 
 /* The last sender let go: an outcome that waited for it goes to the
@@ -149,7 +160,7 @@ sipc__late_run(struct sipc_supervisor *s)
 	was = sipc__callback_rules_begin();
 	for (q = rev; q != NULL; q = next) {
 		next = q->late->next;
-		deliver_now(s, q, &q->late->res);
+		deliver_now(s, q, &q->late->res, q->late->held);
 		sipc__req_unref(s, q);   /* the stored outcome's */
 	}
 	sipc__lib_thread = was;

@@ -191,6 +191,54 @@ writer_flush(struct reader *r, bool force)
 		sipc__reader_refill(sl);
 }
 
+/*
+ * In the final drain, an outcome's callback waits until the drain is
+ * done (later_run()): the drain decodes every byte the dead worker left,
+ * and a host's slow callbacks must neither hold the reaper longer per
+ * byte nor count against the bound on a descendant's new bytes.  The
+ * entry keeps a reference and the reply's mem_ceiling bytes.  False
+ * (deliver now) outside the final drain, or when out of memory.
+ */
+static bool
+later_push(struct reader *r, struct sipc__req *q, struct sipc_result *res,
+           size_t held)
+{
+	struct sipc__later *nl;
+	size_t ncap;
+
+	if (!r->rx->final || r->caller)
+		return false;
+	if (r->nlater == r->later_cap) {
+		ncap = r->later_cap ? r->later_cap * 2 : 64;
+		if ((nl = reallocarray(r->later, ncap, sizeof(*nl))) == NULL)
+			return false;
+		r->later = nl;
+		r->later_cap = ncap;
+	}
+	sipc__req_ref(q);
+	r->later[r->nlater++] = (struct sipc__later){ q, *res, held };
+	return true;
+}
+
+/* Reader thread, no lock held: run the callbacks the final drain kept,
+ * in the order of the replies; their time is counted in later_ms. */
+static void
+later_run(struct reader *r)
+{
+	struct sipc_supervisor *s = r->sl->sup;
+	int64_t t0 = sipc__now_ms();
+	size_t i;
+
+	for (i = 0; i < r->nlater; i++) {
+		struct sipc__later *l = &r->later[i];
+
+		sipc__outcome_deliver_held(s, l->q, &l->res, l->held);
+		sipc__req_unref(s, l->q);
+	}
+	r->nlater = 0;
+	r->later_ms += sipc__now_ms() - t0;
+}
+
 /* Table lock held: a reply read at `now` ends the worker's current
  * interval; fold it into the mean time per reply that dispatch uses to
  * gather asynchronous requests (dispatch.c).  Replies read together
@@ -257,11 +305,18 @@ on_reply(struct reader *r, struct sipc_frame *f)
 	pthread_mutex_unlock(&s->table.lock);
 	atomic_fetch_add(&sl->completed, 1);
 	if (won) {
+		size_t held = r->rx->held;
+
+		/* The reply's bytes go with it, counted until its callback
+		 * has returned, even when the outcome waits (a lent
+		 * request's, outcome.c). */
+		r->rx->held = 0;
 		res.reply = f->payload;
 		res.reply_len = f->hdr.len;
 		res.worker_error_code = code;
 		f->payload = NULL;
-		sipc__outcome_deliver(s, q, &res);
+		if (!later_push(r, q, &res, held))
+			sipc__outcome_deliver_held(s, q, &res, held);
 	}
 	sipc__req_unref(s, q);   /* the table's reference */
 }
@@ -305,6 +360,27 @@ reader_leave(void *arg)
 	return reader_should_exit(arg);
 }
 
+/* Take `len` bytes of mem_ceiling for a frame's payload (frame_reserve()).
+ * In the final drain, the callbacks kept for after it hold replies'
+ * bytes: they run first, before the drain gives up for want of room. */
+static bool
+frame_room(struct reader *r, size_t len)
+{
+	struct sipc_supervisor *s = r->sl->sup;
+
+	if (sipc__mem_try_take(s, len, s->cfg.mem_ceiling))
+		return true;
+	if (r->caller)
+		return false;           /* the reader waits for it */
+	writer_flush(r, true);          /* it must not wait with us */
+	if (r->rx->final && r->nlater > 0) {
+		later_run(r);
+		if (sipc__mem_try_take(s, len, s->cfg.mem_ceiling))
+			return true;
+	}
+	return sipc__mem_take_reply(s, len, !r->rx->final, reader_leave, r);
+}
+
 /*
  * Before the decoder allocates a payload (when the header completes in
  * p[0..n)), take its bytes from the ceiling: a reply counts before its
@@ -338,15 +414,8 @@ frame_reserve(struct reader *r, const uint8_t *p, size_t n)
 	 * on every call (1 MiB: 7 ms against 0.5 ms). */
 	if (r->caller && hdr.len > CALLER_PAYLOAD_MAX)
 		return false;
-	if (!sipc__mem_try_take(r->sl->sup, hdr.len,
-	    r->sl->sup->cfg.mem_ceiling)) {
-		if (r->caller)
-			return false;   /* the reader waits for it */
-		writer_flush(r, true);  /* it must not wait with us */
-		if (!sipc__mem_take_reply(r->sl->sup, hdr.len, !r->rx->final,
-		    reader_leave, r))
-			return false;
-	}
+	if (!frame_room(r, hdr.len))
+		return false;
 	r->rx->held = hdr.len;
 	return true;
 }
@@ -514,44 +583,112 @@ sipc__reader_drain(struct reader *r, int fd, bool proto, bool all)
 	}
 }
 
+/* Bytes readable on `fd` now (FIONREAD), 0 when it cannot say. */
+static size_t
+readable(int fd)
+{
+	int avail = 0;
+
+	return ioctl(fd, FIONREAD, &avail) == 0 && avail > 0 ?
+	    (size_t)avail : 0;
+}
+
+/* The final drain stopped with `left` bytes of the stream unread: an
+ * ACCEPT among them is never seen, so a missing one proves nothing
+ * (settle.c).  Said once. */
+static void
+final_cut(struct reader *r, size_t left)
+{
+	struct sipc__slot *sl = r->sl;
+	bool was;
+
+	pthread_mutex_lock(&sl->lock);
+	was = sl->stream_cut;
+	sl->stream_cut = true;
+	pthread_mutex_unlock(&sl->lock);
+	if (!was)
+		sipc__log(sl->sup, SIPC_LOG_WARN, sl, "the worker's stream was "
+		    "not read to its end (%zu bytes left): what it started "
+		    "is not proven", left);
+}
+
+/* One read of at most `max` bytes of the socket, decoded. */
+static ssize_t
+final_read(struct reader *r, int fd, size_t max)
+{
+	bool direct = false;
+	ssize_t n = proto_direct(r, fd, true, max, &direct);
+
+	if (direct)
+		return n;
+	n = proto_recv(r, fd, r->rx->buf, max < READ_BUF ? max : READ_BUF);
+	if (n > 0)
+		proto_bytes(r, r->rx->buf, (size_t)n);
+	return n;
+}
+
 /*
- * The final drain, once the worker is gone: take what was buffered at
- * that moment (FIONREAD), no more, and stop at `until`.  A descendant
- * that kept the channel or the diagnostics pipe (a daemon, a setsid()
- * escapee) may write for ever; it must not keep this thread, nor the
- * reaper that joins it, from finishing.  Returns true at end of stream.
+ * The socket's final drain, once the worker is gone.  What was buffered
+ * at that moment (FIONREAD) is what the worker wrote: it is decoded
+ * whole, however long that takes (callbacks wait until after it,
+ * later_push()), since an ACCEPT left unread would make a request that
+ * started look never started.  Past that snapshot only a descendant
+ * that kept the channel (a daemon, a setsid() escapee) writes: its new
+ * bytes are read until `until` at most (plus the time callbacks took
+ * meanwhile), so it cannot keep this thread, nor the reaper that joins
+ * it, from finishing.  Any stop with bytes unread (the bound, a read
+ * error, no room, a violation) marks the stream cut.  Returns true at
+ * end of stream.
  */
 static bool
-final_drain(struct reader *r, int fd, bool proto, int64_t until)
+final_drain_proto(struct reader *r, int fd, int64_t until)
 {
-	size_t left = 0, want;
-	int avail = 0;
-	bool direct = false;
+	size_t snap = readable(fd), left;
+	bool eof = false, err = false;
 	ssize_t n;
 	char c;
 
-	if (ioctl(fd, FIONREAD, &avail) == 0 && avail > 0)
-		left = (size_t)avail;
-	while (left > 0 && !(proto && r->rx->proto_done) &&
-	    sipc__now_ms() < until) {
-		want = left < READ_BUF ? left : READ_BUF;
-		n = proto ? proto_direct(r, fd, true, left, &direct) : 0;
-		if (proto && !direct) {
-			n = proto_recv(r, fd, r->rx->buf, want);
-			if (n > 0)
-				proto_bytes(r, r->rx->buf, (size_t)n);
-		} else if (!proto) {
-			n = read(fd, r->dbuf, want);
-			if (n > 0)
-				sipc__diag_feed(&r->diag, r->sl, r->dbuf, (size_t)n);
+	while (!r->rx->proto_done) {
+		if (snap == 0 && sipc__now_ms() >= until + r->later_ms)
+			break;
+		n = final_read(r, fd, snap > 0 ? snap : READ_BUF);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			eof = n == 0;
+			err = n < 0 && errno != EAGAIN && errno != EWOULDBLOCK;
+			break;
 		}
+		snap = (size_t)n < snap ? snap - (size_t)n : 0;
+	}
+	left = readable(fd);
+	if (!eof && (left > 0 || snap > 0 || err))
+		final_cut(r, left > snap ? left : snap);
+	return eof || (!err && recv(fd, &c, 1, MSG_DONTWAIT | MSG_PEEK) == 0);
+}
+
+/* The diagnostics pipe's final drain: what was buffered when the worker
+ * was seen gone, until `until` at most.  A cut loses only the end of a
+ * log (no conclusion is drawn from it) and is said. */
+static void
+final_drain_diag(struct reader *r, int fd, int64_t until)
+{
+	size_t left = readable(fd), want;
+	ssize_t n;
+
+	while (left > 0 && sipc__now_ms() < until) {
+		want = left < READ_BUF ? left : READ_BUF;
+		n = read(fd, r->dbuf, want);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
-			return n == 0;
+			return;
+		sipc__diag_feed(&r->diag, r->sl, r->dbuf, (size_t)n);
 		left -= (size_t)n;
 	}
-	return proto && recv(fd, &c, 1, MSG_DONTWAIT | MSG_PEEK) == 0;
+	if (left > 0)
+		sipc__log(r->sl->sup, SIPC_LOG_WARN, r->sl, "worker "
+		    "diagnostics cut at its end: %zu bytes not read", left);
 }
 
 static bool
@@ -674,20 +811,22 @@ reader_loop(struct reader *r)
 		}
 	}
 	/* The process is gone: what it wrote is still buffered in the
-	 * kernel.  Take that (replies first), bounded, then stop; the
-	 * worker is gone, so never wait for reply room. */
+	 * kernel.  Take all of that (replies first), then a descendant's
+	 * new bytes, bounded; then the callbacks.  The worker is gone, so
+	 * never wait for reply room. */
 	reader_reclaim(r);
 	rx->final = true;
 	decode_pend(r);
 	until = sipc__now_ms() + SIPC__FINAL_DRAIN_MS;
-	if (!rx->proto_done && final_drain(r, sl->proto_fd, true, until) &&
+	if (!rx->proto_done && final_drain_proto(r, sl->proto_fd, until) &&
 	    !rx->proto_done && sipc__decoder_partial(&rx->dec)) {
 		rx->at_eof = true;
 		violation(r, SIPC_E_PROTOCOL, "truncated frame at end of stream",
 		    0);
 	}
+	later_run(r);
 	if (!r->diag_done)
-		(void)final_drain(r, sl->diag_fd, false, until);
+		final_drain_diag(r, sl->diag_fd, until + r->later_ms);
 	sipc__diag_flush(&r->diag, sl);
 }
 
@@ -775,6 +914,7 @@ reader_main(void *arg)
 	}
 	if (r.rx != NULL)
 		rx_free(sl, r.rx);
+	free(r.later);
 	free(r.dbuf);
 	sipc__diag_free(&r.diag);
 	return NULL;

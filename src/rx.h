@@ -36,6 +36,14 @@ struct sipc__rx {
 	                               * socket back (rd_revoke) */
 };
 
+/* A reply decoded in the final drain, its callback still to run: the
+ * table's reference and the reply's mem_ceiling bytes go with it. */
+struct sipc__later {
+	struct sipc__req *q;
+	struct sipc_result res;
+	size_t held;
+};
+
 /* One thread's view: the reader thread's, or a reading caller's. */
 struct reader {
 	struct sipc__slot *sl;
@@ -49,6 +57,11 @@ struct reader {
 	bool wake_writer;             /* a reply gave a writer without room
 	                               * some: wake it once the bytes of
 	                               * this read are handled */
+	/* reader, final drain: outcomes decoded whose callbacks run after
+	 * it (reader.c, later_run()), and the time those took so far */
+	struct sipc__later *later;
+	size_t nlater, later_cap;
+	int64_t later_ms;
 };
 
 /* Tags in the reader's interest set (epoll data.u32). */

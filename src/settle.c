@@ -188,7 +188,8 @@ sipc__settle(struct sipc__slot *sl, const struct sipc_exit *e,
 
 		/* Written but neither ACCEPTed nor counted by a worker that
 		 * promised one or the other before starting: provably
-		 * never started. */
+		 * never started.  (A request without a place, pos 0, has
+		 * nothing to prove it: it counts as started.) */
 		q->unstarted = q->state == SIPC__R_WRITTEN && proof &&
 		    !(counter && q->pos <= started);
 		if (!q->unstarted)

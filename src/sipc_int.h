@@ -90,7 +90,11 @@ struct sipc__req {
 	bool unstarted;               /* settle: provably never started */
 	uint64_t pos;                 /* its REQUEST frame's place on the
 	                               * channel of `gen`, from 1 (the
-	                               * start counter's unit, A5) */
+	                               * start counter's unit, A5); 0 until
+	                               * the frame is committed.  Written
+	                               * under the slot lock by the channel's
+	                               * holder (writer.c), read by settle
+	                               * after the channel is released */
 	int64_t cancel_at_ms;         /* CANCEL queued at; 0 = not cancelled */
 	struct sipc_exit last_exit;
 	struct sipc__req *hnext;      /* table bucket chain */
@@ -102,6 +106,8 @@ struct sipc__req {
 enum { SIPC__LATE_NONE = 0, SIPC__LATE_WAIT, SIPC__LATE_TAKEN };
 struct sipc__late {
 	struct sipc_result res;
+	size_t held;                  /* the reply's mem_ceiling bytes,
+	                               * released after the callback */
 	atomic_int state;
 	struct sipc__req *next;       /* on the supervisor's late stack */
 };
@@ -170,8 +176,9 @@ struct sipc__slot {
 	bool accepts;                 /* worker sends ACCEPT frames */
 	/* The worker's start counter (A5), mapped read-only at HELLO by
 	 * the reader, read by settle once the worker is gone, unmapped by
-	 * the reaper; NULL without one.  npos: REQUEST frames marked
-	 * written on this generation (writer.c). */
+	 * the reaper; NULL without one.  npos: REQUEST frames committed to
+	 * this generation's channel, counted by the thread that holds the
+	 * channel (frame_commit(), writer.c). */
 	const _Atomic uint64_t *start_ctr;
 	uint64_t npos;
 	bool stop;                    /* threads must exit */
@@ -434,6 +441,11 @@ bool sipc__outcome_set(struct sipc_supervisor *s, struct sipc__req *q,
                        struct sipc_result *res);
 void sipc__outcome_deliver(struct sipc_supervisor *s, struct sipc__req *q,
                            struct sipc_result *res);
+/* The same for a reply whose payload holds `held` bytes of mem_ceiling:
+ * they are released once the callback has returned, however long the
+ * outcome waits for it (a lent request's, below). */
+void sipc__outcome_deliver_held(struct sipc_supervisor *s, struct sipc__req *q,
+                                struct sipc_result *res, size_t held);
 /* The ring's reference: held by whoever may still write the request's
  * frame (ring, write batch, rest, hand-off, a direct send).  Dropping a
  * lent request's last one hands an outcome that waited for it to the
@@ -457,8 +469,9 @@ void sipc__outcome(struct sipc_supervisor *s, struct sipc__req *q,
 
 /* dispatch (dispatch.c) */
 /* Put a request that may run again (never started, or an idempotent
- * retry) on some slot's ring: another slot than `avoid` (-1 = none)
- * first, else `avoid` itself when its restart is planned (IDLE).
+ * retry) on some slot's ring: another slot than `avoid` (-1 = none) with
+ * room first, else `avoid` itself when its restart is planned (IDLE),
+ * else another slot that runs or will run, ahead of its queue.
  * Returns 0, or SIPC_E_UNAVAILABLE when no slot can take it. */
 int sipc__dispatch_requeue(struct sipc_supervisor *s, struct sipc__req *q, int avoid);
 /* A sipc_call() whose thread took its slot's protocol socket to read
@@ -484,9 +497,11 @@ const _Atomic uint64_t *sipc__start_ctr_map(int fd, const char **why);
 void sipc__start_ctr_unmap(const _Atomic uint64_t *ctr);
 
 /* worker threads (reader.c) */
-/* Bound on a dead worker's final drain (what was buffered when it was
- * seen gone): the reaper waits at most this long per worker end for its
- * reader, whatever a surviving descendant keeps writing. */
+/* Bound on a dead worker's final drain past what it left: the bytes
+ * buffered when it was seen gone are all decoded (reader.c), and then a
+ * surviving descendant's new bytes are read for at most this long (the
+ * time completion callbacks take is not counted; they run after the
+ * drain).  A stop with bytes unread marks the stream cut. */
 #define SIPC__FINAL_DRAIN_MS 100
 /* How long a provider's sweep may keep answering "not yet" (1) before
  * the reaper gives up on it, logs an error and settles the worker's end

@@ -23,6 +23,8 @@
  * frame is written or the journal appended to.
  */
 #include <errno.h>
+#include <poll.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -91,22 +93,6 @@ send_iov(struct sipc__slot *sl, struct iovec *iov, int n, int flags)
 	return w;
 }
 
-/* Send every byte of iov[0..n) after the first `skip`; false when the
- * channel is gone. */
-static bool
-send_all(struct sipc__slot *sl, struct iovec *iov, int n, size_t skip)
-{
-	ssize_t w;
-
-	iov_advance(&iov, &n, skip);
-	while (n > 0) {
-		if ((w = send_iov(sl, iov, n, 0)) < 0)
-			return false;
-		iov_advance(&iov, &n, (size_t)w);
-	}
-	return true;
-}
-
 /* Slot lock held.  Can the writer do something now? */
 static bool
 writer_has_work(struct sipc__slot *sl, unsigned *ret_room)
@@ -134,7 +120,8 @@ writer_has_work(struct sipc__slot *sl, unsigned *ret_room)
 	return !sipc__callread_revoke(sl);
 }
 
-/* Slot and table locks held: `q` goes to this generation's worker now. */
+/* Slot and table locks held: `q` goes to this generation's worker now.
+ * It has no place on the channel yet (frame_commit()). */
 static void
 mark_written(struct sipc__slot *sl, struct sipc__req *q)
 {
@@ -143,9 +130,25 @@ mark_written(struct sipc__slot *sl, struct sipc__req *q)
 	q->gen = sl->generation;
 	q->pid = sl->pid;
 	q->attempts++;
-	q->pos = ++sl->npos;
+	q->pos = 0;
 	if (sl->inflight++ == 0)
 		sl->svc_from_ns = sipc__now_ns();
+}
+
+/*
+ * Slot lock held, by the thread that holds the channel (`sending`): the
+ * REQUEST frame of `q` is committed (its WRITTEN record accepted, its
+ * bytes the next on the wire), and takes the next place on the
+ * channel, the start counter's unit (CONTRACT A5).  The one place a
+ * position is given: a request taken and then refused (its record
+ * refused, sipc__outcome_unsend()) never had one, so it cannot shift
+ * the places of the frames behind it.  Settle reads `pos` only after
+ * the channel is released and the threads joined (reader.c).
+ */
+static void
+frame_commit(struct sipc__slot *sl, struct sipc__req *q)
+{
+	q->pos = ++sl->npos;
 }
 
 /* Slot lock held: take up to `room` requests and mark them written. */
@@ -191,8 +194,15 @@ struct sipc__wbatch {
 	struct sipc__req *rest;
 	size_t rest_off;
 	struct sipc__req *req[WRITE_BATCH];
+	/* Where each request's frame ends, from the batch's first byte:
+	 * its send hold (the ring's reference) ends once that byte is
+	 * sent, for the requests before req[nheld] and `rest` (!rest_held)
+	 * already (wbatch_sent()). */
+	size_t end[WRITE_BATCH], rest_end;
+	int nheld;
+	bool rest_held;
 	uint64_t cancels[WRITE_BATCH];
-	int nreq, ncancel, niov;
+	int nreq, ncancel, niov, nframes;
 	size_t bytes;                 /* on the wire, from the first byte */
 	uint8_t hdrs[WRITE_BATCH * 2 + 1][SIPC_FRAME_HDR_LEN];
 	struct iovec iov[WRITE_BATCH * 3 + 2];
@@ -211,6 +221,25 @@ writer_collect(struct sipc__slot *sl, unsigned room, struct sipc__wbatch *b,
 		b->cancels[b->ncancel++] = sl->cancels[--sl->ncancels];
 	b->nreq = writer_take(sl, room, b->req);
 	sl->sending = who;
+}
+
+/* The byte offsets at which the batch's request frames end. */
+static void
+wbatch_layout(struct sipc__wbatch *b)
+{
+	int i;
+
+	b->rest_end = 0;
+	if (b->rest != NULL)
+		b->rest_end = SIPC_FRAME_HDR_LEN + (size_t)b->rest->len;
+	b->bytes = b->rest_end + (size_t)b->ncancel * SIPC_FRAME_HDR_LEN;
+	for (i = 0; i < b->nreq; i++) {
+		b->bytes += SIPC_FRAME_HDR_LEN + (size_t)b->req[i]->len;
+		b->end[i] = b->bytes;
+	}
+	b->nheld = 0;
+	b->rest_held = b->rest != NULL;
+	b->nframes = b->nreq + b->ncancel + (b->rest != NULL);
 }
 
 /* No lock held: journal the batch's requests and lay out its frames.
@@ -253,26 +282,83 @@ wbatch_build(struct sipc__slot *sl, struct sipc__wbatch *b)
 		put_frame(b->iov, &b->niov, b->hdrs[h++], SIPC_FT_REQUEST,
 		    b->req[i]->id, b->req[i]->payload, b->req[i]->len);
 	b->nreq = ns;
-	b->bytes = 0;
-	for (i = 0; i < b->niov; i++)
-		b->bytes += b->iov[i].iov_len;
+	/* In wire order, now that the journal took them. */
+	if (ns > 0) {
+		pthread_mutex_lock(&sl->lock);
+		for (i = 0; i < ns; i++)
+			frame_commit(sl, b->req[i]);
+		pthread_mutex_unlock(&sl->lock);
+	}
+	wbatch_layout(b);
+}
+
+/* The batch's first `upto` bytes are sent: the requests whose frames
+ * they hold are no longer written by this batch.  Their holds end now,
+ * not with the batch: a lent request's reply that comes meanwhile is
+ * delivered by its reader at once, not stored for the reaper. */
+static void
+wbatch_sent(struct sipc__slot *sl, struct sipc__wbatch *b, size_t upto)
+{
+	struct sipc_supervisor *s = sl->sup;
+
+	if (b->rest_held && upto >= b->rest_end) {
+		b->rest_held = false;
+		sipc__req_send_unref(s, b->rest);
+	}
+	while (b->nheld < b->nreq && upto >= b->end[b->nheld])
+		sipc__req_send_unref(s, b->req[b->nheld++]);
 }
 
 /* The batch is on the wire (or the channel is gone): count it and drop
- * the ring's references.  No lock held. */
+ * the ring's references it still holds.  No lock held. */
 static void
 wbatch_done(struct sipc__slot *sl, struct sipc__wbatch *b)
 {
-	struct sipc_supervisor *s = sl->sup;
-	int i;
-
-	atomic_fetch_add(&sl->frames_out,
-	    (uint64_t)(b->nreq + b->ncancel + (b->rest != NULL)));
-	for (i = 0; i < b->nreq; i++)
-		sipc__req_send_unref(s, b->req[i]);
-	sipc__req_send_unref(s, b->rest);
-	b->nreq = b->ncancel = 0;
+	atomic_fetch_add(&sl->frames_out, (uint64_t)b->nframes);
+	wbatch_sent(sl, b, SIZE_MAX);
+	b->nreq = b->ncancel = b->nheld = b->nframes = 0;
 	b->rest = NULL;
+}
+
+/* Wait until the channel takes bytes again, or is gone (false). */
+static bool
+wait_writable(struct sipc__slot *sl)
+{
+	struct pollfd p = { .fd = sl->proto_fd, .events = POLLOUT };
+	int n;
+
+	do
+		n = poll(&p, 1, -1);
+	while (n < 0 && errno == EINTR);
+	return n > 0 && !(p.revents & POLLNVAL);
+}
+
+/* Send the batch's bytes from `off` on; false when the channel is gone.
+ * Written without blocking, and waited for in poll() when the socket is
+ * full, so that each write's return ends the holds of the frames it
+ * completed (wbatch_sent()). */
+static bool
+wbatch_send(struct sipc__slot *sl, struct sipc__wbatch *b, size_t off)
+{
+	struct iovec *iov = b->iov;
+	int n = b->niov;
+	ssize_t w;
+
+	iov_advance(&iov, &n, off);
+	while (n > 0) {
+		w = send_iov(sl, iov, n, MSG_DONTWAIT);
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			if (!wait_writable(sl))
+				return false;
+			continue;
+		}
+		if (w < 0)
+			return false;
+		off += (size_t)w;
+		iov_advance(&iov, &n, (size_t)w);
+		wbatch_sent(sl, b, off);
+	}
+	return true;
 }
 
 /* No lock held: journal and send a batch; false when the channel is
@@ -283,7 +369,7 @@ writer_send(struct sipc__slot *sl, struct sipc__wbatch *b)
 	bool ok;
 
 	wbatch_build(sl, b);
-	ok = send_all(sl, b->iov, b->niov, b->rest != NULL ? b->rest_off : 0);
+	ok = wbatch_send(sl, b, b->rest != NULL ? b->rest_off : 0);
 	wbatch_done(sl, b);
 	return ok;
 }
@@ -301,7 +387,7 @@ writer_finish_handoff(struct sipc__slot *sl)
 	sl->handoff = NULL;
 	sl->sending = SIPC__SEND_WRITER;
 	pthread_mutex_unlock(&sl->lock);
-	ok = send_all(sl, b->iov, b->niov, off);
+	ok = wbatch_send(sl, b, off);
 	wbatch_done(sl, b);
 	pthread_mutex_lock(&sl->lock);
 	return ok;
@@ -427,6 +513,10 @@ sipc__direct_send(struct sipc__slot *sl, struct sipc__req *q)
 	if (!lost && jrc == 0 && w < total)
 		sipc__req_own(q);
 	pthread_mutex_lock(&sl->lock);
+	/* Its place, before the channel is released: nobody else sent
+	 * meanwhile, and settle waits for the release. */
+	if (jrc == 0)
+		frame_commit(sl, q);
 	sl->sending = SIPC__SEND_NONE;
 	if (lost)
 		sl->channel_lost = true;
@@ -532,6 +622,7 @@ sipc__reader_refill(struct sipc__slot *sl)
 	lost = w < 0 && errno != EAGAIN && errno != EWOULDBLOCK;
 	if (w < 0)
 		w = 0;
+	wbatch_sent(sl, b, (size_t)w);
 	pthread_mutex_lock(&sl->lock);
 	sl->sending = SIPC__SEND_NONE;
 	if (lost) {

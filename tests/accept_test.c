@@ -269,6 +269,101 @@ test_accept_crash_middle_of_16_replies_held(void)
 	run_batch(16, 7, 0, NO_HANG, false);
 }
 
+/* ------------------------------------------------ the final drain */
+
+#define DRAIN_N 300                   /* answered before the crash */
+/* Replies of 2000 bytes: more than one read of the reader's (64 KiB)
+ * is in the socket when the worker dies. */
+#define DRAIN_LEN 2000
+
+/* A completion callback that takes 5 ms, as a host's bookkeeping may:
+ * the reader falls behind the worker. */
+static void
+slow_done(void *arg, struct sipc_result *res)
+{
+	(void)usleep(5000);           /* work inside the callback */
+	st_outbox_done(arg, res);
+}
+
+/*
+ * A worker with ACCEPT frames (no start counter) answers 300 requests
+ * and dies in the 301st; callbacks of 5 ms keep most replies and
+ * ACCEPTs in the socket when it dies.  The final drain decodes all of
+ * them, however long the callbacks take (they run after it): every
+ * answered request ends OK on its first attempt, only the last is
+ * UNKNOWN, and nothing ran twice.  Before, the drain stopped after
+ * 100 ms of callbacks without marking the stream cut, and every request
+ * whose ACCEPT lay in the unread bytes was judged never started and ran
+ * again.
+ */
+static void
+test_accept_final_drain_reads_every_reply(void)
+{
+	static struct st_outslot slot[DRAIN_N + 1];
+	static char payload[DRAIN_N + 1][DRAIN_LEN];
+	static uint32_t crc[DRAIN_N + 1];
+	const char *env[4];
+	char dir[] = "/tmp/sipc-drain-XXXXXX", log[64], env_log[96];
+	struct sipc_config c;
+	sipc_supervisor *s;
+	unsigned i, ok = 0, once = 0, first = 0;
+	size_t len;
+
+	if (st_skip_sandboxed("shares files with the worker"))
+		return;
+	CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
+	snprintf(log, sizeof(log), "%s/exec.log", dir);
+	snprintf(env_log, sizeof(env_log), "SIPC_EXEC_LOG=%s", log);
+	env[0] = env_log;
+	env[1] = "SIPC_FX_ACCEPT=frames";
+	env[2] = "SIPC_FX_REPLY_HOLD_US=0";
+	env[3] = NULL;
+	st_outbox_reset(&box);
+	st_cfg_base(&c, "echo", NULL, 1);
+	c.env_set = env;
+	c.max_inflight = 512;
+	c.ring_frames = 512;
+	s = st_start(&c, 1, WAIT_MS);
+	for (i = 0; i <= DRAIN_N; i++) {
+		if (i == DRAIN_N) {
+			memcpy(payload[i], "\0CMDcrash exit 3", 16);
+			len = 16;
+		} else {
+			memset(payload[i], 'a' + (int)(i % 26), DRAIN_LEN);
+			len = (size_t)snprintf(payload[i], DRAIN_LEN,
+			    "drain request %u ", i);
+			payload[i][len] = '.';
+			len = DRAIN_LEN;
+		}
+		crc[i] = sipc__crc32c(0, payload[i], len);
+		slot[i] = (struct st_outslot){ &box, i };
+		CU_ASSERT_FATAL(sipc_submit(s, &(struct sipc_request){
+		    .payload = payload[i], .len = len,
+		    .timeout_ms = 3 * WAIT_MS }, slow_done, &slot[i],
+		    NULL) == 0);
+	}
+	CU_ASSERT_FATAL(st_outbox_wait(&box, DRAIN_N + 1, 3 * WAIT_MS));
+	pthread_mutex_lock(&box.mu);
+	for (i = 0; i < DRAIN_N; i++) {
+		ok += box.calls[i] == 1 &&
+		    box.res[i].outcome == SIPC_OUTCOME_OK;
+		first += box.res[i].attempts == 1;
+	}
+	CU_ASSERT_EQUAL(box.res[DRAIN_N].outcome, SIPC_OUTCOME_UNKNOWN);
+	CU_ASSERT(box.res[DRAIN_N].may_have_run);
+	pthread_mutex_unlock(&box.mu);
+	for (i = 0; i <= DRAIN_N; i++)
+		once += runs_of(log, crc[i]) == 1;
+	fprintf(stderr, "final drain: %u of %u OK, %u on the first attempt, "
+	    "%u of %u ran once\n", ok, DRAIN_N, first, once, DRAIN_N + 1);
+	CU_ASSERT_EQUAL(ok, DRAIN_N);
+	CU_ASSERT_EQUAL(first, DRAIN_N);
+	CU_ASSERT_EQUAL(once, DRAIN_N + 1);
+	sipc_destroy(s);
+	st_outbox_release(&box);
+	CU_ASSERT_EQUAL(rmtree(dir), 0);
+}
+
 static const tl_test accept_tests[] = {
 	{ "test_accept_crash_first_of_16", test_accept_crash_first_of_16 },
 	{ "test_accept_crash_middle_of_16", test_accept_crash_middle_of_16 },
@@ -279,6 +374,8 @@ static const tl_test accept_tests[] = {
 	  test_accept_deferred_reply_stays_started },
 	{ "test_accept_crash_middle_of_16_replies_held",
 	  test_accept_crash_middle_of_16_replies_held },
+	{ "test_accept_final_drain_reads_every_reply",
+	  test_accept_final_drain_reads_every_reply },
 	{ NULL, NULL },
 };
 

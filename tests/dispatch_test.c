@@ -11,6 +11,7 @@
  * machine's speed.
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -329,6 +330,102 @@ test_dispatch_cheap_wakes_lowest_idle(void)
 	CU_ASSERT_EQUAL(sipc_destroy(s), 0);
 }
 
+/* ------------------------------------------------------- requeues */
+
+/* Each of the two workers holds 2 written and 2 queued. */
+static bool
+pred_two_full(const struct sipc_stats *st, void *arg)
+{
+	(void)arg;
+	return st->nworkers == 2 && st->pending == 8 &&
+	    st->workers[0].inflight == 2 && st->workers[0].queued == 2 &&
+	    st->workers[1].inflight == 2 && st->workers[1].queued == 2;
+}
+
+/* Slot 0 cools down, holding nothing. */
+static bool
+pred_slot0_cooled(const struct sipc_stats *st, void *arg)
+{
+	(void)arg;
+	return st->nworkers == 2 && st->workers[0].state == SIPC_WS_COOLDOWN &&
+	    st->workers[0].inflight == 0 && st->workers[0].queued == 0;
+}
+
+/*
+ * Two workers, each holding 2 requests written (never read: stopped, so
+ * provably never started) and a full queue of 2.  Worker 0 dies for the
+ * second time in its restart window, so its slot cools down.  Its four
+ * requests are accepted work: they go ahead of worker 1's full queue and
+ * all eight end OK there.  Before, the four were refused
+ * (REJECTED / SIPC_E_UNAVAILABLE) though worker 1 was READY.
+ */
+static void
+test_dispatch_requeue_ahead_of_ready_slot_when_own_cools_down(void)
+{
+	static struct st_outslot o[8];
+	struct st_gen_want g = { 0, 2 };
+	struct sipc_config c;
+	struct sipc_stats st;
+	char buf[8][16];
+	sipc_supervisor *s;
+	pid_t w0, w1;
+	unsigned k, ok = 0;
+
+	st_cfg_base(&c, "echo", NULL, 2);
+	c.handshake_ms = WAIT_MS;
+	c.gather_us = 0;
+	c.max_inflight = 2;
+	c.ring_frames = 2;
+	c.stall_ms = 60000;
+	c.restart_intensity = 1;
+	c.restart_window_ms = 600000;
+	c.cooldown_ms = 600000;
+	s = st_start(&c, 2, WAIT_MS);
+	/* The first death uses up slot 0's one restart. */
+	w0 = st_reader_pid(st_worker_stats(s, 0).pid);
+	CU_ASSERT_FATAL(w0 > 0 && kill(w0, SIGKILL) == 0);
+	CU_ASSERT_FATAL(st_stats_wait(s, st_pred_gen_ready, &g, WAIT_MS));
+	w0 = st_reader_pid(st_worker_stats(s, 0).pid);
+	w1 = st_reader_pid(st_worker_stats(s, 1).pid);
+	CU_ASSERT_FATAL(w0 > 0 && kill(w0, SIGSTOP) == 0);
+	CU_ASSERT_FATAL(w1 > 0 && kill(w1, SIGSTOP) == 0);
+	st_outbox_reset(&box);
+	for (k = 0; k < 8; k++) {
+		snprintf(buf[k], sizeof(buf[k]), "request %u", k);
+		o[k] = (struct st_outslot){ &box, k };
+		CU_ASSERT_FATAL(sipc_submit(s, &(struct sipc_request){
+		    .payload = buf[k], .len = strlen(buf[k]),
+		    .timeout_ms = WAIT_MS }, st_outbox_done, &o[k],
+		    NULL) == 0);
+	}
+	CU_ASSERT_FATAL(st_stats_wait(s, pred_two_full, NULL, WAIT_MS));
+	CU_ASSERT(kill(w0, SIGKILL) == 0);
+	/* Slot 0 cools down; its four wait on slot 1 (or were refused). */
+	CU_ASSERT(st_stats_wait(s, pred_slot0_cooled, NULL, WAIT_MS));
+	CU_ASSERT(kill(w1, SIGCONT) == 0);
+	CU_ASSERT_FATAL(st_outbox_wait(&box, 8, WAIT_MS));
+	pthread_mutex_lock(&box.mu);
+	for (k = 0; k < 8; k++) {
+		struct sipc_result *r = &box.res[k];
+
+		ok += box.calls[k] == 1 && r->outcome == SIPC_OUTCOME_OK &&
+		    r->worker_id == 1 && r->reply_len == strlen(buf[k]) &&
+		    memcmp(r->reply, buf[k], r->reply_len) == 0;
+		if (r->outcome != SIPC_OUTCOME_OK)
+			fprintf(stderr, "request %u: %s %s\n", k,
+			    sipc_outcome_name(r->outcome),
+			    sipc_strerror(r->error));
+	}
+	pthread_mutex_unlock(&box.mu);
+	CU_ASSERT_EQUAL(ok, 8);
+	CU_ASSERT_FATAL(sipc_stats_get(s, &st) == 0);
+	CU_ASSERT_EQUAL(st.rejected, 0);
+	CU_ASSERT_EQUAL(st.unknown, 0);
+	sipc_stats_release(&st);
+	st_outbox_release(&box);
+	CU_ASSERT_EQUAL(sipc_destroy(s), 0);
+}
+
 int
 main(void)
 {
@@ -345,6 +442,8 @@ main(void)
 	      test_dispatch_cheap_wakes_lowest_idle },
 	    { "test_dispatch_busy_worker_before_idle",
 	      test_dispatch_busy_worker_before_idle },
+	    { "test_dispatch_requeue_ahead_of_ready_slot_when_own_cools_down",
+	      test_dispatch_requeue_ahead_of_ready_slot_when_own_cools_down },
 	    { NULL, NULL } });
 	return tl_run();
 }

@@ -9,11 +9,13 @@
  * only the mutex-guarded box below (and call sipc_stats_get(), which
  * any thread may).
  */
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "sipc.h"
@@ -287,6 +289,166 @@ test_replymem_wait_ends_when_worker_dies(void)
 	st_outbox_release(&box);
 }
 
+/* ------------------------------------------------ lent requests */
+
+#define LENT_LEN (512u * 1024)        /* a batch takes it and more */
+#define LENT_BIG (8u * 1024 * 1024)   /* more than the socket holds */
+
+/* What the lent request's callback saw. */
+struct lent_box {
+	pthread_mutex_t mu;
+	sipc_supervisor *s;
+	unsigned calls, others;        /* others: outcomes before it */
+	size_t held;                   /* mem_held during its callback */
+	bool intact;
+	unsigned total;
+	uint8_t *buf;
+};
+
+static void
+lent_done(void *arg, struct sipc_result *res)
+{
+	struct lent_box *b = arg;
+	struct sipc_stats st;
+	size_t held = 0;
+
+	if (sipc_stats_get(b->s, &st) == 0) {
+		held = st.mem_held;
+		sipc_stats_release(&st);
+	}
+	pthread_mutex_lock(&b->mu);
+	b->calls++;
+	b->held = held;
+	b->others = b->total;
+	b->intact = res->outcome == SIPC_OUTCOME_OK &&
+	    res->reply_len == LENT_LEN &&
+	    memcmp(res->reply, b->buf, LENT_LEN) == 0;
+	b->total++;
+	pthread_mutex_unlock(&b->mu);
+	sipc_result_release(res);
+}
+
+static void
+lent_other_done(void *arg, struct sipc_result *res)
+{
+	struct lent_box *b = arg;
+
+	pthread_mutex_lock(&b->mu);
+	b->total++;
+	pthread_mutex_unlock(&b->mu);
+	sipc_result_release(res);
+}
+
+static bool
+lent_called(void *arg)
+{
+	struct lent_box *b = arg;
+	bool c;
+
+	pthread_mutex_lock(&b->mu);
+	c = b->calls > 0;
+	pthread_mutex_unlock(&b->mu);
+	return c;
+}
+
+static bool
+lent_all(void *arg)
+{
+	struct lent_box *b = arg;
+	bool c;
+
+	pthread_mutex_lock(&b->mu);
+	c = b->total == 3;
+	pthread_mutex_unlock(&b->mu);
+	return c;
+}
+
+struct fifo_gate { const char *path; int fd; };
+
+static bool
+fifo_open(void *arg)
+{
+	struct fifo_gate *g = arg;
+
+	g->fd = open(g->path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+	return g->fd >= 0;
+}
+
+/*
+ * A lent request's send hold ends with its own frame, and its reply's
+ * bytes count until its callback returns (CONTRACT M1).  One batch: a
+ * lent request of 512 KiB, then one after which the worker never reads
+ * again, then 8 MiB that can never all be written.  The lent request's
+ * reply comes back; its callback runs at once (the batch is still being
+ * written), and while it runs mem_held holds the request, its reply and
+ * the 8 MiB.  Before, the callback waited for the end of the whole batch
+ * (here: until destroy ended the worker), and the reply's bytes had left
+ * mem_held as soon as the outcome was stored.
+ */
+static void
+test_replymem_lent_reply_counted_until_callback(void)
+{
+	static struct lent_box b = { .mu = PTHREAD_MUTEX_INITIALIZER };
+	char dir[] = "/tmp/sipc-replymem-XXXXXX", gate[64], env[96];
+	const char *envset[] = { env, NULL };
+	static const char stop[] = "\0CMDstopread";
+	struct fifo_gate g;
+	struct sipc_config c;
+	sipc_supervisor *s;
+	uint8_t *big;
+	bool prompt;
+
+	if (st_skip_sandboxed("shares a FIFO with the worker"))
+		return;
+	CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
+	snprintf(gate, sizeof(gate), "%s/gate", dir);
+	CU_ASSERT_FATAL(mkfifo(gate, 0600) == 0);
+	snprintf(env, sizeof(env), "SIPC_ECHO_HELLO_GATE=%s", gate);
+	CU_ASSERT_FATAL((b.buf = malloc(LENT_LEN)) != NULL);
+	CU_ASSERT_FATAL((big = calloc(1, LENT_BIG)) != NULL);
+	for (size_t i = 0; i < LENT_LEN; i++)
+		b.buf[i] = (uint8_t)(i * 7 + 1);
+	st_cfg_base(&c, "echo", NULL, 1);
+	c.env_set = envset;
+	c.handshake_ms = WAIT_MS;
+	c.stall_ms = 60000;
+	c.mem_ceiling = 64u * 1024 * 1024;
+	CU_ASSERT_FATAL(sipc_create(&c, NULL, 0, &s) == 0);
+	b.s = s;
+	/* Queued before HELLO: they go out as the writer's first batch. */
+	CU_ASSERT_FATAL(sipc_submit(s, &(struct sipc_request){
+	    .payload = b.buf, .len = LENT_LEN, .flags = SIPC_REQ_LEND,
+	    .timeout_ms = 2 * WAIT_MS }, lent_done, &b, NULL) == 0);
+	CU_ASSERT_FATAL(sipc_submit(s, &(struct sipc_request){
+	    .payload = stop, .len = sizeof(stop) - 1,
+	    .timeout_ms = 2 * WAIT_MS }, lent_other_done, &b, NULL) == 0);
+	CU_ASSERT_FATAL(sipc_submit(s, &(struct sipc_request){
+	    .payload = big, .len = LENT_BIG, .timeout_ms = 2 * WAIT_MS },
+	    lent_other_done, &b, NULL) == 0);
+	g = (struct fifo_gate){ gate, -1 };
+	CU_ASSERT_FATAL(tl_wait_until(fifo_open, &g, WAIT_MS));
+	prompt = tl_wait_until(lent_called, &b, WAIT_MS);
+	CU_ASSERT(prompt);
+	/* The worker stopped reading: destroy ends it, and every request
+	 * has its outcome when it returns. */
+	CU_ASSERT_EQUAL(sipc_destroy(s), 0);
+	CU_ASSERT(lent_all(&b));
+	pthread_mutex_lock(&b.mu);
+	CU_ASSERT_EQUAL(b.calls, 1);
+	CU_ASSERT(b.intact);
+	CU_ASSERT_EQUAL(b.others, 0);   /* the first outcome */
+	CU_ASSERT(b.held >= 2 * LENT_LEN + LENT_BIG);
+	fprintf(stderr, "lent callback: %s, mem_held %zu (request + reply + "
+	    "8 MiB: %u)\n", prompt ? "prompt" : "at destroy",
+	    b.held, 2 * LENT_LEN + LENT_BIG);
+	pthread_mutex_unlock(&b.mu);
+	close(g.fd);
+	unlink(gate);
+	rmdir(dir);
+	free(big);
+	free(b.buf);
+}
+
 static const tl_test replymem_tests[] = {
 	{ "test_replymem_large_replies_under_small_ceiling",
 	  test_replymem_large_replies_under_small_ceiling },
@@ -294,6 +456,8 @@ static const tl_test replymem_tests[] = {
 	  test_replymem_counted_before_id_checked },
 	{ "test_replymem_wait_ends_when_worker_dies",
 	  test_replymem_wait_ends_when_worker_dies },
+	{ "test_replymem_lent_reply_counted_until_callback",
+	  test_replymem_lent_reply_counted_until_callback },
 	{ NULL, NULL },
 };
 

@@ -17,11 +17,17 @@
  * threads.  Waits are on events with generous deadlines.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "jrec.h"
+#include "journal.h"
+#include "rmtree.h"
 #include "sipc.h"
 #include "sipctest.h"
 #include "testlib.h"
@@ -221,6 +227,189 @@ test_startctr_descriptors_on_replies_not_taken(void)
 	run_unasked("later");
 }
 
+/* -------------------------------------- positions and refused records */
+
+/*
+ * The writer's first journal sync of a chosen batch waits (a slow disk)
+ * until another request's COMPLETED record is in the journal file.
+ * Records are written before they are synced, so the file shows them;
+ * the syncing thread holds no lock meanwhile.
+ */
+static struct {
+	pthread_mutex_t mu;
+	char path[PATH_MAX];          /* the journal file */
+	uint64_t until_done;          /* hold until this id is COMPLETED */
+	bool armed, held, gave_up;
+} slow = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+/* Does the journal file hold a COMPLETED record for `id`? */
+static bool
+journal_completed(const char *path, uint64_t id)
+{
+	static uint8_t buf[1 << 20];
+	struct sipc__jrec rec;
+	size_t off = 0, used, ext, len;
+	ssize_t n;
+	bool found = false;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf));
+	close(fd);
+	len = n > 0 ? (size_t)n : 0;
+	while (off < len && sipc__jrec_decode(buf + off, len - off, &rec,
+	    &used, &ext) == 0) {
+		found |= rec.type == SIPC__JR_COMPLETED && rec.u.done.id == id;
+		off += used;
+	}
+	return found;
+}
+
+/* The echo worker's execution log: lines "pid id len crc" naming `id`. */
+static unsigned
+exec_runs(const char *log, uint64_t id)
+{
+	unsigned long long got;
+	unsigned n = 0;
+	char line[128];
+	FILE *f = fopen(log, "re");
+	int pid;
+
+	if (f == NULL)
+		return 0;
+	while (fgets(line, sizeof(line), f) != NULL)
+		n += sscanf(line, "%d %llu", &pid, &got) == 2 && got == id;
+	fclose(f);
+	return n;
+}
+
+/* The worker waits in open() for a writer: a non-blocking open for
+ * writing succeeds once it is there (ENXIO before). */
+struct gate { const char *path; int fd; };
+
+static bool
+gate_open(void *arg)
+{
+	struct gate *g = arg;
+
+	g->fd = open(g->path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+	return g->fd >= 0;
+}
+
+static void
+slow_sync(struct sipc__journal *j)
+{
+	char name[16] = "";
+	int64_t end = tl_now_ms() + WAIT_MS;
+	bool mine;
+
+	(void)j;
+	(void)pthread_getname_np(pthread_self(), name, sizeof(name));
+	pthread_mutex_lock(&slow.mu);
+	mine = slow.armed && strcmp(name, "sipc-wr0") == 0;
+	slow.armed &= !mine;
+	pthread_mutex_unlock(&slow.mu);
+	if (!mine)
+		return;
+	while (!journal_completed(slow.path, slow.until_done) &&
+	    tl_now_ms() < end)
+		(void)usleep(1000);
+	pthread_mutex_lock(&slow.mu);
+	slow.held = true;
+	slow.gave_up = tl_now_ms() >= end;
+	pthread_mutex_unlock(&slow.mu);
+}
+
+/*
+ * A request taken for a batch whose WRITTEN record is refused is not
+ * sent, and takes no place on the channel.  One worker with a start
+ * counter, the journal syncing every record; three requests queued
+ * before its HELLO go out as one batch: A, then B whose deadline passes
+ * while A's record syncs (its TIMEOUT is journalled first, so its
+ * WRITTEN record is refused), then C, whose handler kills the worker.
+ * C is the worker's second request: the counter says 2 and C holds
+ * position 2, so it may have run: UNKNOWN, run once.  Before, C held
+ * position 3, was judged never started, and ran again.
+ */
+static void
+test_startctr_refused_record_takes_no_position(void)
+{
+	static struct st_outbox box = { .mu = PTHREAD_MUTEX_INITIALIZER };
+	char dir[] = "/tmp/sipc-startpos-XXXXXX", state[64];
+	char gate[64], log[64], env_gate[96];
+	char env_log[96], *envset[] = { env_gate, env_log,
+	    "SIPC_FX_REPLY_HOLD_US=0", NULL };
+	static const char crash[] = "\0CMDcrash abort";
+	const char *pay[3] = { "first", "late", crash };
+	struct gate g;
+	size_t len[3] = { 5, 4, sizeof(crash) - 1 };
+	struct st_outslot o[3];
+	struct sipc_config c;
+	uint64_t ids[3];
+	sipc_supervisor *s;
+	int i;
+
+	if (st_skip_sandboxed("shares files with the worker"))
+		return;
+	CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
+	snprintf(state, sizeof(state), "%s/state", dir);
+	snprintf(gate, sizeof(gate), "%s/gate", dir);
+	snprintf(log, sizeof(log), "%s/exec.log", dir);
+	snprintf(slow.path, sizeof(slow.path), "%s/journal", state);
+	CU_ASSERT_FATAL(mkfifo(gate, 0600) == 0);
+	snprintf(env_gate, sizeof(env_gate), "SIPC_ECHO_HELLO_GATE=%s", gate);
+	snprintf(env_log, sizeof(env_log), "SIPC_EXEC_LOG=%s", log);
+	st_outbox_reset(&box);
+	st_cfg_base(&c, "echo", NULL, 1);
+	c.env_set = (const char *const *)envset;
+	c.state_dir = state;
+	c.durability = SIPC_DURABLE_EACH;
+	c.max_inflight = 8;
+	c.handshake_ms = WAIT_MS;
+	c.stall_ms = 60000;
+	sipc__journal_sync_hook = slow_sync;
+	CU_ASSERT_FATAL(sipc_create(&c, NULL, 0, &s) == 0);
+	for (i = 0; i < 3; i++) {
+		o[i] = (struct st_outslot){ &box, (unsigned)i };
+		CU_ASSERT_FATAL(sipc_submit(s, &(struct sipc_request){
+		    .payload = pay[i], .len = len[i],
+		    .timeout_ms = i == 1 ? 2000 : WAIT_MS }, st_outbox_done,
+		    &o[i], &ids[i]) == 0);
+	}
+	pthread_mutex_lock(&slow.mu);
+	slow.until_done = ids[1];
+	slow.armed = true;
+	slow.held = slow.gave_up = false;
+	pthread_mutex_unlock(&slow.mu);
+	/* The worker says HELLO once the gate is open: the three go out
+	 * in the writer's first batch. */
+	g = (struct gate){ gate, -1 };
+	CU_ASSERT_FATAL(tl_wait_until(gate_open, &g, WAIT_MS));
+	CU_ASSERT_FATAL(st_outbox_wait(&box, 3, WAIT_MS));
+	pthread_mutex_lock(&slow.mu);
+	CU_ASSERT(slow.held && !slow.gave_up);
+	pthread_mutex_unlock(&slow.mu);
+	pthread_mutex_lock(&box.mu);
+	CU_ASSERT_EQUAL(box.res[0].outcome, SIPC_OUTCOME_OK);
+	/* B was written (taken) when its deadline passed */
+	CU_ASSERT_EQUAL(box.res[1].outcome, SIPC_OUTCOME_TIMEOUT);
+	CU_ASSERT(box.res[1].may_have_run);
+	CU_ASSERT_EQUAL(box.res[2].outcome, SIPC_OUTCOME_UNKNOWN);
+	CU_ASSERT(box.res[2].may_have_run);
+	CU_ASSERT_EQUAL(box.res[2].attempts, 1);
+	pthread_mutex_unlock(&box.mu);
+	CU_ASSERT_EQUAL(sipc_destroy(s), 0);
+	sipc__journal_sync_hook = NULL;
+	/* Run once each, by the worker's own log: B never */
+	CU_ASSERT_EQUAL(exec_runs(log, ids[0]), 1);
+	CU_ASSERT_EQUAL(exec_runs(log, ids[1]), 0);
+	CU_ASSERT_EQUAL(exec_runs(log, ids[2]), 1);
+	st_outbox_release(&box);
+	close(g.fd);
+	CU_ASSERT_EQUAL(rmtree(dir), 0);
+}
+
 int
 main(void)
 {
@@ -243,6 +432,8 @@ main(void)
 	      test_startctr_descriptor_without_flag_closed },
 	    { "test_startctr_descriptors_on_replies_not_taken",
 	      test_startctr_descriptors_on_replies_not_taken },
+	    { "test_startctr_refused_record_takes_no_position",
+	      test_startctr_refused_record_takes_no_position },
 	    { NULL, NULL } });
 	return tl_run();
 }
