@@ -150,7 +150,12 @@ struct sipc__slot {
 	/* ---- I/O part: [slot] (generation and pid: written by the reaper,
 	 * under the lock, read by the I/O threads and stats) */
 	uint32_t generation;
-	pid_t pid;
+	pid_t pid;                    /* the provider's display_pid */
+	/* [reaper] the provider's own child for this generation (its
+	 * chan.child_pid, or display_pid when it gave none): what owner
+	 * mode must not reap while the handle lives, and the group it
+	 * waits for at destroy */
+	pid_t child_pid;
 	struct sipc__ring ring;
 	/* Who is sending on the channel now (nobody else may): the writer,
 	 * or a caller writing its own request (writer.c, direct path). */

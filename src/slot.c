@@ -203,6 +203,8 @@ spawn_end(struct sipc__spawn_job *j, int64_t now)
 	note_containment(sl, &ch);
 	pthread_mutex_lock(&sl->lock);
 	sl->pid = (pid_t)ch.display_pid;
+	sl->child_pid = (pid_t)(ch.child_pid > 0 ? ch.child_pid :
+	    ch.display_pid);
 	sl->containment = ch.contain;
 	sl->cgroup = ch.info.cgroup;
 	sl->cg_limits = ch.info.limits;

@@ -347,6 +347,7 @@ local_launch_finish(void *pending, struct sipc_provider_chan *ret_chan,
 	sipc__wend_chan(&p->w, &q->f, q->st != NULL ? q->st->cg : NULL,
 	    q->cg_err, ret_chan);
 	ret_chan->display_pid = p->pid;
+	ret_chan->child_pid = p->pid;
 	ret_chan->contain = p->mode;
 	if (p->mode != SIPC_CONTAIN_PID_NAMESPACE && q->why[0] != '\0')
 		snprintf(ret_chan->note, sizeof(ret_chan->note),

@@ -370,6 +370,7 @@ sbx_launch_finish(void *pending, struct sipc_provider_chan *ret_chan,
 	sipc__wend_chan(&p->w, &q->f, q->st != NULL ? q->st->cgs.cg : NULL,
 	    q->cg_err, ret_chan);
 	ret_chan->display_pid = p->init_pid;
+	ret_chan->child_pid = p->bwrap_pid;
 	ret_chan->contain = SIPC_CONTAIN_PID_NAMESPACE;
 	snprintf(ret_chan->note, sizeof(ret_chan->note), "%s", q->view_note);
 	sipc__sbx_id_encode(&p->id, &ret_chan->id);
