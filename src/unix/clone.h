@@ -59,11 +59,13 @@ struct sipc__spawn {
 
 #define SIPC__SPAWN_FD_FLOOR 10
 
-/* A child cloned by sipc__spawn_start, not yet known to have exec'd. */
+/* A child cloned by sipc__spawn_start: it has exec'd (report 0) or
+ * exited after its report. */
 struct sipc__spawned {
 	pid_t pid;
 	int pidfd;                    /* close-on-exec */
-	int report_fd;                /* exec report: EOF once exec'd */
+	int report;                   /* 0 exec'd; > 0 exec's errno; < 0 a
+	                               * step before exec failed (-errno) */
 };
 
 /*
