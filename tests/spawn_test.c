@@ -249,10 +249,11 @@ test_spawn_host_fork_holds_nothing(void)
 	struct sipc_config c;
 	struct sipc_result r;
 	sipc_supervisor *s;
-	int64_t t0, ready, timed;
+	int64_t t0, ready, timed, closed[2];
 
 	memset(&f, 0, sizeof(f));
 	st_cfg_base(&c, "echo", argv, 2);
+	c.stall_ms = 60000;           /* never the rule that ends a worker */
 	c.restart_base_ms = 1;
 	c.restart_cap_ms = 1;
 	fflush(NULL);
@@ -270,14 +271,27 @@ test_spawn_host_fork_holds_nothing(void)
 	timed = tl_now_ms() - t0;
 	CU_ASSERT_EQUAL(r.outcome, SIPC_OUTCOME_TIMEOUT);
 	sipc_result_release(&r);
+	/* each worker, started while the host forked, closes its channel:
+	 * seen at once (no host child holds the worker's end), not by the
+	 * stall rule */
+	for (int i = 0; i < 2; i++) {
+		CU_ASSERT_EQUAL(sipc_wait_ready(s, 2, WAIT_MS), 0);
+		t0 = tl_now_ms();
+		st_call_cmd(s, "closechan", 0, 0, &r);
+		closed[i] = tl_now_ms() - t0;
+		CU_ASSERT_EQUAL(r.exit.reason, SIPC_TERM_CHANNEL_LOST);
+		sipc_result_release(&r);
+	}
 	CU_ASSERT_EQUAL(sipc_wait_ready(s, 2, WAIT_MS), 0);
 	forker_stop(&f);
 	fprintf(stderr, "host forked %u children: ready in %lld ms, a 300 ms "
-	    "deadline fired after %lld ms\n", f.n, (long long)ready,
-	    (long long)timed);
+	    "deadline fired after %lld ms, closed channels seen after %lld "
+	    "and %lld ms\n", f.n, (long long)ready, (long long)timed,
+	    (long long)closed[0], (long long)closed[1]);
 	CU_ASSERT(f.n > 0);
 	CU_ASSERT(ready < NOT_HELD_MS);
 	CU_ASSERT(timed < 300 + NOT_HELD_MS);
+	CU_ASSERT(closed[0] < NOT_HELD_MS && closed[1] < NOT_HELD_MS);
 	sipc_destroy(s);
 }
 

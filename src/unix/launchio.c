@@ -2,12 +2,14 @@
  * launchio.c - descriptors, argv and reports around a worker launched
  * under sipc-init, and the worker's end; see launchio.h.
  *
- * Threads: any; no shared state.  A struct sipc__wend belongs to one
- * handle (reaper thread).
+ * Threads: any.  The one shared state is the fork window's lock (a
+ * process-wide rwlock and its pthread_atfork() handlers, launchio.h).
+ * A struct sipc__wend belongs to one handle (reaper thread).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,13 +26,47 @@
 #include "clone.h"
 #include "launchio.h"
 
+/* The fork window (launchio.h): readers are launches holding child
+ * ends, the writer a host fork().  Reader-preferring (glibc's default),
+ * so a launch never waits for a fork queued behind another launch. */
+static pthread_rwlock_t fork_window = PTHREAD_RWLOCK_INITIALIZER;
+static pthread_once_t fork_window_once = PTHREAD_ONCE_INIT;
+
+static void
+fork_prepare(void)
+{
+	(void)pthread_rwlock_wrlock(&fork_window);
+}
+
+static void
+fork_done(void)
+{
+	(void)pthread_rwlock_unlock(&fork_window);
+}
+
+static void
+fork_window_setup(void)
+{
+	(void)pthread_atfork(fork_prepare, fork_done, fork_done);
+}
+
+static void
+window_close(struct sipc__launch_fds *f)
+{
+	if (f->window)
+		(void)pthread_rwlock_unlock(&fork_window);
+	f->window = false;
+}
+
 int
 sipc__launch_fds_open(struct sipc__launch_fds *f, bool passcred)
 {
 	int on = 1;
 
 	*f = (struct sipc__launch_fds){ { -1, -1 }, { -1, -1 }, { -1, -1 },
-	    -1 };
+	    -1, false };
+	(void)pthread_once(&fork_window_once, fork_window_setup);
+	f->window = pthread_rwlock_rdlock(&fork_window) == 0;
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, f->sv) < 0 ||
 	    pipe2(f->dp, O_CLOEXEC) < 0 ||
 	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, f->rp) < 0 ||
@@ -67,6 +103,7 @@ sipc__launch_fds_close(struct sipc__launch_fds *f)
 	if (f->devnull >= 0)
 		close(f->devnull);
 	f->devnull = -1;
+	window_close(f);
 }
 
 /* A pending launch then holds no more descriptors than a started
@@ -81,6 +118,7 @@ sipc__launch_fds_close_child(struct sipc__launch_fds *f)
 			close(*fd[i]);
 		*fd[i] = -1;
 	}
+	window_close(f);
 }
 
 /* Its parent (sipc-init) is pid 1 in the namespace, so SIPC_PARENT_PID

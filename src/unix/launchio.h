@@ -28,9 +28,22 @@ struct sipc__launch_fds {
 	int dp[2];                    /* diagnostics pipe */
 	int rp[2];                    /* sipc-init's report socket */
 	int devnull;
+	bool window;                  /* holds the fork window (below) */
 };
 
 /*
+ * The child's ends exist only between open and close_child (or close):
+ * the "fork window".  A host thread's fork() (without exec) inside it
+ * would give its child copies of them: the worker's channel, its
+ * diagnostics and its init's report socket would then stay open after
+ * the worker closed or lost its own, for as long as that host child
+ * lives.  So open takes a process-wide read lock that a pthread_atfork()
+ * prepare handler takes for writing: a host fork() waits until no
+ * window is open (a window lasts one clone, through its exec), and no
+ * launch opens one while a fork is under way.  Library threads never
+ * fork().  (A vfork() or posix_spawn() child runs no handler; it execs
+ * at once, and close-on-exec takes the copies then.)
+ *
  * Open all four, the child's ends at or above SIPC__SPAWN_FD_FLOOR.
  * passcred: the report socket's supervisor end gets SO_PASSCRED, so
  * each report carries the sender's pid as this process sees it (a

@@ -223,6 +223,7 @@ sbx_launch_start(void *state, const struct sipc_provider_launch *l,
 	    (rc = access(l->path, X_OK) < 0 ? -errno : 0) < 0 ||
 	    (rc = access(sbx_init(l), X_OK) < 0 ? -errno : 0) < 0) {
 		q->start_err = -rc;
+		sipc__launch_fds_close_child(&q->f);  /* the fork window */
 		*ret_pending = q;
 		return 0;
 	}
