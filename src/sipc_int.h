@@ -344,6 +344,7 @@ struct sipc_supervisor {
 	/* counters [atomic] */
 	_Atomic uint64_t n_submitted, n_ok, n_werr, n_rejected, n_timeout,
 	    n_unknown, n_requeued, n_retried, n_violations, n_restarts;
+	_Atomic uint64_t n_bounds_expired;  /* sipc__bounds_take() */
 };
 
 /* true in library threads (reader, writer, reaper), and on a host thread
@@ -656,6 +657,9 @@ void sipc__slot_count_ready(struct sipc_supervisor *s);
 /* reaper (reaper.c) */
 int sipc__reaper_start(struct sipc_supervisor *s);
 void sipc__reaper_wake(struct sipc_supervisor *s);
+/* Reaper thread, after the provider's ops for slot sl (NULL: none): the
+ * bounds that ran out meanwhile (clock.h), logged and counted (base.c). */
+void sipc__bounds_note(struct sipc_supervisor *s, const struct sipc__slot *sl);
 void sipc__reaper_shutdown(struct sipc_supervisor *s);
 
 /* unix/orphan.c (reaper thread, owner mode): reap ended adopted orphans and

@@ -281,8 +281,10 @@ sipc__slot_spawn(struct sipc__slot *sl, int64_t now,
 void
 sipc__slot_spawn_collect(struct sipc__spawn_batch *b)
 {
-	for (unsigned i = 0; b->jobs != NULL && i < b->n; i++)
+	for (unsigned i = 0; b->jobs != NULL && i < b->n; i++) {
 		spawn_end(&b->jobs[i], sipc__now_ms());
+		sipc__bounds_note(b->jobs[i].sl->sup, b->jobs[i].sl);
+	}
 	b->n = 0;
 }
 

@@ -42,6 +42,7 @@
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <linux/sched.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -57,6 +58,7 @@
 #include <unistd.h>
 
 #include "sipc.h"
+#include "clock.h"
 #include "clone.h"
 
 #if defined(__clang__)
@@ -389,8 +391,8 @@ sipc__spawn_finish(struct sipc__spawned *sd, int *ret_errno)
 
 	if (err == 0)
 		return 0;
-	/* it exited (exit_group right after its report): no wait */
-	(void)sipc__pidfd_reap(sd->pidfd);
+	/* it exited (exit_group right after its report) */
+	(void)sipc__pidfd_reap_within(sd->pidfd, SIPC__REAP_MS);
 	close(sd->pidfd);
 	sd->pidfd = -1;
 	if (err < 0)
@@ -430,15 +432,20 @@ sipc__pidfd_observe(int pidfd, siginfo_t *ret)
 }
 
 int
-sipc__pidfd_wait_exit(int pidfd)
+sipc__pidfd_reap_within(int pidfd, int ms)
 {
-	siginfo_t si;
+	struct pollfd pf = { .fd = pidfd, .events = POLLIN };
+	int64_t until = sipc__now_ms() + ms, left;
+	int r = 0;
 
-	while (waitid(P_PIDFD, (id_t)pidfd, &si,
-	    WEXITED | WNOWAIT | __WALL) < 0)
-		if (errno != EINTR)
-			return -errno;
-	return 0;
+	while ((left = until - sipc__now_ms()) >= 0 &&
+	    (r = poll(&pf, 1, (int)left)) < 0 && errno == EINTR)
+		;
+	if (r != 1) {
+		sipc__bound_expired("a killed child to exit before its reap");
+		return -ETIMEDOUT;
+	}
+	return sipc__pidfd_reap(pidfd);
 }
 
 int

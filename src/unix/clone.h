@@ -109,9 +109,16 @@ int sipc__fd_high(int fd);
  * -ECHILD: someone else reaped it (it is lost); other -errno.
  */
 int sipc__pidfd_observe(int pidfd, siginfo_t *ret);
-/* Wait (blocking) until the child has ended, without reaping it. */
-int sipc__pidfd_wait_exit(int pidfd);
-/* Reap the child behind pidfd (blocking; EINTR retried).  0 or -errno. */
+/* Reap the child behind pidfd (blocking; EINTR retried).  0 or -errno.
+ * Only for a child known to have exited (observed, WNOWAIT). */
 int sipc__pidfd_reap(int pidfd);
+/* Reap the child behind pidfd once it has exited, waiting at most ms:
+ * 0, -ETIMEDOUT (left unreaped; counted as an expired bound, clock.h),
+ * or -errno.  For a child just killed or known to be exiting, whose
+ * exit may still hang (a PID namespace member that cannot die). */
+int sipc__pidfd_reap_within(int pidfd, int ms);
+/* The bound for that: a killed process is normally gone in
+ * milliseconds. */
+#define SIPC__REAP_MS 5000
 
 #endif

@@ -177,6 +177,27 @@ sipc__init_report_read(int fd, int ms, struct sipc__init_msg *ret,
 	return 1;
 }
 
+int
+sipc__init_report_wait(int fd, int pidfd, int ms, struct sipc__init_msg *ret,
+                       pid_t *ret_pid)
+{
+	struct pollfd p[2] = { { .fd = fd, .events = POLLIN },
+	    { .fd = pidfd, .events = POLLIN } };
+	int64_t until = sipc__now_ms() + ms, left;
+	int r;
+
+	for (;;) {
+		if ((left = until - sipc__now_ms()) < 0) {
+			sipc__bound_expired("sipc-init's first report");
+			return 0;
+		}
+		if ((r = poll(p, 2, (int)left)) < 0 && errno != EINTR)
+			return -errno;
+		if (r > 0)
+			return sipc__init_report_read(fd, 0, ret, ret_pid);
+	}
+}
+
 bool
 sipc__init_report_pending(int fd)
 {
@@ -353,12 +374,19 @@ sipc__wend_try_end(void *h, struct sipc_exit *ret)
 		return 1;
 	}
 	r = sipc__pidfd_observe(w->pidfd, &si);
-	if (r == 0 && sipc__init_report_pending(w->report_fd)) {
+	if (r == 0 && !w->exit_waited &&
+	    sipc__init_report_pending(w->report_fd)) {
 		/* The worker has ended and its init is on its way out (it
 		 * exits right after reporting; bwrap follows it at once):
 		 * wait for our child, so the end is seen as soon as the
-		 * worker's channel closes. */
-		(void)sipc__pidfd_wait_exit(w->pidfd);
+		 * worker's channel closes.  Once, and bounded: the init's
+		 * exit waits for every member of its namespace, and one
+		 * that cannot die (D state, frozen) holds it; the end
+		 * descriptor then says when it is over. */
+		w->exit_waited = true;
+		if (!sipc__pidfd_gone_within(w->pidfd, SIPC__INIT_EXIT_MS))
+			sipc__bound_expired("a worker's namespace to empty after "
+			    "its init reported (a member that cannot die)");
 		r = sipc__pidfd_observe(w->pidfd, &si);
 	}
 	if (r == -ECHILD) {
@@ -502,7 +530,9 @@ sipc__wend_sweep(void *h)
 		return drain_over(w) ? sweep_finish(w) : 1;
 	if (w->sig_fd >= 0 && w->sig_fd != w->pidfd) {
 		(void)pidfd_send_signal(w->sig_fd, SIGKILL, NULL, 0);
-		(void)sipc__pidfd_gone_within(w->sig_fd, SIPC__INIT_END_MS);
+		if (!sipc__pidfd_gone_within(w->sig_fd, SIPC__INIT_END_MS))
+			sipc__bound_expired("a sandbox's init to exit after its "
+			    "kill");
 		close(w->sig_fd);
 		w->sig_fd = -1;
 	}
@@ -535,9 +565,22 @@ sipc__wend_release(void *h)
 		return;
 	if (!w->ended) {
 		/* Never leave an unowned process behind: kill the tree,
-		 * then observe, sweep and reap like a normal end. */
+		 * then observe, sweep and reap like a normal end.  Where
+		 * stop reaches nothing (a sandbox whose init was never
+		 * proven) or its kill does not end our child in time, our
+		 * child itself is killed (the sandbox's outer bwrap: its
+		 * child dies with it, and the namespace with its init); its
+		 * status no longer matters.  Every wait is bounded: a child
+		 * that still has not exited is left unreaped, said so. */
 		(void)sipc__wend_stop(w, SIPC_STOP_FORCED);
-		(void)sipc__pidfd_wait_exit(w->pidfd);
+		if (w->sig_fd < 0 ||
+		    !sipc__pidfd_gone_within(w->pidfd, SIPC__INIT_END_MS)) {
+			(void)pidfd_send_signal(w->pidfd, SIGKILL, NULL, 0);
+			if (!sipc__pidfd_gone_within(w->pidfd,
+			    SIPC__INIT_END_MS))
+				sipc__bound_expired("a released worker's "
+				    "process to exit after its kill");
+		}
 		(void)sipc__wend_try_end(w, &e);
 	}
 	/* still draining: the rest of the bound is waited out here */

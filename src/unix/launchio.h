@@ -68,6 +68,12 @@ char **sipc__ns_env(char *const *envp);
  */
 int sipc__init_report_read(int fd, int ms, struct sipc__init_msg *ret,
                            pid_t *ret_pid);
+/* The first report, as sipc__init_report_read, but the wait also ends
+ * when our child behind pidfd has exited (a report it sent first is
+ * still read): an init that died without reporting is not waited for
+ * until the bound.  A bound that runs out is counted (clock.h). */
+int sipc__init_report_wait(int fd, int pidfd, int ms,
+                           struct sipc__init_msg *ret, pid_t *ret_pid);
 /* Is a report waiting (non-blocking)?  false for fd < 0. */
 bool sipc__init_report_pending(int fd);
 /* Drain the reports; true when one was EXITED, *ret then its status. */
@@ -81,6 +87,10 @@ bool sipc__pidfd_gone_within(int pidfd, int ms);
 
 /* Bound on a namespace's end after its init was killed. */
 #define SIPC__INIT_END_MS 5000
+/* How long try_end waits, once per worker, for our child to exit after
+ * its init reported the worker's end (it exits at once, unless its
+ * namespace's teardown hangs on a member that cannot die). */
+#define SIPC__INIT_EXIT_MS 500
 
 /*
  * One worker's end, as a provider's handle holds it: its FIRST member,
@@ -125,6 +135,7 @@ struct sipc__wend {
 	bool draining;                /* swept but its cgroup not yet empty */
 	bool reaped;                  /* by sweep, or behind our back */
 	bool swept;
+	bool exit_waited;             /* try_end's one wait after a report */
 	struct sipc__cgw *cg;
 	int ep;                       /* the end descriptor with a cgroup */
 	int ev_fd;                    /* while draining: cgroup.events */

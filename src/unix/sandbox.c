@@ -307,7 +307,7 @@ start_abort(struct sbx_proc *p)
 	if (p->w.sig_fd >= 0)
 		(void)pidfd_send_signal(p->w.sig_fd, SIGKILL, NULL, 0);
 	(void)pidfd_send_signal(p->w.pidfd, SIGKILL, NULL, 0);
-	(void)sipc__pidfd_reap(p->w.pidfd);
+	(void)sipc__pidfd_reap_within(p->w.pidfd, SIPC__REAP_MS);
 	close(p->w.pidfd);
 	p->w.pidfd = -1;
 	if (p->w.sig_fd >= 0)
@@ -328,7 +328,8 @@ sbx_started(struct sbx_pending *q, int *ret_errno)
 		return rc;
 	p->bwrap_pid = q->sd.pid;
 	p->w.pidfd = q->sd.pidfd;
-	rc = sipc__init_report_read(q->f.rp[0], INIT_START_MS, &m, &from);
+	rc = sipc__init_report_wait(q->f.rp[0], p->w.pidfd, INIT_START_MS, &m,
+	    &from);
 	if (rc == 1 && m.kind == SIPC__INIT_STARTED) {
 		/* An init already gone (its worker ended at once) took the
 		 * namespace with it: nothing is left to signal, and bwrap's
