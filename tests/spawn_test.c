@@ -295,6 +295,52 @@ test_spawn_host_fork_holds_nothing(void)
 	sipc_destroy(s);
 }
 
+/* ---------------------------------------------- an init that is silent */
+
+static bool
+bound_counted(const struct sipc_stats *st, void *arg)
+{
+	(void)arg;
+	return st->bounds_expired >= 1;
+}
+
+/*
+ * An init that starts and never reports (here a script that sleeps): the
+ * launch's wait for its first report runs out (10 s), and that is said
+ * (logged, counted in stats), not a silent stall; the start fails.
+ */
+static void
+test_spawn_silent_init_bound_counted(void)
+{
+	char dir[] = "/tmp/sipc-spawn-XXXXXX", init[600];
+	struct sipc_config c;
+	sipc_supervisor *s;
+	FILE *f;
+
+	if (st_skip_sandboxed("a custom sipc-init outside the sandbox view"))
+		return;
+	if (st_can_unshare(CLONE_NEWPID | CLONE_NEWNS) != 0) {
+		tl_skip("no PID namespaces here (needs root)");
+		return;
+	}
+	CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
+	snprintf(init, sizeof(init), "%s/silent-init", dir);
+	CU_ASSERT_FATAL((f = fopen(init, "w")) != NULL);
+	fputs("#!/bin/sh\nexec sleep 60\n", f);
+	CU_ASSERT_FATAL(fclose(f) == 0 && chmod(init, 0755) == 0);
+	st_cfg_base(&c, "echo", echo_argv, 1);
+	c.containment = SIPC_CONTAIN_PID_NAMESPACE;
+	c.init_path = init;
+	c.handshake_ms = WAIT_MS;
+	c.restart_base_ms = 60000;    /* one launch is enough */
+	c.restart_cap_ms = 60000;
+	s = st_start(&c, 0, 0);
+	CU_ASSERT(st_stats_wait(s, bound_counted, NULL, WAIT_MS));
+	CU_ASSERT(st_log_has("gave up waiting: sipc-init's first report"));
+	sipc_destroy(s);
+	CU_ASSERT_EQUAL(rmtree(dir), 0);
+}
+
 int
 main(void)
 {
@@ -303,6 +349,8 @@ main(void)
 		{ "test_spawn_launches_overlap", test_spawn_launches_overlap },
 		{ "test_spawn_host_fork_holds_nothing",
 		  test_spawn_host_fork_holds_nothing },
+		{ "test_spawn_silent_init_bound_counted",
+		  test_spawn_silent_init_bound_counted },
 		{ "test_spawn_exec_failures_process_group",
 		  test_spawn_exec_failures_process_group },
 		{ "test_spawn_exec_failures_pid_namespace",
