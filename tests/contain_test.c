@@ -238,6 +238,61 @@ test_contain_sandbox_release_unproven_init_bounded(void)
 }
 
 
+/* Descriptors of `pid` that name a socket (readlink "socket:[...]"). */
+static unsigned
+sockets_held(pid_t pid, int *ret_first)
+{
+	char path[64], link[64];
+	unsigned n = 0;
+	ssize_t len;
+
+	*ret_first = -1;
+	for (int fd = 0; fd < 256; fd++) {
+		snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
+		if ((len = readlink(path, link, sizeof(link) - 1)) <= 0)
+			continue;
+		link[len] = '\0';
+		if (strncmp(link, "socket:", 7) == 0 && n++ == 0)
+			*ret_first = fd;
+	}
+	return n;
+}
+
+/*
+ * Under the sandbox, the worker alone holds its end of the channel: the
+ * outer bwrap keeps no socket at all (it closes what it passed on), and
+ * sipc-init only its report socket (descriptor 4), not descriptor 3.
+ * So a worker that closes its channel is seen at once (termination_test).
+ */
+static void
+test_contain_sandbox_channel_held_by_worker_alone(void)
+{
+	char *const argv[] = { "echo", NULL };
+	struct sipc_provider_launch l = { .path = tl_fixture("echo"),
+	    .argv = argv, .envp = no_env, .init_path = tl_init_path() };
+	struct sipc_provider_chan ch;
+	void *h = NULL;
+	int eno = 0, rc, first;
+	pid_t init, bwrap;
+
+	memset(&ch, 0, sizeof(ch));
+	rc = sipc__provider_sandbox.launch(NULL, &l, &ch, &h, &eno);
+	if (rc == SIPC_E_EXEC || rc == -EPROTO) {
+		tl_skip("no sandbox here (bwrap missing or refused)");
+		return;
+	}
+	CU_ASSERT_FATAL(rc == 0);
+	init = sipc__sandbox_id(h)->init_pid;
+	bwrap = sipc__sandbox_id(h)->bwrap_pid;
+	CU_ASSERT_EQUAL(sockets_held(bwrap, &first), 0);
+	CU_ASSERT_EQUAL(sockets_held(init, &first), 1);
+	CU_ASSERT_EQUAL(first, 4);
+	sipc__provider_sandbox.release(h);
+	close(ch.proto_fd);
+	close(ch.diag_fd);
+}
+
+
 static const tl_test contain_tests[] = {
 	{ "test_contain_reaped_elsewhere_is_lost_and_group_spared",
 	  test_contain_reaped_elsewhere_is_lost_and_group_spared },
@@ -247,6 +302,8 @@ static const tl_test contain_tests[] = {
 	  test_contain_release_live_kills_and_reaps },
 	{ "test_contain_sandbox_release_unproven_init_bounded",
 	  test_contain_sandbox_release_unproven_init_bounded },
+	{ "test_contain_sandbox_channel_held_by_worker_alone",
+	  test_contain_sandbox_channel_held_by_worker_alone },
 	{ NULL, NULL },
 };
 
