@@ -78,9 +78,9 @@
  * Spawn without copying the supervisor's page tables: CLONE_VM |
  * CLONE_VFORK, as posix_spawn does.  The child runs on a stack of its
  * own in the caller's frame while the calling thread is suspended, until
- * its execve() (or exit), so nothing is touched by both.  It needs no
- * parent step between clone and exec, so not with a user namespace (the
- * parent writes its id maps).  A cgroup needs none: CLONE_INTO_CGROUP
+ * its execve() (or exit), so nothing is touched by both.  Not with a
+ * user namespace (that child stays on clone3, which makes it in the
+ * same call; it writes its own id maps).  A cgroup needs no parent step: CLONE_INTO_CGROUP
  * exists only for clone3 (which cannot run a function on another
  * stack), so this child writes "0" to a cgroup.procs the parent opened
  * and fails closed if it cannot (child_side).  Not under a sanitizer:

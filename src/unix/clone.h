@@ -6,6 +6,8 @@
  * clone(CLONE_VM | CLONE_VFORK | CLONE_PIDFD) instead: it
  * shares the caller's memory until its execve(), so no page table is
  * copied and none of the caller's pages is write-protected (clone.c).
+ * Either child reports a failed exec in memory the caller reads once
+ * the vfork clone returns, never over a pipe a host child could hold.
  *
  * A child cloned with exit_signal = 0 raises no SIGCHLD in the host, is
  * invisible to a host wait()/waitpid(-1) without __WALL, and is not
@@ -69,11 +71,13 @@ struct sipc__spawned {
 };
 
 /*
- * Start the child: clone3 (and, in a new user namespace, its id maps),
- * without waiting for it to exec, so a caller can start many and then
- * collect them while they exec in parallel.  (On the CLONE_VFORK path
- * the call returns once the child has begun its execve(): the loading
- * of the program and the dynamic linker still run in parallel.)
+ * Start the child.  Both clones are vforks (CLONE_VFORK): the call
+ * returns once the child has begun its execve() or has exited, with its
+ * report in *ret (no descriptor to wait on, so no host child forked
+ * meanwhile can hold the caller).  The loading of the program and the
+ * dynamic linker still run in parallel, so a caller can start many and
+ * then collect them.  In a new user namespace the child writes its own
+ * one-line uid and gid maps first.
  * Returns 0 with *ret filled, or -errno when the clone failed
  * (EPERM/EINVAL/ENOSPC/EUSERS for a namespace the caller may not
  * create) or cgroup_fd's cgroup.procs cannot be opened for writing;
@@ -84,13 +88,13 @@ struct sipc__spawned {
 int sipc__spawn_start(const struct sipc__spawn *sp, struct sipc__spawned *ret);
 
 /*
- * Wait until a started child has exec'd (blocking).  Returns 0 (pid and
- * pidfd stay the caller's); SIPC_E_EXEC with *ret_errno set when the
- * child could not exec; -errno when it could not move itself into its
- * cgroup (SIPC__SPAWN_CGROUP, shared-memory spawn: as clone3 would have
- * failed with CLONE_INTO_CGROUP); other -errno.  On failure the child is
- * reaped and its pidfd closed.  The exec report descriptor is closed either
- * way.
+ * What a started child reported.  Returns 0 (pid and pidfd stay the
+ * caller's); SIPC_E_EXEC with *ret_errno set when the child could not
+ * exec; -errno when a step before exec failed (it could not move itself
+ * into its cgroup, SIPC__SPAWN_CGROUP on the shared-memory spawn, as
+ * clone3 would have failed with CLONE_INTO_CGROUP; or could not write
+ * its id maps).  On failure the child (which has exited) is reaped,
+ * bounded, and its pidfd closed.
  */
 int sipc__spawn_finish(struct sipc__spawned *sd, int *ret_errno);
 

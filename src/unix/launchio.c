@@ -39,15 +39,26 @@ fork_prepare(void)
 }
 
 static void
-fork_done(void)
+fork_parent(void)
 {
 	(void)pthread_rwlock_unlock(&fork_window);
+}
+
+/* In the child the lock is made anew, not unlocked: glibc tells a
+ * writer's unlock by the thread id, which the child's thread no longer
+ * has (its unlock would count as a reader's and leave the lock held).
+ * The child has one thread and no window open (none could be while the
+ * lock was held for writing). */
+static void
+fork_child(void)
+{
+	(void)pthread_rwlock_init(&fork_window, NULL);
 }
 
 static void
 fork_window_setup(void)
 {
-	(void)pthread_atfork(fork_prepare, fork_done, fork_done);
+	(void)pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
 static void
