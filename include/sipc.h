@@ -714,6 +714,11 @@ struct sipc_stats {
 	 * and then why ("off", no cgroup2 mount, mkdir refused, ...). */
 	char cgroup_path[256];
 	char cgroup_why[160];
+	/* Waits on the reaper thread that ran out of their bound and went
+	 * on without what they waited for (a namespace whose teardown
+	 * hangs, a process that would not die, an init that never
+	 * reported); each is logged at SIPC_LOG_WARN. */
+	uint64_t bounds_expired;
 };
 
 /* Snapshot of counters.  Allocates ret->workers; free with

@@ -105,6 +105,15 @@ struct sipc_provider_chan {
 	enum sipc_containment contain;/* what the worker got */
 	char note[96];                /* why AUTO got less; "" if it did not */
 	struct sipc_provider_info info;
+	/* The pid of this process's own child that the launch made (the
+	 * process behind end_fd: local, the worker or its sipc-init;
+	 * sandbox, the outer bwrap), 0 when the provider has none.  Owner
+	 * mode (sipc_config.owner), which reaps the orphans this process
+	 * adopts, never reaps it while the handle lives: it is the
+	 * provider's to observe and reap.  Left 0 by a provider built
+	 * before it existed (the core clears the struct first): owner
+	 * mode then spares display_pid instead. */
+	long child_pid;
 };
 
 enum sipc_provider_stop {

@@ -38,6 +38,20 @@ sipc__thread_name(const char *what, const struct sipc__slot *sl)
 	(void)pthread_setname_np(pthread_self(), name);
 }
 
+/* What ran out of its bound on this thread (clock.h): logged, counted. */
+void
+sipc__bounds_note(struct sipc_supervisor *s, const struct sipc__slot *sl)
+{
+	const char *what;
+	unsigned n = sipc__bounds_take(&what);
+
+	if (n == 0)
+		return;
+	atomic_fetch_add(&s->n_bounds_expired, n);
+	sipc__log(s, SIPC_LOG_WARN, sl, "gave up waiting: %s (%u bound%s "
+	    "ran out)", what, n, n == 1 ? "" : "s");
+}
+
 /* Wake the reaper thread's poll() (its eventfd). */
 void
 sipc__reaper_wake(struct sipc_supervisor *s)

@@ -1,5 +1,6 @@
 /*
- * clock.c - the library's clocks (clock.h).  Any thread, no state.
+ * clock.c - the library's clocks (clock.h).  Any thread; the only state
+ * is the per-thread count of expired bounds.
  */
 #include "clock.h"
 
@@ -54,4 +55,25 @@ sipc__abstime(struct timespec *ts, int64_t ms)
 		ts->tv_sec++;
 		ts->tv_nsec -= 1000000000;
 	}
+}
+
+static _Thread_local unsigned bounds_expired;
+static _Thread_local const char *bound_last;
+
+void
+sipc__bound_expired(const char *what)
+{
+	bounds_expired++;
+	bound_last = what;
+}
+
+unsigned
+sipc__bounds_take(const char **ret_what)
+{
+	unsigned n = bounds_expired;
+
+	*ret_what = bound_last != NULL ? bound_last : "?";
+	bounds_expired = 0;
+	bound_last = NULL;
+	return n;
 }

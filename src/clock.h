@@ -26,4 +26,16 @@ void sipc__cond_init(pthread_cond_t *cv);
  * pthread_cond_timedwait() on a sipc__cond_init() variable. */
 void sipc__abstime(struct timespec *ts, int64_t ms_from_now);
 
+/*
+ * A wait with a bound that ran out: the waiting code goes on without
+ * what it waited for, and says so here (what: a static string naming
+ * the wait).  Counted per thread until sipc__bounds_take(), which the
+ * reaper calls after each slot's pass: it logs the count and adds it
+ * to sipc_stats.bounds_expired.  So no bound expires in silence.
+ */
+void sipc__bound_expired(const char *what);
+/* How many bounds ran out on this thread since the last take (0: none),
+ * the last one's name in *ret_what; resets the count. */
+unsigned sipc__bounds_take(const char **ret_what);
+
 #endif

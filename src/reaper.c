@@ -113,11 +113,24 @@ tick_live(struct sipc__slot *sl, int64_t now, int64_t *next)
 	}
 }
 
-/* One slot's pass: its end, its timers, its respawn (begun in b, when
- * given: the caller collects the batch). */
+static void tick_slot_pass(struct sipc__slot *sl, int64_t now,
+                           int64_t *next, struct sipc__spawn_batch *b);
+
+/* One slot's pass, then what ran out of its bound in it (the provider's
+ * ops run on this thread) is logged and counted for that slot. */
 static void
 tick_slot(struct sipc__slot *sl, int64_t now, int64_t *next,
           struct sipc__spawn_batch *b)
+{
+	tick_slot_pass(sl, now, next, b);
+	sipc__bounds_note(sl->sup, sl);
+}
+
+/* One slot's pass: its end, its timers, its respawn (begun in b, when
+ * given: the caller collects the batch). */
+static void
+tick_slot_pass(struct sipc__slot *sl, int64_t now, int64_t *next,
+               struct sipc__spawn_batch *b)
 {
 	struct sipc_supervisor *s = sl->sup;
 	struct sipc_exit e;

@@ -156,7 +156,12 @@ struct sipc__slot {
 	/* ---- I/O part: [slot] (generation and pid: written by the reaper,
 	 * under the lock, read by the I/O threads and stats) */
 	uint32_t generation;
-	pid_t pid;
+	pid_t pid;                    /* the provider's display_pid */
+	/* [reaper] the provider's own child for this generation (its
+	 * chan.child_pid, or display_pid when it gave none): what owner
+	 * mode must not reap while the handle lives, and the group it
+	 * waits for at destroy */
+	pid_t child_pid;
 	struct sipc__ring ring;
 	/* Who is sending on the channel now (nobody else may): the writer,
 	 * or a caller writing its own request (writer.c, direct path). */
@@ -346,6 +351,7 @@ struct sipc_supervisor {
 	/* counters [atomic] */
 	_Atomic uint64_t n_submitted, n_ok, n_werr, n_rejected, n_timeout,
 	    n_unknown, n_requeued, n_retried, n_violations, n_restarts;
+	_Atomic uint64_t n_bounds_expired;  /* sipc__bounds_take() */
 };
 
 /* true in library threads (reader, writer, reaper), and on a host thread
@@ -671,6 +677,9 @@ void sipc__slot_count_ready(struct sipc_supervisor *s);
 /* reaper (reaper.c) */
 int sipc__reaper_start(struct sipc_supervisor *s);
 void sipc__reaper_wake(struct sipc_supervisor *s);
+/* Reaper thread, after the provider's ops for slot sl (NULL: none): the
+ * bounds that ran out meanwhile (clock.h), logged and counted (base.c). */
+void sipc__bounds_note(struct sipc_supervisor *s, const struct sipc__slot *sl);
 void sipc__reaper_shutdown(struct sipc_supervisor *s);
 
 /* unix/orphan.c (reaper thread, owner mode): reap ended adopted orphans and

@@ -203,6 +203,8 @@ spawn_end(struct sipc__spawn_job *j, int64_t now)
 	note_containment(sl, &ch);
 	pthread_mutex_lock(&sl->lock);
 	sl->pid = (pid_t)ch.display_pid;
+	sl->child_pid = (pid_t)(ch.child_pid > 0 ? ch.child_pid :
+	    ch.display_pid);
 	sl->containment = ch.contain;
 	sl->cgroup = ch.info.cgroup;
 	sl->cg_limits = ch.info.limits;
@@ -279,8 +281,10 @@ sipc__slot_spawn(struct sipc__slot *sl, int64_t now,
 void
 sipc__slot_spawn_collect(struct sipc__spawn_batch *b)
 {
-	for (unsigned i = 0; b->jobs != NULL && i < b->n; i++)
+	for (unsigned i = 0; b->jobs != NULL && i < b->n; i++) {
 		spawn_end(&b->jobs[i], sipc__now_ms());
+		sipc__bounds_note(b->jobs[i].sl->sup, b->jobs[i].sl);
+	}
 	b->n = 0;
 }
 

@@ -638,6 +638,7 @@ sipc_stats_get(sipc_supervisor *s, struct sipc_stats *ret)
 	ret->retried = atomic_load(&s->n_retried);
 	ret->protocol_violations = atomic_load(&s->n_violations);
 	ret->restarts = atomic_load(&s->n_restarts);
+	ret->bounds_expired = atomic_load(&s->n_bounds_expired);
 	pthread_mutex_lock(&s->table.lock);
 	ret->mem_held = s->table.mem_held;
 	ret->pending = s->table.pending;

@@ -20,7 +20,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/close_range.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -31,6 +33,7 @@
 #include "sipc.h"
 #include "sipctest.h"
 #include "statedir.h"
+#include "sysfault.h"
 #include "testlib.h"
 
 #define WAIT_MS 10000
@@ -1046,6 +1049,148 @@ test_cgroup_config_keys(void)
 	    "required");
 }
 
+/* ------------------------------------------------- close-on-exec, always */
+
+/* Descriptors above 2 that the library may hold at any moment. */
+#define FD_SCAN_MAX 512
+
+struct cloexec_seen {
+	unsigned looks;           /* the body's fcntl() calls judged */
+	unsigned bad;             /* descriptors seen without O_CLOEXEC */
+	int fd;                   /* the first of them */
+	char what[200];           /* and what it named */
+};
+
+/* Is `pid` a thread of a process running this very test program (the
+ * body, not a worker or sipc-init, which run programs of their own)? */
+static bool
+same_program(pid_t pid)
+{
+	char mine[PATH_MAX], its[PATH_MAX], link[64];
+	ssize_t a, b;
+
+	snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
+	if ((a = readlink("/proc/self/exe", mine, sizeof(mine) - 1)) < 0 ||
+	    (b = readlink(link, its, sizeof(its) - 1)) < 0)
+		return false;
+	return a == b && memcmp(mine, its, (size_t)a) == 0;
+}
+
+/* Every fcntl() of the body (glibc's fdopendir() calls it before it
+ * marks a descriptor close-on-exec, and the library calls it as it moves
+ * descriptors): each open descriptor above 2 must be close-on-exec at
+ * that moment.  Descriptors are read one by one by number. */
+static int
+judge_cloexec(pid_t pid, const uint64_t args[6], void *arg)
+{
+	struct cloexec_seen *cs = arg;
+	long fl;
+
+	(void)args;
+	if (!same_program(pid))
+		return 0;
+	cs->looks++;
+	for (int fd = 3; fd < FD_SCAN_MAX; fd++) {
+		if ((fl = sf_fd_flags(pid, (uint64_t)fd)) < 0 ||
+		    (fl & O_CLOEXEC))
+			continue;
+		if (cs->bad++ == 0) {
+			cs->fd = fd;
+			if (sf_fd_path(pid, (uint64_t)fd, cs->what,
+			    sizeof(cs->what)) < 0)
+				snprintf(cs->what, sizeof(cs->what), "?");
+		}
+	}
+	return 0;
+}
+
+/* Descriptors of this process above 2 without O_CLOEXEC. */
+static unsigned
+own_without_cloexec(void)
+{
+	unsigned bad = 0;
+	long fl;
+
+	for (int fd = 3; fd < FD_SCAN_MAX; fd++)
+		if ((fl = sf_fd_flags(getpid(), (uint64_t)fd)) >= 0 &&
+		    !(fl & O_CLOEXEC))
+			bad++;
+	return bad;
+}
+
+/* In the filtered child: a pool with cgroups serves, its descriptors
+ * are scanned while the workers run, and it is destroyed (the broker
+ * scans at each fcntl()).  Exit status: 0, 2 (no cgroup here),
+ * 3 (no start), 10 + n (n descriptors without O_CLOEXEC while it ran). */
+static int
+cloexec_body(void *arg)
+{
+	char *const argv[] = { "echo", NULL };
+	struct sipc_config c;
+	struct sipc_stats st;
+	sipc_supervisor *s;
+	char err[256];
+	unsigned bad;
+
+	(void)arg;
+	/* what this test process had open is not the library's */
+	if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+		return 3;
+	st_cfg_base(&c, "echo", argv, 2);
+	c.log = NULL;
+	if (sipc_create(&c, err, sizeof(err), &s) < 0)
+		return 3;
+	if (sipc_wait_ready(s, 2, WAIT_MS) < 0) {
+		sipc_destroy(s);
+		return 3;
+	}
+	if (sipc_stats_get(s, &st) == 0) {
+		bool none = st.cgroup_path[0] == '\0';
+
+		sipc_stats_release(&st);
+		if (none) {
+			sipc_destroy(s);
+			return 2;
+		}
+	}
+	bad = own_without_cloexec();
+	sipc_destroy(s);
+	return bad == 0 ? 0 : 10 + (int)(bad > 100 ? 100 : bad);
+}
+
+/*
+ * No descriptor the library opens lacks close-on-exec, even for a
+ * moment: a host thread's fork() + exec() at that moment would hand it
+ * to a program of the host's.  Scanned while workers run (the body's
+ * own look) and at every fcntl() from start to destroy, where the
+ * cgroup walk used to dup() the cgroup's directory without it (glibc's
+ * fdopendir() set it a moment later).
+ */
+static void
+test_cgroup_close_descriptors_cloexec(void)
+{
+	struct cloexec_seen cs = { 0, 0, -1, "" };
+	int rc;
+
+	if (!sf_supported()) {
+		tl_skip("seccomp user notification is not available here");
+		return;
+	}
+	rc = sf_broker(__NR_fcntl, judge_cloexec, &cs, sizeof(cs),
+	    cloexec_body, NULL);
+	if (rc == 2) {
+		tl_skip("no cgroup v2 here");
+		return;
+	}
+	CU_ASSERT_EQUAL(rc, 0);
+	CU_ASSERT(cs.looks >= 1);
+	CU_ASSERT_EQUAL(cs.bad, 0);
+	if (rc != 0 || cs.bad != 0)
+		fprintf(stderr, "body %d; %u without O_CLOEXEC at an fcntl(), "
+		    "first fd %d (%s), %u calls judged\n", rc, cs.bad,
+		    cs.fd, cs.what, cs.looks);
+}
+
 static const tl_test cgroup_tests[] = {
 	{ "test_cgroup_worker_in_own_cgroup_process_group",
 	  test_cgroup_worker_in_own_cgroup_process_group },
@@ -1076,6 +1221,8 @@ static const tl_test cgroup_tests[] = {
 	  test_cgroup_oom_is_its_own_exit_kind },
 	{ "test_cgroup_read_key_flat_file", test_cgroup_read_key_flat_file },
 	{ "test_cgroup_config_keys", test_cgroup_config_keys },
+	{ "test_cgroup_close_descriptors_cloexec",
+	  test_cgroup_close_descriptors_cloexec },
 	{ NULL, NULL },
 };
 

@@ -10,6 +10,8 @@
  * a bounded time for a death that must not come.
  */
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +20,8 @@
 #include <unistd.h>
 
 #include "provider.h"
+#include "unix/launchio.h"
+#include "unix/sandbox.h"
 #include "sipc.h"
 #include "sipctest.h"
 #include "testlib.h"
@@ -163,6 +167,132 @@ test_contain_release_live_kills_and_reaps(void)
 	CU_ASSERT_EQUAL(tl_count_zombie_children(), 0);
 }
 
+/* ------------------------------------------ release, bounded */
+
+struct releaser {
+	void *h;
+	atomic_bool done;
+};
+
+static void *
+release_thread(void *arg)
+{
+	struct releaser *r = arg;
+
+	sipc__provider_sandbox.release(r->h);
+	atomic_store(&r->done, true);
+	return NULL;
+}
+
+static bool
+released(void *arg)
+{
+	return atomic_load(&((struct releaser *)arg)->done);
+}
+
+/*
+ * A sandbox handle whose init was never proven (no pidfd on it: stop
+ * reaches nothing) is released while its worker runs.  Release must not
+ * wait for ever for an outer bwrap that nobody killed: it kills our own
+ * child (the worker's tree goes with it) and returns.  If it hangs, the
+ * test kills the init itself to let it go, and fails.
+ */
+static void
+test_contain_sandbox_release_unproven_init_bounded(void)
+{
+	char *const argv[] = { "echo", NULL };
+	struct sipc_provider_launch l = { .path = tl_fixture("echo"),
+	    .argv = argv, .envp = no_env, .init_path = tl_init_path() };
+	struct releaser r = { NULL, false };
+	struct sipc_provider_chan ch;
+	struct sipc__wend *w;
+	pid_t init, bwrap;
+	pthread_t th;
+	bool in_time;
+	int eno = 0, rc;
+
+	memset(&ch, 0, sizeof(ch));
+	rc = sipc__provider_sandbox.launch(NULL, &l, &ch, &r.h, &eno);
+	if (rc == SIPC_E_EXEC || rc == -EPROTO) {
+		tl_skip("no sandbox here (bwrap missing or refused)");
+		return;
+	}
+	CU_ASSERT_FATAL(rc == 0);
+	init = sipc__sandbox_id(r.h)->init_pid;
+	bwrap = sipc__sandbox_id(r.h)->bwrap_pid;
+	/* what an init that could not be proven leaves: no pidfd on it */
+	w = r.h;
+	CU_ASSERT_FATAL(w->sig_fd >= 0 && w->sig_fd != w->pidfd);
+	close(w->sig_fd);
+	w->sig_fd = -1;
+	CU_ASSERT_FATAL(pthread_create(&th, NULL, release_thread, &r) == 0);
+	in_time = tl_wait_until(released, &r, WAIT_MS);
+	CU_ASSERT(in_time);
+	if (!in_time)
+		(void)kill(init, SIGKILL);    /* let the release go on */
+	pthread_join(th, NULL);
+	CU_ASSERT(st_pid_gone(&bwrap));
+	CU_ASSERT(tl_wait_until(st_pid_gone, &init, WAIT_MS));
+	close(ch.proto_fd);
+	close(ch.diag_fd);
+}
+
+
+/* Descriptors of `pid` that name a socket (readlink "socket:[...]"). */
+static unsigned
+sockets_held(pid_t pid, int *ret_first)
+{
+	char path[64], link[64];
+	unsigned n = 0;
+	ssize_t len;
+
+	*ret_first = -1;
+	for (int fd = 0; fd < 256; fd++) {
+		snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
+		if ((len = readlink(path, link, sizeof(link) - 1)) <= 0)
+			continue;
+		link[len] = '\0';
+		if (strncmp(link, "socket:", 7) == 0 && n++ == 0)
+			*ret_first = fd;
+	}
+	return n;
+}
+
+/*
+ * Under the sandbox, the worker alone holds its end of the channel: the
+ * outer bwrap keeps no socket at all (it closes what it passed on), and
+ * sipc-init only its report socket (descriptor 4), not descriptor 3.
+ * So a worker that closes its channel is seen at once (termination_test).
+ */
+static void
+test_contain_sandbox_channel_held_by_worker_alone(void)
+{
+	char *const argv[] = { "echo", NULL };
+	struct sipc_provider_launch l = { .path = tl_fixture("echo"),
+	    .argv = argv, .envp = no_env, .init_path = tl_init_path() };
+	struct sipc_provider_chan ch;
+	void *h = NULL;
+	int eno = 0, rc, first;
+	pid_t init, bwrap;
+
+	memset(&ch, 0, sizeof(ch));
+	rc = sipc__provider_sandbox.launch(NULL, &l, &ch, &h, &eno);
+	if (rc == SIPC_E_EXEC || rc == -EPROTO) {
+		tl_skip("no sandbox here (bwrap missing or refused)");
+		return;
+	}
+	CU_ASSERT_FATAL(rc == 0);
+	init = sipc__sandbox_id(h)->init_pid;
+	bwrap = sipc__sandbox_id(h)->bwrap_pid;
+	CU_ASSERT_EQUAL(sockets_held(bwrap, &first), 0);
+	CU_ASSERT_EQUAL(sockets_held(init, &first), 1);
+	CU_ASSERT_EQUAL(first, 4);
+	sipc__provider_sandbox.release(h);
+	close(ch.proto_fd);
+	close(ch.diag_fd);
+}
+
+
 static const tl_test contain_tests[] = {
 	{ "test_contain_reaped_elsewhere_is_lost_and_group_spared",
 	  test_contain_reaped_elsewhere_is_lost_and_group_spared },
@@ -170,6 +300,10 @@ static const tl_test contain_tests[] = {
 	  test_contain_zombie_leader_group_still_signalled },
 	{ "test_contain_release_live_kills_and_reaps",
 	  test_contain_release_live_kills_and_reaps },
+	{ "test_contain_sandbox_release_unproven_init_bounded",
+	  test_contain_sandbox_release_unproven_init_bounded },
+	{ "test_contain_sandbox_channel_held_by_worker_alone",
+	  test_contain_sandbox_channel_held_by_worker_alone },
 	{ NULL, NULL },
 };
 

@@ -26,6 +26,8 @@
 #include <unistd.h>
 
 #include "sipc.h"
+#include "sipc_provider.h"
+#include "provider.h"
 #include "freezer.h"
 #include "sipctest.h"
 #include "testlib.h"
@@ -318,6 +320,145 @@ test_owner_destroy_waits_for_unreapable_zombie_member(void)
 	st_unblock_sigchld();   /* owner mode left it blocked here */
 }
 
+/* ------------------------------------------ a provider's own child */
+
+/*
+ * A registered provider whose displayed pid is not its child: the local
+ * adapter's ops, with display_pid hidden (a host's provider may show
+ * the worker's pid in a namespace, or none).  The child it launched is
+ * still named in chan.child_pid.
+ */
+static int
+hiding_launch(void *state, const struct sipc_provider_launch *l,
+              struct sipc_provider_chan *ret_chan, void **ret_handle,
+              int *ret_errno)
+{
+	int rc = sipc__provider_local.launch(state, l, ret_chan, ret_handle,
+	    ret_errno);
+
+	if (rc == 0)
+		ret_chan->display_pid = 0;
+	return rc;
+}
+
+static struct sipc_provider_ops hiding_ops;
+
+static bool
+hiding_register(void)
+{
+	int rc;
+
+	if (hiding_ops.name == NULL) {
+		hiding_ops = sipc__provider_local;
+		hiding_ops.name = "owner-hiding";
+		hiding_ops.launch = hiding_launch;
+		hiding_ops.launch_start = NULL;
+		hiding_ops.launch_finish = NULL;
+	}
+	rc = sipc_provider_register(&hiding_ops);
+	return rc == 0 || rc == -EEXIST;
+}
+
+/* At least *arg restarts, and every worker ready again. */
+static bool
+restarted_ready(const struct sipc_stats *st, void *arg)
+{
+	unsigned ready = 0;
+
+	for (unsigned i = 0; i < st->nworkers; i++)
+		ready += st->workers[i].state == SIPC_WS_READY;
+	return st->restarts >= *(unsigned *)arg && ready == st->nworkers;
+}
+
+/* Each worker's end in the log was its real one, none "lost". */
+static void
+check_ends_real(const char *end)
+{
+	CU_ASSERT(!st_log_has("lost child"));
+	CU_ASSERT(st_log_has(end));
+	if (st_log_has("lost child") || !st_log_has(end)) {
+		fprintf(stderr, "owner: an end was lost or not \"%s\"\n", end);
+		st_log_print();
+	}
+}
+
+/*
+ * Owner mode reaps adopted orphans, never the child a provider launched
+ * for a live handle: its status is the provider's to read.  With a
+ * registered provider that shows no pid, a crash reports its real exit
+ * code, and every end at destroy its real status; none is "lost".
+ */
+static void
+test_owner_registered_provider_child_not_reaped(void)
+{
+	char *const argv[] = { "echo", NULL };
+	struct sipc_config c;
+	struct sipc_result r;
+	sipc_supervisor *s;
+
+	CU_ASSERT_FATAL(hiding_register());
+	st_cfg_base(&c, "echo", argv, 2);
+	c.provider = "owner-hiding";
+	c.containment = SIPC_CONTAIN_PROCESS_GROUP;
+	c.owner = true;
+	s = st_start(&c, 2, WAIT_MS);
+	for (unsigned i = 1; i <= 2; i++) {
+		st_call_cmd(s, "crash exit 3", WAIT_MS, 0, &r);
+		CU_ASSERT_EQUAL(r.exit.kind, SIPC_EXIT_CODE);
+		CU_ASSERT_EQUAL(r.exit.code, 3);
+		sipc_result_release(&r);
+		/* restarted: destroy then ends live workers */
+		CU_ASSERT(st_stats_wait(s, restarted_ready, &i, WAIT_MS));
+	}
+	sipc_destroy(s);
+	st_unblock_sigchld();   /* owner mode left it blocked here */
+	check_ends_real("terminated by supervisor (shutdown)");
+	CU_ASSERT_EQUAL(tl_count_zombie_children(), 0);
+}
+
+/*
+ * The same with the sandbox provider, whose child is the outer bwrap
+ * while it shows sipc-init's pid.  Workers that hold a request and
+ * ignore TERM are killed at destroy: sipc-init is killed with them and
+ * reports nothing, so only bwrap's own status, read by the provider,
+ * says how they ended.
+ */
+static void
+test_owner_sandbox_child_not_reaped(void)
+{
+	static struct st_outbox box = { .mu = PTHREAD_MUTEX_INITIALIZER };
+	char *const argv[] = { "stubborn", NULL };
+	struct st_outslot o[2] = { { &box, 0 }, { &box, 1 } };
+	struct sipc_config c;
+	sipc_supervisor *s;
+	char err[256];
+	int rc;
+
+	st_cfg_base(&c, "stubborn", argv, 2);
+	c.provider = "sandbox";
+	c.owner = true;
+	st_log_reset();
+	if ((rc = sipc_create(&c, err, sizeof(err), &s)) < 0) {
+		st_unblock_sigchld();
+		if (rc == SIPC_E_EXEC) {
+			tl_skip(err);
+			return;
+		}
+		CU_FAIL_FATAL(err);
+	}
+	CU_ASSERT_FATAL(sipc_wait_ready(s, 2, WAIT_MS) == 0);
+	st_outbox_reset(&box);
+	for (int i = 0; i < 2; i++)
+		st_submit_cmd(s, NULL, 0, &o[i]);
+	sipc_destroy(s);
+	st_unblock_sigchld();
+	CU_ASSERT_EQUAL(st_outbox_total(&box), 2);
+	st_outbox_release(&box);
+	check_ends_real("terminated by supervisor (shutdown); killed by "
+	    "signal 9");
+	CU_ASSERT_EQUAL(tl_count_zombie_children(), 0);
+}
+
 static const tl_test owner_tests[] = {
 	{ "test_owner_reaps_host_orphan_spares_host_child",
 	  test_owner_reaps_host_orphan_spares_host_child },
@@ -325,6 +466,10 @@ static const tl_test owner_tests[] = {
 	  test_owner_destroy_waits_for_unreapable_zombie_member },
 	{ "test_owner_pid1_no_zombie_while_workers_churn",
 	  test_owner_pid1_no_zombie_while_workers_churn },
+	{ "test_owner_registered_provider_child_not_reaped",
+	  test_owner_registered_provider_child_not_reaped },
+	{ "test_owner_sandbox_child_not_reaped",
+	  test_owner_sandbox_child_not_reaped },
 	{ NULL, NULL },
 };
 

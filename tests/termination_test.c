@@ -119,6 +119,37 @@ test_termination_channel_lost(void)
 	    SIPC_TERM_CHANNEL_LOST, 0);
 }
 
+/*
+ * A worker that closes its channel and keeps running is seen at once,
+ * under every provider (the sandbox's outer bwrap and sipc-init keep no
+ * copy of the worker's end): its end is CHANNEL_LOST well before the
+ * stall rule (set far away here) could have ended it.
+ */
+static void
+test_termination_channel_close_seen_at_once(void)
+{
+	char *const argv[] = { "echo", NULL };
+	struct sipc_config c;
+	struct sipc_result r;
+	sipc_supervisor *s;
+	int64_t t0, took;
+
+	st_cfg_base(&c, "echo", argv, 1);
+	c.stall_ms = 60000;
+	s = st_start(&c, 1, WAIT_MS);
+	t0 = tl_now_ms();
+	st_call_cmd(s, "closechan", 0, 0, &r);
+	took = tl_now_ms() - t0;
+	CU_ASSERT_EQUAL(r.outcome, SIPC_OUTCOME_UNKNOWN);
+	CU_ASSERT_EQUAL(r.exit.kind, SIPC_EXIT_TERMINATED);
+	CU_ASSERT_EQUAL(r.exit.reason, SIPC_TERM_CHANNEL_LOST);
+	CU_ASSERT(took < 3000);
+	printf("(%s: channel end seen after %lld ms) ", st_provider(),
+	    (long long)took);
+	sipc_result_release(&r);
+	sipc_destroy(s);
+}
+
 static void
 test_termination_protocol(void)
 {
@@ -655,6 +686,8 @@ static const tl_test termination_tests[] = {
 	{ "test_termination_stall", test_termination_stall },
 	{ "test_termination_deadline", test_termination_deadline },
 	{ "test_termination_channel_lost", test_termination_channel_lost },
+	{ "test_termination_channel_close_seen_at_once",
+	  test_termination_channel_close_seen_at_once },
 	{ "test_termination_protocol", test_termination_protocol },
 	{ "test_termination_shutdown", test_termination_shutdown },
 	{ "test_termination_ignoreterm_killed_after_grace",

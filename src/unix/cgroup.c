@@ -618,8 +618,12 @@ sipc__cg_close(struct sipc__cg *cg)
 
 	if (cg == NULL)
 		return 0;
-	/* worker cgroups that did not empty in time at their end */
-	if ((fd = dup(cg->dirfd)) >= 0 && (d = fdopendir(fd)) != NULL) {
+	/* worker cgroups that did not empty in time at their end; a walk
+	 * of its own (not a dup(), which would lack close-on-exec until
+	 * fdopendir() set it: a host's fork() + exec() then would take the
+	 * directory with it) */
+	if ((fd = openat(cg->dirfd, ".", O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC)) >= 0 && (d = fdopendir(fd)) != NULL) {
 		while ((de = readdir(d)) != NULL) {
 			int cfd;
 

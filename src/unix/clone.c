@@ -16,9 +16,18 @@
  * parent across clone3 so no host handler can run in the child; the
  * child resets every disposition and the mask, moves its descriptors in
  * place, marks everything else close-on-exec, and reports execve's errno
- * over a close-on-exec pipe before _exit(127).  It uses raw system calls
- * only, so no libc lock, allocator or sanitizer interceptor (whose state
- * another thread may have held at clone time) is ever entered.
+ * before _exit(127).  It uses raw system calls only, so no libc lock,
+ * allocator or sanitizer interceptor (whose state another thread may
+ * have held at clone time) is ever entered.
+ *
+ * The errno is reported in memory, not over a pipe (as posix_spawn
+ * does): the clone is a vfork (CLONE_VFORK), so the caller goes on only
+ * once the child has exec'd or exited, and then reads what the child
+ * wrote there.  A pipe's EOF would be a wait that any host child could
+ * hold: a host thread that fork()s without exec while the pipe is open
+ * gives its child the write end (close-on-exec acts only at exec), and
+ * the reaper would wait for that child's exit.  Nothing here waits on a
+ * descriptor.
  *
  * Where it can, the child shares the caller's memory until its execve()
  * (CLONE_VM | CLONE_VFORK, see SIPC__SHARED_VM below): a fork-style
@@ -33,11 +42,13 @@
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <linux/sched.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/pidfd.h>
 #include <sys/prctl.h>
@@ -47,23 +58,29 @@
 #include <unistd.h>
 
 #include "sipc.h"
+#include "clock.h"
 #include "clone.h"
 
 #if defined(__clang__)
 #define SIPC__CHILD_SIDE __attribute__((noreturn, noinline, \
 	no_sanitize("address", "thread", "undefined")))
+#define SIPC__CHILD_SIDE_RET __attribute__((noinline, \
+	no_sanitize("address", "thread", "undefined")))
 #else
 #define SIPC__CHILD_SIDE __attribute__((noreturn, noinline, \
 	no_sanitize_address, no_sanitize_thread, no_sanitize_undefined))
+#define SIPC__CHILD_SIDE_RET __attribute__((noinline, \
+	no_sanitize_address, no_sanitize_thread, no_sanitize_undefined))
 #endif
+#define SIPC__CHILD_SIDE_VOID SIPC__CHILD_SIDE_RET
 
 /*
  * Spawn without copying the supervisor's page tables: CLONE_VM |
  * CLONE_VFORK, as posix_spawn does.  The child runs on a stack of its
  * own in the caller's frame while the calling thread is suspended, until
- * its execve() (or exit), so nothing is touched by both.  It needs no
- * parent step between clone and exec, so not with a user namespace (the
- * parent writes its id maps).  A cgroup needs none: CLONE_INTO_CGROUP
+ * its execve() (or exit), so nothing is touched by both.  Not with a
+ * user namespace (that child stays on clone3, which makes it in the
+ * same call; it writes its own id maps).  A cgroup needs no parent step: CLONE_INTO_CGROUP
  * exists only for clone3 (which cannot run a function on another
  * stack), so this child writes "0" to a cgroup.procs the parent opened
  * and fails closed if it cannot (child_side).  Not under a sanitizer:
@@ -103,13 +120,57 @@ sipc__fd_high(int fd)
 	return nfd;
 }
 
+/* Where the child reports: memory the caller reads once the vfork
+ * clone let it go on.  0: exec'd; > 0 exec's errno; < 0 a step before
+ * it failed (-errno).  The maps, for a child in a new user namespace,
+ * are made before the clone (no formatting in the child). */
+struct sipc__spawn_report {
+	volatile int err;
+	char uid_map[32];
+	char gid_map[32];
+};
+
 static void SIPC__CHILD_SIDE
-child_fail(int errw, int err)
+child_fail(struct sipc__spawn_report *rep, int err)
 {
-	(void)syscall(SYS_write, errw, &err, sizeof(err));
+	rep->err = err;
 	(void)syscall(SYS_exit_group, 127);
 	for (;;)
 		;
+}
+
+/* Raw: write text to a file of /proc/self.  0 or -errno. */
+static int SIPC__CHILD_SIDE_RET
+child_write(const char *path, const char *text)
+{
+	long fd, n = 0, r;
+
+	while (text[n] != '\0')
+		n++;
+	if ((fd = syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_CLOEXEC)) < 0)
+		return -errno;
+	r = syscall(SYS_write, fd, text, n);
+	r = r == n ? 0 : r < 0 ? -errno : -EIO;
+	(void)syscall(SYS_close, fd);
+	return (int)r;
+}
+
+/* In a new user namespace, the child maps the caller's own uid and gid
+ * itself (a one-line map of its own ids is what an unprivileged process
+ * may write for its namespace), so the parent has no step between clone
+ * and exec and the clone can be a vfork. */
+static void SIPC__CHILD_SIDE_VOID
+child_id_maps(struct sipc__spawn_report *rep)
+{
+	int r;
+
+	if ((r = child_write("/proc/self/uid_map", rep->uid_map)) < 0)
+		child_fail(rep, r);
+	if ((r = child_write("/proc/self/setgroups", "deny")) < 0 &&
+	    r != -ENOENT)
+		child_fail(rep, r);
+	if ((r = child_write("/proc/self/gid_map", rep->gid_map)) < 0)
+		child_fail(rep, r);
 }
 
 /*
@@ -121,38 +182,31 @@ child_fail(int errw, int err)
  * before this write, so no descendant is left behind outside either.
  */
 static void SIPC__CHILD_SIDE
-child_side(const struct sipc__spawn *sp, int errw, int syncr, int cgprocs,
-           pid_t parent)
+child_side(const struct sipc__spawn *sp, struct sipc__spawn_report *rep,
+           int cgprocs, pid_t parent)
 {
 	struct sipc__ksigaction dfl = { .handler = SIG_DFL };
 	uint64_t none = 0;
 	unsigned first_free = 4;
-	char c;
 	long r;
 	int i;
 
 	if (cgprocs >= 0) {
 		r = syscall(SYS_write, cgprocs, "0", 1);
 		if (r != 1)
-			child_fail(errw, r < 0 ? -errno : -EIO);
+			child_fail(rep, r < 0 ? -errno : -EIO);
 	}
-	if (sp->flags & SIPC__SPAWN_NEWUSER) {
-		/* Wait for the parent to write our uid and gid maps. */
-		do
-			r = syscall(SYS_read, syncr, &c, 1);
-		while (r < 0 && errno == EINTR);
-		if (r != 1)
-			child_fail(errw, EPERM);
-	}
+	if (sp->flags & SIPC__SPAWN_NEWUSER)
+		child_id_maps(rep);
 	/* Die with the spawning thread (the long-lived reaper); outside a
 	 * new PID namespace, re-check that the parent did not die first
 	 * (inside one, getppid() is 0: sipc-init checks its report socket
 	 * instead). */
 	if (syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
-		child_fail(errw, errno);
+		child_fail(rep, errno);
 	if (!(sp->flags & SIPC__SPAWN_NEWPID) &&
 	    syscall(SYS_getppid) != parent)
-		child_fail(errw, ESRCH);
+		child_fail(rep, ESRCH);
 	/* A /proc of the new PID namespace, mounted here, before execve:
 	 * in a user namespace that maps our own uid, sipc-init is not root
 	 * of it and has no capability left after its exec, so a mount of
@@ -166,12 +220,12 @@ child_side(const struct sipc__spawn *sp, int errw, int syncr, int cgprocs,
 	}
 	if ((sp->flags & SIPC__SPAWN_SETPGRP) &&
 	    syscall(SYS_setpgid, 0, 0) < 0)
-		child_fail(errw, errno);
+		child_fail(rep, errno);
 	if (sp->nproc_limit > 0) {
 		struct rlimit rl = { sp->nproc_limit, sp->nproc_limit };
 
 		if (syscall(SYS_prlimit64, 0, RLIMIT_NPROC, &rl, NULL) < 0)
-			child_fail(errw, errno);
+			child_fail(rep, errno);
 	}
 	/* Dispositions: a host's SIG_IGN would survive execve. */
 	for (i = 1; i < 65; i++)
@@ -181,70 +235,22 @@ child_side(const struct sipc__spawn *sp, int errw, int syncr, int cgprocs,
 		if (sp->fds[i] < 0)
 			continue;
 		if (syscall(SYS_dup3, sp->fds[i], i, 0) < 0)
-			child_fail(errw, errno);
+			child_fail(rep, errno);
 		first_free = (unsigned)i + 1;
 	}
 	/* Everything above goes at execve, descriptors the host forgot to
-	 * mark close-on-exec included; errw stays open until then. */
+	 * mark close-on-exec included. */
 	if (syscall(SYS_close_range, first_free, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
-		child_fail(errw, errno);
+		child_fail(rep, errno);
 	(void)syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, 8);
 	(void)syscall(SYS_execve, sp->path, sp->argv, sp->envp);
-	child_fail(errw, errno);
-}
-
-static int
-write_file(pid_t pid, const char *name, const char *text)
-{
-	char path[64];
-	int fd, rc = 0;
-	size_t n = strlen(text);
-
-	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
-	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) < 0)
-		return -errno;
-	if (write(fd, text, n) != (ssize_t)n)
-		rc = -errno;
-	close(fd);
-	return rc;
-}
-
-/* Map the caller's own uid and gid into the child's user namespace. */
-static int
-write_id_maps(pid_t pid)
-{
-	char map[64];
-	int rc;
-
-	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)getuid(),
-	    (unsigned)getuid());
-	if ((rc = write_file(pid, "uid_map", map)) < 0)
-		return rc;
-	if ((rc = write_file(pid, "setgroups", "deny")) < 0 && rc != -ENOENT)
-		return rc;
-	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)getgid(),
-	    (unsigned)getgid());
-	return write_file(pid, "gid_map", map);
-}
-
-/* Read the exec report: 0 (exec'd: EOF), the child's errno, or -errno. */
-static int
-read_exec_report(int fd)
-{
-	int err = 0;
-	ssize_t n;
-
-	do
-		n = read(fd, &err, sizeof(err));
-	while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return -errno;
-	return n == (ssize_t)sizeof(err) ? err : 0;
+	child_fail(rep, errno);
 }
 
 struct child_args {
 	const struct sipc__spawn *sp;
-	int errw, syncr, cgprocs;
+	struct sipc__spawn_report *rep;
+	int cgprocs;
 	pid_t parent;
 };
 
@@ -259,18 +265,18 @@ child_entry(void *arg)
 {
 	const struct child_args *a = arg;
 
-	child_side(a->sp, a->errw, a->syncr, a->cgprocs, a->parent);
+	child_side(a->sp, a->rep, a->cgprocs, a->parent);
 }
 
 /* clone() with CLONE_VM | CLONE_VFORK (see SIPC__SHARED_VM): returns
  * the child's pid, or -1 with errno set.  cgprocs: see child_side. */
 static long
-clone_shared_vm(const struct sipc__spawn *sp, int errw, int cgprocs,
-                pid_t parent, int *ret_pidfd)
+clone_shared_vm(const struct sipc__spawn *sp, struct sipc__spawn_report *rep,
+                int cgprocs, pid_t parent, int *ret_pidfd)
 {
 	_Alignas(16) char stack[SIPC__CHILD_STACK];
-	struct child_args a = { .sp = sp, .errw = errw, .syncr = -1,
-	    .cgprocs = cgprocs, .parent = parent };
+	struct child_args a = { .sp = sp, .rep = rep, .cgprocs = cgprocs,
+	    .parent = parent };
 	int flags = CLONE_VM | CLONE_VFORK | CLONE_PIDFD;  /* exit signal 0 */
 
 	if (sp->flags & SIPC__SPAWN_NEWPID)
@@ -279,40 +285,39 @@ clone_shared_vm(const struct sipc__spawn *sp, int errw, int cgprocs,
 	    (pid_t *)ret_pidfd);
 }
 
-static void
-kill_and_reap(int pidfd)
+/* The report: on the caller's stack for the shared-memory child, which
+ * writes the caller's own memory; a shared mapping for the clone3 child,
+ * which has a copy of everything else. */
+static struct sipc__spawn_report *
+report_new(bool shared, struct sipc__spawn_report *local)
 {
-	(void)pidfd_send_signal(pidfd, SIGKILL, NULL, 0);
-	(void)sipc__pidfd_reap(pidfd);
+	void *m;
+
+	if (shared)
+		return local;
+	m = mmap(NULL, sizeof(*local), PROT_READ | PROT_WRITE,
+	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	return m == MAP_FAILED ? NULL : m;
 }
 
-int
-sipc__spawn_start(const struct sipc__spawn *sp, struct sipc__spawned *ret)
+static void
+report_free(struct sipc__spawn_report *rep, bool shared)
 {
-	int ep[2] = { -1, -1 }, sy[2] = { -1, -1 }, pidfd = -1, rc = 0, err;
-	int cgprocs = -1;
-	bool shared = SIPC__SHARED_VM && !(sp->flags & SIPC__SPAWN_NEWUSER);
+	if (rep != NULL && !shared)
+		(void)munmap(rep, sizeof(*rep));
+}
+
+/* clone3 (CLONE_VFORK: the caller goes on once the child exec'd or
+ * exited): the child's pid, or -1 with errno set. */
+static long
+clone3_vfork(const struct sipc__spawn *sp, struct sipc__spawn_report *rep,
+             pid_t parent, int *ret_pidfd)
+{
 	struct clone_args ca;
-	sigset_t all, old;
-	pid_t parent = getpid();
 	long pid;
 
-	if (pipe2(ep, O_CLOEXEC) < 0)
-		return -errno;
-	if ((sp->flags & SIPC__SPAWN_NEWUSER) && pipe2(sy, O_CLOEXEC) < 0) {
-		rc = -errno;
-		goto out;
-	}
-	/* The shared-memory child cannot be cloned into its cgroup: it
-	 * moves itself there through this descriptor (child_side). */
-	if (shared && (sp->flags & SIPC__SPAWN_CGROUP) &&
-	    (cgprocs = openat(sp->cgroup_fd, "cgroup.procs",
-	    O_WRONLY | O_CLOEXEC)) < 0) {
-		rc = -errno;
-		goto out;
-	}
 	memset(&ca, 0, sizeof(ca));
-	ca.flags = CLONE_PIDFD;
+	ca.flags = CLONE_PIDFD | CLONE_VFORK;
 	if (sp->flags & SIPC__SPAWN_NEWPID)
 		ca.flags |= CLONE_NEWPID | CLONE_NEWNS;
 	if (sp->flags & SIPC__SPAWN_NEWUSER)
@@ -321,63 +326,73 @@ sipc__spawn_start(const struct sipc__spawn *sp, struct sipc__spawned *ret)
 		ca.flags |= CLONE_INTO_CGROUP;
 		ca.cgroup = (uint64_t)sp->cgroup_fd;
 	}
-	ca.pidfd = (uint64_t)(uintptr_t)&pidfd;
+	ca.pidfd = (uint64_t)(uintptr_t)ret_pidfd;
 	ca.exit_signal = 0;
+	pid = syscall(SYS_clone3, &ca, sizeof(ca));
+	if (pid == 0)
+		child_side(sp, rep, -1, parent);
+	return pid;
+}
+
+int
+sipc__spawn_start(const struct sipc__spawn *sp, struct sipc__spawned *ret)
+{
+	struct sipc__spawn_report own, *rep;
+	int pidfd = -1, rc = 0, err, cgprocs = -1;
+	bool shared = SIPC__SHARED_VM && !(sp->flags & SIPC__SPAWN_NEWUSER);
+	sigset_t all, old;
+	pid_t parent = getpid();
+	long pid;
+
+	memset(&own, 0, sizeof(own));
+	if ((rep = report_new(shared, &own)) == NULL)
+		return -errno;
+	rep->err = 0;
+	snprintf(rep->uid_map, sizeof(rep->uid_map), "%u %u 1\n",
+	    (unsigned)getuid(), (unsigned)getuid());
+	snprintf(rep->gid_map, sizeof(rep->gid_map), "%u %u 1\n",
+	    (unsigned)getgid(), (unsigned)getgid());
+	/* The shared-memory child cannot be cloned into its cgroup: it
+	 * moves itself there through this descriptor (child_side). */
+	if (shared && (sp->flags & SIPC__SPAWN_CGROUP) &&
+	    (cgprocs = openat(sp->cgroup_fd, "cgroup.procs",
+	    O_WRONLY | O_CLOEXEC)) < 0) {
+		rc = -errno;
+		goto out;
+	}
 	/* No host signal handler may run in the child before its reset. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	if (shared) {
-		pid = clone_shared_vm(sp, ep[1], cgprocs, parent, &pidfd);
-	} else {
-		pid = syscall(SYS_clone3, &ca, sizeof(ca));
-		if (pid == 0)
-			child_side(sp, ep[1], sy[0], -1, parent);
-	}
+	if (shared)
+		pid = clone_shared_vm(sp, rep, cgprocs, parent, &pidfd);
+	else
+		pid = clone3_vfork(sp, rep, parent, &pidfd);
 	err = errno;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (pid < 0) {
 		rc = -err;
 		goto out;
 	}
-	/* Closed before the next clone: only this child holds the write
-	 * end, so its exec (or death) is the report's EOF. */
-	close(ep[1]);
-	ep[1] = -1;
-	if (sp->flags & SIPC__SPAWN_NEWUSER) {
-		if ((rc = write_id_maps((pid_t)pid)) < 0 ||
-		    write(sy[1], "x", 1) != 1) {
-			rc = rc < 0 ? rc : -errno;
-			kill_and_reap(pidfd);
-			close(pidfd);
-			goto out;
-		}
-	}
+	/* The child has exec'd or exited: what it wrote is final. */
 	ret->pid = (pid_t)pid;
 	ret->pidfd = pidfd;
-	ret->report_fd = ep[0];
-	ep[0] = -1;
+	ret->report = rep->err;
 out:
 	if (cgprocs >= 0)
 		close(cgprocs);
-	for (int i = 0; i < 2; i++) {
-		if (ep[i] >= 0)
-			close(ep[i]);
-		if (sy[i] >= 0)
-			close(sy[i]);
-	}
+	report_free(rep, shared);
 	return rc;
 }
 
 int
 sipc__spawn_finish(struct sipc__spawned *sd, int *ret_errno)
 {
-	int err = read_exec_report(sd->report_fd);
+	int err = sd->report;
 
-	close(sd->report_fd);
-	sd->report_fd = -1;
 	if (err == 0)
 		return 0;
-	(void)sipc__pidfd_reap(sd->pidfd);
+	/* it exited (exit_group right after its report) */
+	(void)sipc__pidfd_reap_within(sd->pidfd, SIPC__REAP_MS);
 	close(sd->pidfd);
 	sd->pidfd = -1;
 	if (err < 0)
@@ -417,15 +432,20 @@ sipc__pidfd_observe(int pidfd, siginfo_t *ret)
 }
 
 int
-sipc__pidfd_wait_exit(int pidfd)
+sipc__pidfd_reap_within(int pidfd, int ms)
 {
-	siginfo_t si;
+	struct pollfd pf = { .fd = pidfd, .events = POLLIN };
+	int64_t until = sipc__now_ms() + ms, left;
+	int r = 0;
 
-	while (waitid(P_PIDFD, (id_t)pidfd, &si,
-	    WEXITED | WNOWAIT | __WALL) < 0)
-		if (errno != EINTR)
-			return -errno;
-	return 0;
+	while ((left = until - sipc__now_ms()) >= 0 &&
+	    (r = poll(&pf, 1, (int)left)) < 0 && errno == EINTR)
+		;
+	if (r != 1) {
+		sipc__bound_expired("a killed child to exit before its reap");
+		return -ETIMEDOUT;
+	}
+	return sipc__pidfd_reap(pidfd);
 }
 
 int

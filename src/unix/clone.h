@@ -6,6 +6,8 @@
  * clone(CLONE_VM | CLONE_VFORK | CLONE_PIDFD) instead: it
  * shares the caller's memory until its execve(), so no page table is
  * copied and none of the caller's pages is write-protected (clone.c).
+ * Either child reports a failed exec in memory the caller reads once
+ * the vfork clone returns, never over a pipe a host child could hold.
  *
  * A child cloned with exit_signal = 0 raises no SIGCHLD in the host, is
  * invisible to a host wait()/waitpid(-1) without __WALL, and is not
@@ -59,19 +61,23 @@ struct sipc__spawn {
 
 #define SIPC__SPAWN_FD_FLOOR 10
 
-/* A child cloned by sipc__spawn_start, not yet known to have exec'd. */
+/* A child cloned by sipc__spawn_start: it has exec'd (report 0) or
+ * exited after its report. */
 struct sipc__spawned {
 	pid_t pid;
 	int pidfd;                    /* close-on-exec */
-	int report_fd;                /* exec report: EOF once exec'd */
+	int report;                   /* 0 exec'd; > 0 exec's errno; < 0 a
+	                               * step before exec failed (-errno) */
 };
 
 /*
- * Start the child: clone3 (and, in a new user namespace, its id maps),
- * without waiting for it to exec, so a caller can start many and then
- * collect them while they exec in parallel.  (On the CLONE_VFORK path
- * the call returns once the child has begun its execve(): the loading
- * of the program and the dynamic linker still run in parallel.)
+ * Start the child.  Both clones are vforks (CLONE_VFORK): the call
+ * returns once the child has begun its execve() or has exited, with its
+ * report in *ret (no descriptor to wait on, so no host child forked
+ * meanwhile can hold the caller).  The loading of the program and the
+ * dynamic linker still run in parallel, so a caller can start many and
+ * then collect them.  In a new user namespace the child writes its own
+ * one-line uid and gid maps first.
  * Returns 0 with *ret filled, or -errno when the clone failed
  * (EPERM/EINVAL/ENOSPC/EUSERS for a namespace the caller may not
  * create) or cgroup_fd's cgroup.procs cannot be opened for writing;
@@ -82,13 +88,13 @@ struct sipc__spawned {
 int sipc__spawn_start(const struct sipc__spawn *sp, struct sipc__spawned *ret);
 
 /*
- * Wait until a started child has exec'd (blocking).  Returns 0 (pid and
- * pidfd stay the caller's); SIPC_E_EXEC with *ret_errno set when the
- * child could not exec; -errno when it could not move itself into its
- * cgroup (SIPC__SPAWN_CGROUP, shared-memory spawn: as clone3 would have
- * failed with CLONE_INTO_CGROUP); other -errno.  On failure the child is
- * reaped and its pidfd closed.  The exec report descriptor is closed either
- * way.
+ * What a started child reported.  Returns 0 (pid and pidfd stay the
+ * caller's); SIPC_E_EXEC with *ret_errno set when the child could not
+ * exec; -errno when a step before exec failed (it could not move itself
+ * into its cgroup, SIPC__SPAWN_CGROUP on the shared-memory spawn, as
+ * clone3 would have failed with CLONE_INTO_CGROUP; or could not write
+ * its id maps).  On failure the child (which has exited) is reaped,
+ * bounded, and its pidfd closed.
  */
 int sipc__spawn_finish(struct sipc__spawned *sd, int *ret_errno);
 
@@ -107,9 +113,16 @@ int sipc__fd_high(int fd);
  * -ECHILD: someone else reaped it (it is lost); other -errno.
  */
 int sipc__pidfd_observe(int pidfd, siginfo_t *ret);
-/* Wait (blocking) until the child has ended, without reaping it. */
-int sipc__pidfd_wait_exit(int pidfd);
-/* Reap the child behind pidfd (blocking; EINTR retried).  0 or -errno. */
+/* Reap the child behind pidfd (blocking; EINTR retried).  0 or -errno.
+ * Only for a child known to have exited (observed, WNOWAIT). */
 int sipc__pidfd_reap(int pidfd);
+/* Reap the child behind pidfd once it has exited, waiting at most ms:
+ * 0, -ETIMEDOUT (left unreaped; counted as an expired bound, clock.h),
+ * or -errno.  For a child just killed or known to be exiting, whose
+ * exit may still hang (a PID namespace member that cannot die). */
+int sipc__pidfd_reap_within(int pidfd, int ms);
+/* The bound for that: a killed process is normally gone in
+ * milliseconds. */
+#define SIPC__REAP_MS 5000
 
 #endif

@@ -2,12 +2,14 @@
  * launchio.c - descriptors, argv and reports around a worker launched
  * under sipc-init, and the worker's end; see launchio.h.
  *
- * Threads: any; no shared state.  A struct sipc__wend belongs to one
- * handle (reaper thread).
+ * Threads: any.  The one shared state is the fork window's lock (a
+ * process-wide rwlock and its pthread_atfork() handlers, launchio.h).
+ * A struct sipc__wend belongs to one handle (reaper thread).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,13 +26,58 @@
 #include "clone.h"
 #include "launchio.h"
 
+/* The fork window (launchio.h): readers are launches holding child
+ * ends, the writer a host fork().  Reader-preferring (glibc's default),
+ * so a launch never waits for a fork queued behind another launch. */
+static pthread_rwlock_t fork_window = PTHREAD_RWLOCK_INITIALIZER;
+static pthread_once_t fork_window_once = PTHREAD_ONCE_INIT;
+
+static void
+fork_prepare(void)
+{
+	(void)pthread_rwlock_wrlock(&fork_window);
+}
+
+static void
+fork_parent(void)
+{
+	(void)pthread_rwlock_unlock(&fork_window);
+}
+
+/* In the child the lock is made anew, not unlocked: glibc tells a
+ * writer's unlock by the thread id, which the child's thread no longer
+ * has (its unlock would count as a reader's and leave the lock held).
+ * The child has one thread and no window open (none could be while the
+ * lock was held for writing). */
+static void
+fork_child(void)
+{
+	(void)pthread_rwlock_init(&fork_window, NULL);
+}
+
+static void
+fork_window_setup(void)
+{
+	(void)pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
+static void
+window_close(struct sipc__launch_fds *f)
+{
+	if (f->window)
+		(void)pthread_rwlock_unlock(&fork_window);
+	f->window = false;
+}
+
 int
 sipc__launch_fds_open(struct sipc__launch_fds *f, bool passcred)
 {
 	int on = 1;
 
 	*f = (struct sipc__launch_fds){ { -1, -1 }, { -1, -1 }, { -1, -1 },
-	    -1 };
+	    -1, false };
+	(void)pthread_once(&fork_window_once, fork_window_setup);
+	f->window = pthread_rwlock_rdlock(&fork_window) == 0;
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, f->sv) < 0 ||
 	    pipe2(f->dp, O_CLOEXEC) < 0 ||
 	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, f->rp) < 0 ||
@@ -67,6 +114,7 @@ sipc__launch_fds_close(struct sipc__launch_fds *f)
 	if (f->devnull >= 0)
 		close(f->devnull);
 	f->devnull = -1;
+	window_close(f);
 }
 
 /* A pending launch then holds no more descriptors than a started
@@ -81,6 +129,7 @@ sipc__launch_fds_close_child(struct sipc__launch_fds *f)
 			close(*fd[i]);
 		*fd[i] = -1;
 	}
+	window_close(f);
 }
 
 /* Its parent (sipc-init) is pid 1 in the namespace, so SIPC_PARENT_PID
@@ -137,6 +186,27 @@ sipc__init_report_read(int fd, int ms, struct sipc__init_msg *ret,
 			*ret_pid = uc.pid;
 		}
 	return 1;
+}
+
+int
+sipc__init_report_wait(int fd, int pidfd, int ms, struct sipc__init_msg *ret,
+                       pid_t *ret_pid)
+{
+	struct pollfd p[2] = { { .fd = fd, .events = POLLIN },
+	    { .fd = pidfd, .events = POLLIN } };
+	int64_t until = sipc__now_ms() + ms, left;
+	int r;
+
+	for (;;) {
+		if ((left = until - sipc__now_ms()) < 0) {
+			sipc__bound_expired("sipc-init's first report");
+			return 0;
+		}
+		if ((r = poll(p, 2, (int)left)) < 0 && errno != EINTR)
+			return -errno;
+		if (r > 0)
+			return sipc__init_report_read(fd, 0, ret, ret_pid);
+	}
 }
 
 bool
@@ -315,12 +385,19 @@ sipc__wend_try_end(void *h, struct sipc_exit *ret)
 		return 1;
 	}
 	r = sipc__pidfd_observe(w->pidfd, &si);
-	if (r == 0 && sipc__init_report_pending(w->report_fd)) {
+	if (r == 0 && !w->exit_waited &&
+	    sipc__init_report_pending(w->report_fd)) {
 		/* The worker has ended and its init is on its way out (it
 		 * exits right after reporting; bwrap follows it at once):
 		 * wait for our child, so the end is seen as soon as the
-		 * worker's channel closes. */
-		(void)sipc__pidfd_wait_exit(w->pidfd);
+		 * worker's channel closes.  Once, and bounded: the init's
+		 * exit waits for every member of its namespace, and one
+		 * that cannot die (D state, frozen) holds it; the end
+		 * descriptor then says when it is over. */
+		w->exit_waited = true;
+		if (!sipc__pidfd_gone_within(w->pidfd, SIPC__INIT_EXIT_MS))
+			sipc__bound_expired("a worker's namespace to empty after "
+			    "its init reported (a member that cannot die)");
 		r = sipc__pidfd_observe(w->pidfd, &si);
 	}
 	if (r == -ECHILD) {
@@ -464,7 +541,9 @@ sipc__wend_sweep(void *h)
 		return drain_over(w) ? sweep_finish(w) : 1;
 	if (w->sig_fd >= 0 && w->sig_fd != w->pidfd) {
 		(void)pidfd_send_signal(w->sig_fd, SIGKILL, NULL, 0);
-		(void)sipc__pidfd_gone_within(w->sig_fd, SIPC__INIT_END_MS);
+		if (!sipc__pidfd_gone_within(w->sig_fd, SIPC__INIT_END_MS))
+			sipc__bound_expired("a sandbox's init to exit after its "
+			    "kill");
 		close(w->sig_fd);
 		w->sig_fd = -1;
 	}
@@ -497,9 +576,22 @@ sipc__wend_release(void *h)
 		return;
 	if (!w->ended) {
 		/* Never leave an unowned process behind: kill the tree,
-		 * then observe, sweep and reap like a normal end. */
+		 * then observe, sweep and reap like a normal end.  Where
+		 * stop reaches nothing (a sandbox whose init was never
+		 * proven) or its kill does not end our child in time, our
+		 * child itself is killed (the sandbox's outer bwrap: its
+		 * child dies with it, and the namespace with its init); its
+		 * status no longer matters.  Every wait is bounded: a child
+		 * that still has not exited is left unreaped, said so. */
 		(void)sipc__wend_stop(w, SIPC_STOP_FORCED);
-		(void)sipc__pidfd_wait_exit(w->pidfd);
+		if (w->sig_fd < 0 ||
+		    !sipc__pidfd_gone_within(w->pidfd, SIPC__INIT_END_MS)) {
+			(void)pidfd_send_signal(w->pidfd, SIGKILL, NULL, 0);
+			if (!sipc__pidfd_gone_within(w->pidfd,
+			    SIPC__INIT_END_MS))
+				sipc__bound_expired("a released worker's "
+				    "process to exit after its kill");
+		}
 		(void)sipc__wend_try_end(w, &e);
 	}
 	/* still draining: the rest of the bound is waited out here */

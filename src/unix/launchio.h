@@ -28,9 +28,22 @@ struct sipc__launch_fds {
 	int dp[2];                    /* diagnostics pipe */
 	int rp[2];                    /* sipc-init's report socket */
 	int devnull;
+	bool window;                  /* holds the fork window (below) */
 };
 
 /*
+ * The child's ends exist only between open and close_child (or close):
+ * the "fork window".  A host thread's fork() (without exec) inside it
+ * would give its child copies of them: the worker's channel, its
+ * diagnostics and its init's report socket would then stay open after
+ * the worker closed or lost its own, for as long as that host child
+ * lives.  So open takes a process-wide read lock that a pthread_atfork()
+ * prepare handler takes for writing: a host fork() waits until no
+ * window is open (a window lasts one clone, through its exec), and no
+ * launch opens one while a fork is under way.  Library threads never
+ * fork().  (A vfork() or posix_spawn() child runs no handler; it execs
+ * at once, and close-on-exec takes the copies then.)
+ *
  * Open all four, the child's ends at or above SIPC__SPAWN_FD_FLOOR.
  * passcred: the report socket's supervisor end gets SO_PASSCRED, so
  * each report carries the sender's pid as this process sees it (a
@@ -55,6 +68,12 @@ char **sipc__ns_env(char *const *envp);
  */
 int sipc__init_report_read(int fd, int ms, struct sipc__init_msg *ret,
                            pid_t *ret_pid);
+/* The first report, as sipc__init_report_read, but the wait also ends
+ * when our child behind pidfd has exited (a report it sent first is
+ * still read): an init that died without reporting is not waited for
+ * until the bound.  A bound that runs out is counted (clock.h). */
+int sipc__init_report_wait(int fd, int pidfd, int ms,
+                           struct sipc__init_msg *ret, pid_t *ret_pid);
 /* Is a report waiting (non-blocking)?  false for fd < 0. */
 bool sipc__init_report_pending(int fd);
 /* Drain the reports; true when one was EXITED, *ret then its status. */
@@ -68,6 +87,10 @@ bool sipc__pidfd_gone_within(int pidfd, int ms);
 
 /* Bound on a namespace's end after its init was killed. */
 #define SIPC__INIT_END_MS 5000
+/* How long try_end waits, once per worker, for our child to exit after
+ * its init reported the worker's end (it exits at once, unless its
+ * namespace's teardown hangs on a member that cannot die). */
+#define SIPC__INIT_EXIT_MS 500
 
 /*
  * One worker's end, as a provider's handle holds it: its FIRST member,
@@ -112,6 +135,7 @@ struct sipc__wend {
 	bool draining;                /* swept but its cgroup not yet empty */
 	bool reaped;                  /* by sweep, or behind our back */
 	bool swept;
+	bool exit_waited;             /* try_end's one wait after a report */
 	struct sipc__cgw *cg;
 	int ep;                       /* the end descriptor with a cgroup */
 	int ev_fd;                    /* while draining: cgroup.events */

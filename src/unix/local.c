@@ -186,7 +186,8 @@ mode_finish(struct local_pending *q, enum sipc_containment mode,
 		p->w.pgid = p->pid;
 		return 0;
 	}
-	rc = sipc__init_report_read(q->f.rp[0], INIT_START_MS, &m, NULL);
+	rc = sipc__init_report_wait(q->f.rp[0], p->w.pidfd, INIT_START_MS, &m,
+	    NULL);
 	if (rc == 1 && m.kind == SIPC__INIT_STARTED)
 		return 0;
 	if (rc == 1 && m.kind == SIPC__INIT_EXEC_FAILED) {
@@ -196,7 +197,7 @@ mode_finish(struct local_pending *q, enum sipc_containment mode,
 		rc = rc < 0 ? rc : -EPROTO;
 	}
 	(void)pidfd_send_signal(p->w.pidfd, SIGKILL, NULL, 0);
-	(void)sipc__pidfd_reap(p->w.pidfd);
+	(void)sipc__pidfd_reap_within(p->w.pidfd, SIPC__REAP_MS);
 	close(p->w.pidfd);
 	p->w.pidfd = p->w.sig_fd = -1;
 	return rc;
@@ -347,6 +348,7 @@ local_launch_finish(void *pending, struct sipc_provider_chan *ret_chan,
 	sipc__wend_chan(&p->w, &q->f, q->st != NULL ? q->st->cg : NULL,
 	    q->cg_err, ret_chan);
 	ret_chan->display_pid = p->pid;
+	ret_chan->child_pid = p->pid;
 	ret_chan->contain = p->mode;
 	if (p->mode != SIPC_CONTAIN_PID_NAMESPACE && q->why[0] != '\0')
 		snprintf(ret_chan->note, sizeof(ret_chan->note),

@@ -7,9 +7,10 @@
  * SIGCHLD from a signalfd.  On each SIGCHLD it walks this process's
  * children (/proc/self/task/<tid>/children lists the children of every
  * thread) and reaps, by pid and WNOHANG, each one that:
- *   - is not a worker (a direct child the library spawned): workers are
- *     observed through their pidfd (waitid WNOWAIT first) and reaped
- *     there, so they must not be taken here;
+ *   - is not a worker (the direct child a provider launched, as its
+ *     chan.child_pid says): workers are observed through their pidfd
+ *     (waitid WNOWAIT first) and reaped there, so they must not be
+ *     taken here;
  *   - is not in the host's process group: the host's own children stay
  *     there unless they leave it, and the host waits for them itself.
  * Never waitpid(-1): it could take a worker or a host child.
@@ -118,22 +119,28 @@ sipc__owner_release(void)
 	pthread_mutex_unlock(&owner_lock);
 }
 
+/* Is pid the provider's own child behind a live handle?  That child is
+ * the provider's to observe (WNOWAIT) and reap: reaped here, its end
+ * would be lost.  Its identity is what the provider launched
+ * (chan.child_pid), never the pid it shows in logs (display_pid: for
+ * the sandbox, sipc-init's, while our child is the outer bwrap). */
 static bool
 live_worker(const struct sipc_supervisor *s, pid_t pid)
 {
 	for (unsigned i = 0; i < s->nslots; i++)
-		if (s->slots[i].handle != NULL && s->slots[i].pid == pid)
+		if (s->slots[i].handle != NULL && s->slots[i].child_pid == pid)
 			return true;
 	return false;
 }
 
 /* A slot that never started a worker has pid 0, and 0 is the process
- * group /proc shows for kernel threads: never a worker's group. */
+ * group /proc shows for kernel threads: never a worker's group.  Every
+ * built-in launch makes its child a group leader. */
 static bool
 last_worker_group(const struct sipc_supervisor *s, pid_t pgid)
 {
 	for (unsigned i = 0; i < s->nslots; i++)
-		if (s->slots[i].pid > 0 && s->slots[i].pid == pgid)
+		if (s->slots[i].child_pid > 0 && s->slots[i].child_pid == pgid)
 			return true;
 	return false;
 }

@@ -223,6 +223,7 @@ sbx_launch_start(void *state, const struct sipc_provider_launch *l,
 	    (rc = access(l->path, X_OK) < 0 ? -errno : 0) < 0 ||
 	    (rc = access(sbx_init(l), X_OK) < 0 ? -errno : 0) < 0) {
 		q->start_err = -rc;
+		sipc__launch_fds_close_child(&q->f);  /* the fork window */
 		*ret_pending = q;
 		return 0;
 	}
@@ -306,7 +307,7 @@ start_abort(struct sbx_proc *p)
 	if (p->w.sig_fd >= 0)
 		(void)pidfd_send_signal(p->w.sig_fd, SIGKILL, NULL, 0);
 	(void)pidfd_send_signal(p->w.pidfd, SIGKILL, NULL, 0);
-	(void)sipc__pidfd_reap(p->w.pidfd);
+	(void)sipc__pidfd_reap_within(p->w.pidfd, SIPC__REAP_MS);
 	close(p->w.pidfd);
 	p->w.pidfd = -1;
 	if (p->w.sig_fd >= 0)
@@ -327,7 +328,8 @@ sbx_started(struct sbx_pending *q, int *ret_errno)
 		return rc;
 	p->bwrap_pid = q->sd.pid;
 	p->w.pidfd = q->sd.pidfd;
-	rc = sipc__init_report_read(q->f.rp[0], INIT_START_MS, &m, &from);
+	rc = sipc__init_report_wait(q->f.rp[0], p->w.pidfd, INIT_START_MS, &m,
+	    &from);
 	if (rc == 1 && m.kind == SIPC__INIT_STARTED) {
 		/* An init already gone (its worker ended at once) took the
 		 * namespace with it: nothing is left to signal, and bwrap's
@@ -370,6 +372,7 @@ sbx_launch_finish(void *pending, struct sipc_provider_chan *ret_chan,
 	sipc__wend_chan(&p->w, &q->f, q->st != NULL ? q->st->cgs.cg : NULL,
 	    q->cg_err, ret_chan);
 	ret_chan->display_pid = p->init_pid;
+	ret_chan->child_pid = p->bwrap_pid;
 	ret_chan->contain = SIPC_CONTAIN_PID_NAMESPACE;
 	snprintf(ret_chan->note, sizeof(ret_chan->note), "%s", q->view_note);
 	sipc__sbx_id_encode(&p->id, &ret_chan->id);

@@ -66,6 +66,14 @@ st_log_has(const char *needle)
 	return r;
 }
 
+void
+st_log_print(void)
+{
+	pthread_mutex_lock(&logcap.mu);
+	fprintf(stderr, "--- captured log:\n%s---\n", logcap.buf);
+	pthread_mutex_unlock(&logcap.mu);
+}
+
 bool
 st_log_has_cb(void *arg)
 {

@@ -57,6 +57,8 @@ void st_log_fn(void *arg, enum sipc_log_level lvl, uint32_t wid,
 void st_log_reset(void);
 /* Has any captured message contained `needle`? */
 bool st_log_has(const char *needle);
+/* Print the capture to stderr (a failing test's evidence). */
+void st_log_print(void);
 /* The same as a tl_wait_until() condition; arg is the needle. */
 bool st_log_has_cb(void *arg);
 
