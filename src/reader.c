@@ -655,8 +655,11 @@ final_drain_proto(struct reader *r, int fd, int64_t until)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
-			eof = n == 0;
-			err = n < 0 && errno != EAGAIN && errno != EWOULDBLOCK;
+			/* A worker that died with frames of ours unread
+			 * leaves ECONNRESET, reported once everything it
+			 * wrote has been read: the end of its stream. */
+			eof = n == 0 || errno == ECONNRESET;
+			err = !eof && errno != EAGAIN && errno != EWOULDBLOCK;
 			break;
 		}
 		snap = (size_t)n < snap ? snap - (size_t)n : 0;
