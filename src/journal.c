@@ -88,8 +88,6 @@ load(struct sipc__journal *j, char *errbuf, size_t errlen)
 
 /* ---------------------------------------------------- appending, sync */
 
-void (*sipc__journal_sync_hook)(struct sipc__journal *j);
-
 /* Sync until record sequence `target` is covered.  j->mu held; released
  * around fdatasync. */
 static int
@@ -111,8 +109,6 @@ sync_to(struct sipc__journal *j, uint64_t target)
 		fd = j->fd;
 		j->syncing = true;
 		pthread_mutex_unlock(&j->mu);
-		if (sipc__journal_sync_hook != NULL)
-			sipc__journal_sync_hook(j);
 		r = sipc__jdir_sync(fd, true);
 		pthread_mutex_lock(&j->mu);
 		j->syncing = false;

@@ -247,11 +247,6 @@ int sipc__journal_tick(struct sipc__journal *j, int64_t now_ms);
  * meanwhile are carried over.  NULL in the library's own use. */
 extern void (*sipc__journal_compact_hook)(struct sipc__journal *j);
 
-/* Tests only: when set, every sync of appended records calls it on the
- * syncing thread, with no lock held, right before its fdatasync (a slow
- * disk, made to order).  NULL in the library's own use. */
-extern void (*sipc__journal_sync_hook)(struct sipc__journal *j);
-
 /* The error that broke the journal (see "Broken" above), 0 while it is
  * healthy.  When it is broken, *ret_first (may be NULL) is true for
  * exactly one call, so that the break is reported once. */

@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "jdir.h"
 #include "jrec.h"
 #include "journal.h"
 #include "rmtree.h"
@@ -298,13 +299,15 @@ gate_open(void *arg)
 }
 
 static void
-slow_sync(struct sipc__journal *j)
+slow_sync(int fd, bool data_only)
 {
 	char name[16] = "";
 	int64_t end = tl_now_ms() + WAIT_MS;
 	bool mine;
 
-	(void)j;
+	(void)fd;
+	if (!data_only)
+		return;
 	(void)pthread_getname_np(pthread_self(), name, sizeof(name));
 	pthread_mutex_lock(&slow.mu);
 	mine = slow.armed && strcmp(name, "sipc-wr0") == 0;
@@ -320,6 +323,8 @@ slow_sync(struct sipc__journal *j)
 	slow.gave_up = tl_now_ms() >= end;
 	pthread_mutex_unlock(&slow.mu);
 }
+
+static const struct sipc__jio_hook slow_hook = { .syncing = slow_sync };
 
 /*
  * A request taken for a batch whose WRITTEN record is refused is not
@@ -368,7 +373,7 @@ test_startctr_refused_record_takes_no_position(void)
 	c.max_inflight = 8;
 	c.handshake_ms = WAIT_MS;
 	c.stall_ms = 60000;
-	sipc__journal_sync_hook = slow_sync;
+	sipc__jio_hook = &slow_hook;
 	CU_ASSERT_FATAL(sipc_create(&c, NULL, 0, &s) == 0);
 	for (i = 0; i < 3; i++) {
 		o[i] = (struct st_outslot){ &box, (unsigned)i };
@@ -400,7 +405,7 @@ test_startctr_refused_record_takes_no_position(void)
 	CU_ASSERT_EQUAL(box.res[2].attempts, 1);
 	pthread_mutex_unlock(&box.mu);
 	CU_ASSERT_EQUAL(sipc_destroy(s), 0);
-	sipc__journal_sync_hook = NULL;
+	sipc__jio_hook = NULL;
 	/* Run once each, by the worker's own log: B never */
 	CU_ASSERT_EQUAL(exec_runs(log, ids[0]), 1);
 	CU_ASSERT_EQUAL(exec_runs(log, ids[1]), 0);
