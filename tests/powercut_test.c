@@ -144,6 +144,7 @@ done_cb(void *arg, struct sipc_result *res)
 
 	if (res->outcome == SIPC_OUTCOME_OK)
 		atomic_store(&answered[i], 1);
+	sipc_result_release(res);
 	atomic_fetch_sub(&outstanding, 1);
 }
 
