@@ -274,6 +274,28 @@ test_exec_large_both_ways(void)
 	free(doc);
 }
 
+/* The converter starts with no signal ignored or blocked, whatever the
+ * worker runtime set (it ignores SIGPIPE, which exec would keep). */
+static void
+test_exec_child_signals_reset(void)
+{
+	char *argv[] = { NULL, "/bin/grep", "-E", "^Sig(Blk|Ign):",
+	    "/proc/self/status", NULL };
+	struct sipc_result r;
+	sipc_supervisor *s;
+
+	s = start_exec(argv);
+	call(s, "", 0, WAIT_MS, &r);
+	CU_ASSERT_EQUAL(r.outcome, SIPC_OUTCOME_OK);
+	CU_ASSERT(reply_has(&r, "SigBlk:\t0000000000000000\n"));
+	CU_ASSERT(reply_has(&r, "SigIgn:\t0000000000000000\n"));
+	if (!reply_has(&r, "SigIgn:\t0000000000000000\n"))
+		fprintf(stderr, "converter saw: %.*s\n", (int)r.reply_len,
+		    r.reply ? (const char *)r.reply : "");
+	sipc_result_release(&r);
+	sipc_destroy(s);
+}
+
 /* ------------------------------------------------------------ deadline */
 
 /* Processes whose environment holds mark_env. */
@@ -427,6 +449,7 @@ main(void)
 	      test_exec_exit_status_and_stderr },
 	    { "test_exec_stderr_flood_bounded", test_exec_stderr_flood_bounded },
 	    { "test_exec_large_both_ways", test_exec_large_both_ways },
+	    { "test_exec_child_signals_reset", test_exec_child_signals_reset },
 	    { "test_exec_deadline_ends_forked_tree",
 	      test_exec_deadline_ends_forked_tree },
 	    { "test_exec_missing_binary_and_bad_args",
