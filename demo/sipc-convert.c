@@ -140,31 +140,89 @@ bulk_main(void *arg)
 
 /* ------------------------------------------------------------ phases */
 
-/* The loop alone: TIMEOUT, then every gs of the run gone. */
+/* An asynchronous outcome: the loop's, while main watches /proc. */
+struct box {
+	pthread_mutex_t mu;
+	struct sipc_result r;         /* [mu] */
+	bool done;                    /* [mu] */
+};
+
+static void
+box_done(void *arg, struct sipc_result *res)
+{
+	struct box *b = arg;
+
+	pthread_mutex_lock(&b->mu);
+	b->r = *res;                  /* the result's buffers move with it */
+	b->done = true;
+	pthread_mutex_unlock(&b->mu);
+}
+
+static bool
+box_wait(struct box *b, int *ret_gs_seen, const char *marker)
+{
+	bool done = false;
+	int gs = 0;
+
+	while (!done) {
+		if (*ret_gs_seen == 0 && cv_marked(marker, &gs) > 0 && gs > 0)
+			*ret_gs_seen = gs;
+		usleep(2000);
+		pthread_mutex_lock(&b->mu);
+		done = b->done;
+		pthread_mutex_unlock(&b->mu);
+	}
+	return true;
+}
+
+static void
+loop_bad(const char *what)
+{
+	pthread_mutex_lock(&tally.mu);
+	if (tally.nbad < 8)
+		snprintf(tally.bad[tally.nbad++], sizeof(tally.bad[0]), "%s",
+		    what);
+	pthread_mutex_unlock(&tally.mu);
+}
+
+/* The loop alone: its gs seen running (so the check below can fail),
+ * TIMEOUT at the deadline, then no gs of the run left anywhere. */
 static bool
 phase_loop(struct cv_pool *p, const struct cv_doc *d)
 {
+	struct sipc_request q = { .payload = d->data, .len = d->len,
+	    .timeout_ms = timeout_of(d) };
+	struct box b = { .mu = PTHREAD_MUTEX_INITIALIZER };
+	int c = cls_index(d->cls), gs = 0, seen = 0, n;
 	uint64_t t0;
-	int gs = 0, n;
-	bool ok = convert_one(p, d);
+	bool ok;
 
+	atomic_fetch_add(&tally.docs[c], 1);
+	if (sipc_submit(p->s, &q, box_done, &b, NULL) < 0)
+		exit(2);
+	box_wait(&b, &seen, p->marker);
 	t0 = cv_now_us();
 	while ((n = cv_marked(p->marker, &gs)) >= 0 && gs > 0 &&
 	    cv_now_us() - t0 < GONE_WAIT_MS * 1000ull)
 		usleep(2000);
+	ok = cv_judge(d, &b.r, p->mem, NULL, 0);
+	atomic_fetch_add(&tally.out[c][(unsigned)b.r.outcome < NOUT ?
+	    (unsigned)b.r.outcome : NOUT - 1], 1);
 	pthread_mutex_lock(&tally.mu);
-	snprintf(tally.how[cls_index(d->cls)], sizeof(tally.how[0]), "%s at "
-	    "%u ms; no gs left %.0f ms later", ok ? "TIMEOUT" : "not TIMEOUT",
+	snprintf(tally.how[c], sizeof(tally.how[0]), "%s at %u ms; no gs "
+	    "left %.0f ms later", sipc_outcome_name(b.r.outcome),
 	    LOOP_TIMEOUT_MS, (double)(cv_now_us() - t0) / 1000.0);
 	pthread_mutex_unlock(&tally.mu);
-	if (gs != 0 || n < 0) {
-		pthread_mutex_lock(&tally.mu);
-		if (tally.nbad < 8)
-			snprintf(tally.bad[tally.nbad++], sizeof(tally.bad[0]),
-			    "loop: %d gs process(es) left after its TIMEOUT", gs);
-		pthread_mutex_unlock(&tally.mu);
-		return false;
-	}
+	sipc_result_release(&b.r);
+	atomic_fetch_add(&tally.done, 1);
+	if (seen == 0)
+		loop_bad("loop: its gs never seen in /proc: the leftover check "
+		    "cannot be made here");
+	if (gs != 0 || n < 0)
+		loop_bad("loop: gs left after its TIMEOUT (or /proc unreadable)");
+	ok = ok && seen > 0 && gs == 0 && n >= 0;
+	if (ok)
+		atomic_fetch_add(&tally.good[c], 1);
 	return ok;
 }
 
@@ -300,14 +358,25 @@ static void
 print_setup(const struct cv_opts *o, const struct cv_pool *p,
             const struct cv_docs *d)
 {
+	struct sipc_stats st;
+
 	printf("sipc-convert: %zu documents (%s), %u sipc-exec workers "
 	    "running %s, %u caller threads\n", d->n, o->docs, o->workers,
 	    o->gs, o->threads);
-	if (p->why_not_sandbox[0] == '\0')
+	if (strcmp(p->provider, "sandbox") == 0)
 		printf("provider: sandbox (bubblewrap)\n");
-	else
+	else if (p->why_not_sandbox[0] != '\0')
 		printf("provider: local adapter (development only): the sandbox "
 		    "could not be used: %s\n", p->why_not_sandbox);
+	else
+		printf("provider: local adapter (development only), as "
+		    "--provider asked\n");
+	if (sipc_stats_get(p->s, &st) == 0) {
+		if (st.cgroup_path[0] == '\0')
+			printf("cgroup: none, so no cgroup.kill (tree containment "
+			    "is the PID namespace alone): %s\n", st.cgroup_why);
+		sipc_stats_release(&st);
+	}
 	if (p->mem == CV_MEM_CG)
 		printf("memory: cgroup memory.max %u MiB per worker tree\n",
 		    CV_MEM_CGROUP >> 20);
