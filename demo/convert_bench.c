@@ -170,10 +170,12 @@ bench_hang(struct cv_pool *p, const struct cv_doc *d)
 	    cv_now_us() - t_out < 10000000)
 		usleep(500);
 	t_gone = cv_now_us();
+	/* signed: the library's timer may fire within its tick before the
+	 * deadline counted from here */
 	printf("metric convert_hang_deadline_to_timeout_ms %.1f ms\n",
-	    (double)(t_out - due) / 1000.0);
+	    (double)((int64_t)t_out - (int64_t)due) / 1000.0);
 	printf("metric convert_hang_deadline_to_tree_gone_ms %.1f ms\n",
-	    (double)(t_gone - due) / 1000.0);
+	    (double)((int64_t)t_gone - (int64_t)due) / 1000.0);
 	printf("note convert hang: deadline %u ms, cancel_grace_ms 300, "
 	    "grace_ms 1000; tree = every gs of the run, found in /proc by "
 	    "its environment\n", deadline_ms);
@@ -202,8 +204,11 @@ cv_bench(const struct cv_opts *o, const struct cv_docs *d,
 	r.idx = idx;
 	r.n = n;
 	printf("note convert: %zu documents, %u workers, %u threads, provider "
-	    "%s, %u rounds each way alternating, best kept\n", n, o->workers,
-	    o->threads, p->provider, rounds);
+	    "%s, %u rounds each way alternating, best kept; direct: "
+	    "posix_spawn of gs, the document in a file under /tmp, the text "
+	    "read back; sipc: the same gs command in sipc-exec, its scratch "
+	    "under the worker's /tmp (a tmpfs in the sandbox)\n", n,
+	    o->workers, o->threads, p->provider, rounds);
 	for (unsigned k = 0; k < rounds && rc == 0; k++) {
 		r.direct = false;
 		if ((v = round_run(&r)) < 0)
