@@ -204,7 +204,9 @@ resolve_cmd(struct xopts *o)
 			    (int)(end - p), p, name);
 			if (access(o->path, X_OK) == 0)
 				return;
-			if (errno != ENOENT)
+			/* a file that is there but not executable says so; a
+			 * directory this user cannot search is no such file */
+			if (errno != ENOENT && access(o->path, F_OK) == 0)
 				err = errno;
 		}
 	}
