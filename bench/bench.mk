@@ -37,7 +37,7 @@ $(BENCH_SIPC): bench/sipc_bench.c bench/sipc_accept.c bench/sipc_contain.c \
 # The containment section and spawn_cost (its rule is beside the
 # library's: it uses internal headers) start workers under sipc-init.
 bench-sipc: $(LIB) $(FIX_BIN) $(INIT_BIN) $(BENCH_SIPC) \
-	$(BENCH_DIR)/spawn_cost
+	$(BENCH_DIR)/spawn_cost $(CONVERT_BIN) $(EXEC_BIN) $(DOCS)
 
 # Build the sipc part in a sub-make; a failure leaves a marker and a log
 # for run.sh instead of stopping the baselines.
@@ -56,6 +56,7 @@ bench-build: $(BENCH_BASE) bench-sipc-try
 bench: bench-build
 	@BENCH_BIN=$(BENCH_DIR) SIPC_FIXTURES=$(BUILD)/fixtures \
 		BENCH_INIT=$(INIT_BIN) BENCH_QUICK=$(BENCH_QUICK) \
+		BENCH_CONVERT=$(CONVERT_BIN) BENCH_EXEC=$(abspath $(EXEC_BIN)) \
 		BENCH_ONLY="$(BENCH_ONLY)" sh bench/run.sh
 
 # spawn_cost's recipe is in GNUmakefile; the header it shares is here.

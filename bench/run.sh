@@ -10,6 +10,9 @@
 #   BENCH_BIN      directory of the bench programs   (build/bench)
 #   SIPC_FIXTURES  directory of the fixture workers  (build/fixtures)
 #   BENCH_INIT     sipc-init for the namespace modes (build/libexec/sipc-init)
+#   BENCH_CONVERT  the conversion demo, for the convert part
+#                  (build/demo/sipc-convert); BENCH_EXEC its sipc-exec
+#                  (build/libexec/sipc-exec); documents: $SIPC_FIXTURES/docs
 #   BENCH_RESULTS  where results go                  (bench/results)
 #   BENCH_QUICK=1  short smoke run (about a minute)
 #   BENCH_ONLY     parts to run, blank-separated (all): raw_pingpong
@@ -24,6 +27,8 @@ set -u
 BIN=${BENCH_BIN:-build/bench}
 FIX=${SIPC_FIXTURES:-build/fixtures}
 INIT=${BENCH_INIT:-build/libexec/sipc-init}
+CONVERT=${BENCH_CONVERT:-build/demo/sipc-convert}
+EXEC=${BENCH_EXEC:-build/libexec/sipc-exec}
 ONLY=${BENCH_ONLY:-}
 RES=${BENCH_RESULTS:-bench/results}
 QUICK=${BENCH_QUICK:-0}
@@ -32,7 +37,7 @@ PY=${PYTHON:-python3}
 HERE=$(dirname "$0")
 
 parts="raw_pingpong raw_pipelined raw_scale newline_proto ppe call pipe spawn mem scale
-stall journal accept containment cost sandbox spawn_cost"
+stall journal accept containment cost sandbox spawn_cost convert"
 for w in $ONLY; do
 	case " $(echo $parts) " in *" $w "*) ;; *)
 		echo "bench: BENCH_ONLY: unknown part $w (parts: $(echo $parts))" >&2
@@ -159,6 +164,22 @@ if [ $sipc_ok = 1 ]; then
 	fi
 fi
 
+# -------------------------------------------------------------- convert
+# Ghostscript through sipc-exec against gs forked directly, same
+# documents, same threads, same run; then a hung document's deadline to
+# its TIMEOUT and to its tree gone.
+if [ $sipc_ok = 1 ] && want convert; then
+	if [ ! -x /usr/bin/gs ]; then
+		emit "note convert skipped: /usr/bin/gs absent (make deps installs ghostscript)"
+	elif [ ! -x "$CONVERT" ] || [ ! -x "$EXEC" ] || [ ! -f "$FIX/docs/MANIFEST" ]; then
+		emit "note convert missing: $CONVERT, $EXEC or $FIX/docs was not built"
+		status=1
+	else
+		run convert 300 "$CONVERT" --bench $q --docs "$FIX/docs" \
+		    --exec "$EXEC" --init "$INIT"
+	fi
+fi
+
 # --------------------------------------------------------------- ratios
 # ratio NAME NUM_METRIC DEN_METRIC OP TARGET [DEN_FACTOR]
 # DEN_METRIC "-" compares the metric itself with the target (a count
@@ -219,6 +240,7 @@ ratio stall_detect_vs_timeout sipc_stall_detect_ms sipc_stall_timeout_ms '<=' 1.
 ratio accept_exact_vs_batch_call_64_p50 sipc_accept_exact_call_64_p50 sipc_accept_batch_call_64_p50 '<=' 1.1
 ratio accept_exact_vs_batch_pipe_64_msgs sipc_accept_exact_pipe_64_msgs sipc_accept_batch_pipe_64_msgs '>=' 0.9
 ratio accept_exact_vs_batch_pipe_64_cpu sipc_accept_exact_pipe_64_cpu_per_req sipc_accept_batch_pipe_64_cpu_per_req '<=' 1.1
+ratio convert_sipc_vs_direct_gs sipc_convert_docs_per_s direct_gs_docs_per_s '>=' 0.95
 um=""
 [ "$unmeasured" != 0 ] && um="; $unmeasured not measurable here"
 [ -z "$ONLY" ] &&

@@ -45,6 +45,8 @@ check man_pages_installed test -s "$d$prefix/share/man/man7/sipc.7" -a \
 	-s "$d$prefix/share/man/man3/sipc_create.3" -a \
 	-s "$d$prefix/share/man/man5/sipc.conf.5"
 check probe_installed test -x "$d$prefix/libexec/sipc/sipc-probe"
+check exec_installed test -x "$d$prefix/libexec/sipc/sipc-exec" -a \
+	-s "$d$prefix/share/man/man1/sipc-exec.1"
 check man_alias_sources_group_page grep -qx '.so man3/sipc_call.3' \
 	"$d$prefix/share/man/man3/sipc_result_release.3"
 

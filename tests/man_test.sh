@@ -1,5 +1,6 @@
 # man_test.sh - every public function has a section 3 page, and every
-# name a page documents exists.
+# name a page documents exists; every page (sections 1, 3, 5, 7)
+# formats without a warning.
 #
 # Public functions: the sipc_* functions (not sipc__*) that the two
 # archives define (nm) together with those the installed headers declare
@@ -7,8 +8,8 @@
 # wrapper counts).  Documented names: the NAME line of each man/*.3
 # page ("name, name \- summary").  To document a new function, add its
 # name to the NAME line of the page of its group (install then makes an
-# alias page for it) or write a page of its own.  Pages of sections 5 and
-# 7 are checked by groff only.
+# alias page for it) or write a page of its own.  Pages of sections 1, 5
+# and 7 are checked by groff only.
 . tests/lib/shtest.sh
 CC=${CC:-cc}
 b=${SIPC_BUILD:-build}
@@ -44,7 +45,7 @@ dups=$(uniq -d "$tmp/pages.all")
 
 # Each page formats without a warning.
 if command -v groff >/dev/null; then
-	for p in man/*.[357]; do
+	for p in man/*.[1357]; do
 		w=$(groff -t -man -Tutf8 -ww -z "$p" 2>&1)
 		if [ -z "$w" ]; then t_ok "man_formats_$(basename "$p")"
 		else t_fail "man_formats_$(basename "$p")" "$w"; fi

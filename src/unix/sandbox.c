@@ -155,10 +155,12 @@ sbx_clone(struct sbx_pending *q, const char *bwrap)
 	if ((a = calloc(1, sizeof(*a))) == NULL)
 		return -ENOMEM;
 	/* The supervisor's view, or one for this launch alone (a start-up
-	 * probe's program, tests without a state). */
+	 * probe's program, tests without a state, a worker whose arguments
+	 * run another program: sipc__sbx_view_widen()). */
 	view = q->st != NULL ? &q->st->view : NULL;
 	if (view == NULL || strcmp(view->path, l->path) != 0 ||
-	    strcmp(view->init, init) != 0) {
+	    strcmp(view->init, init) != 0 ||
+	    sipc__sbx_view_widens(view, l->argv) != NULL) {
 		if ((own = malloc(sizeof(*own))) == NULL) {
 			rc = -ENOMEM;
 			goto out;
@@ -168,6 +170,7 @@ sbx_clone(struct sbx_pending *q, const char *bwrap)
 			own = NULL;
 			goto out;
 		}
+		sipc__sbx_view_widen(own, l->argv);
 		view = own;
 	}
 	snprintf(q->view_note, sizeof(q->view_note), "%s", view->note);

@@ -56,6 +56,15 @@ struct sipc__sbx_view {
  * -ENOMEM.  Free with sipc__sbx_view_free.  Any thread. */
 int sipc__sbx_view_make(struct sipc__sbx_view *v, const char *init,
                         const char *path);
+/* A worker whose arguments name another executable by absolute path (a
+ * wrapper such as sipc-exec running a converter) runs it, and the data
+ * files it reads are named by no ELF header: v becomes the whole-/usr
+ * view, its note naming the program.  Such a program must live under
+ * /usr (or beside the worker) to be seen.  _widens() says whether it
+ * would (the program, or NULL), changing nothing.  Any thread. */
+const char *sipc__sbx_view_widens(const struct sipc__sbx_view *v,
+                                  char *const *argv);
+void sipc__sbx_view_widen(struct sipc__sbx_view *v, char *const *argv);
 void sipc__sbx_view_free(struct sipc__sbx_view *v);
 
 /* bwrap's command line for one worker, and the strings it points to. */

@@ -149,6 +149,33 @@ sipc__sbx_view_make(struct sipc__sbx_view *v, const char *init,
 	return 0;
 }
 
+const char *
+sipc__sbx_view_widens(const struct sipc__sbx_view *v, char *const *argv)
+{
+	struct stat st;
+
+	if (argv == NULL || argv[0] == NULL || v->files.n == 0)
+		return NULL;
+	for (size_t i = 1; argv[i] != NULL; i++)
+		if (argv[i][0] == '/' && strcmp(argv[i], v->path) != 0 &&
+		    stat(argv[i], &st) == 0 && S_ISREG(st.st_mode) &&
+		    access(argv[i], X_OK) == 0)
+			return argv[i];
+	return NULL;
+}
+
+void
+sipc__sbx_view_widen(struct sipc__sbx_view *v, char *const *argv)
+{
+	const char *prog = sipc__sbx_view_widens(v, argv);
+
+	if (prog == NULL)
+		return;
+	sipc__elfdeps_free(&v->files);
+	snprintf(v->note, sizeof(v->note), "view: all of /usr (its arguments "
+	    "run %.*s)", 50, prog);
+}
+
 void
 sipc__sbx_view_free(struct sipc__sbx_view *v)
 {
