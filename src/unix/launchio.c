@@ -2,8 +2,8 @@
  * launchio.c - descriptors, argv and reports around a worker launched
  * under sipc-init, and the worker's end; see launchio.h.
  *
- * Threads: any.  The one shared state is the fork window's lock (a
- * process-wide rwlock and its pthread_atfork() handlers, launchio.h).
+ * Threads: any.  The one shared state is the fork window (a count of
+ * open windows under window_mu, and pthread_atfork() handlers).
  * A struct sipc__wend belongs to one handle (reaper thread).
  */
 #include <errno.h>
@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cgfile.h"
@@ -26,46 +27,60 @@
 #include "clone.h"
 #include "launchio.h"
 
-/* The fork window (launchio.h): readers are launches holding child
- * ends, the writer a host fork().  Reader-preferring (glibc's default),
- * so a launch never waits for a fork queued behind another launch. */
-static pthread_rwlock_t fork_window = PTHREAD_RWLOCK_INITIALIZER;
+/* The fork window (launchio.h).  `open_windows` counts the launches
+ * holding child ends; a host fork() holds window_mu from its prepare
+ * handler until it returns (in both processes), so no window opens
+ * while it forks, and it forks only once none is open (it polls: a
+ * window lasts one clone).  Only a mutex crosses the fork, unlocked on
+ * both sides by the thread that forked (no condition variable, whose
+ * waiters from other threads would not exist in the child). */
+static pthread_mutex_t window_mu = PTHREAD_MUTEX_INITIALIZER;
+static unsigned open_windows;           /* [window_mu] */
 static pthread_once_t fork_window_once = PTHREAD_ONCE_INIT;
 
 static void
 fork_prepare(void)
 {
-	(void)pthread_rwlock_wrlock(&fork_window);
+	struct timespec nap = { 0, 200 * 1000 };
+
+	pthread_mutex_lock(&window_mu);
+	while (open_windows > 0) {
+		pthread_mutex_unlock(&window_mu);
+		(void)nanosleep(&nap, NULL);
+		pthread_mutex_lock(&window_mu);
+	}
 }
 
 static void
-fork_parent(void)
+fork_done(void)
 {
-	(void)pthread_rwlock_unlock(&fork_window);
-}
-
-/* In the child the lock is made anew, not unlocked: glibc tells a
- * writer's unlock by the thread id, which the child's thread no longer
- * has (its unlock would count as a reader's and leave the lock held).
- * The child has one thread and no window open (none could be while the
- * lock was held for writing). */
-static void
-fork_child(void)
-{
-	(void)pthread_rwlock_init(&fork_window, NULL);
+	pthread_mutex_unlock(&window_mu);
 }
 
 static void
 fork_window_setup(void)
 {
-	(void)pthread_atfork(fork_prepare, fork_parent, fork_child);
+	(void)pthread_atfork(fork_prepare, fork_done, fork_done);
+}
+
+static void
+window_open(struct sipc__launch_fds *f)
+{
+	(void)pthread_once(&fork_window_once, fork_window_setup);
+	pthread_mutex_lock(&window_mu);
+	open_windows++;
+	pthread_mutex_unlock(&window_mu);
+	f->window = true;
 }
 
 static void
 window_close(struct sipc__launch_fds *f)
 {
-	if (f->window)
-		(void)pthread_rwlock_unlock(&fork_window);
+	if (!f->window)
+		return;
+	pthread_mutex_lock(&window_mu);
+	open_windows--;
+	pthread_mutex_unlock(&window_mu);
 	f->window = false;
 }
 
@@ -76,8 +91,7 @@ sipc__launch_fds_open(struct sipc__launch_fds *f, bool passcred)
 
 	*f = (struct sipc__launch_fds){ { -1, -1 }, { -1, -1 }, { -1, -1 },
 	    -1, false };
-	(void)pthread_once(&fork_window_once, fork_window_setup);
-	f->window = pthread_rwlock_rdlock(&fork_window) == 0;
+	window_open(f);
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, f->sv) < 0 ||
 	    pipe2(f->dp, O_CLOEXEC) < 0 ||
 	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, f->rp) < 0 ||

@@ -37,11 +37,11 @@ struct sipc__launch_fds {
  * would give its child copies of them: the worker's channel, its
  * diagnostics and its init's report socket would then stay open after
  * the worker closed or lost its own, for as long as that host child
- * lives.  So open takes a process-wide read lock that a pthread_atfork()
- * prepare handler takes for writing: a host fork() waits until no
- * window is open (a window lasts one clone, through its exec), and no
- * launch opens one while a fork is under way.  Library threads never
- * fork().  (A vfork() or posix_spawn() child runs no handler; it execs
+ * lives.  So open counts a window under a process-wide mutex that a
+ * pthread_atfork() prepare handler holds through the fork: a host
+ * fork() waits until no window is open (a window lasts one clone,
+ * through its exec), and no launch opens one while a fork is under way.
+ * Library threads never fork().  (A vfork() or posix_spawn() child runs no handler; it execs
  * at once, and close-on-exec takes the copies then.)
  *
  * Open all four, the child's ends at or above SIPC__SPAWN_FD_FLOOR.
