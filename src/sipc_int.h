@@ -168,6 +168,8 @@ struct sipc__slot {
 	uint64_t *cancels;            /* ids to send CANCEL for */
 	unsigned ncancels, cancels_cap;
 	bool accepts;                 /* worker sends ACCEPT frames */
+	bool deadlines;               /* worker reads REQUEST deadlines
+	                               * (HELLO, SIPC_HELLO_F_DEADLINES) */
 	/* The worker's start counter (A5), mapped read-only at HELLO by
 	 * the reader, read by settle once the worker is gone, unmapped by
 	 * the reaper; NULL without one.  npos: REQUEST frames marked
