@@ -145,10 +145,17 @@ rt_write_all(int fd, const struct iovec *iov_in, int cnt)
 			i++;
 			continue;
 		}
-		memset(&mh, 0, sizeof(mh));
-		mh.msg_iov = iov + i;
-		mh.msg_iovlen = (size_t)(cnt - i);
-		n = sendmsg(fd, &mh, MSG_NOSIGNAL);
+		/* One piece (the usual flush) by send(): a policy that
+		 * refuses sendmsg() (descriptor passing) leaves replies be. */
+		if (cnt - i == 1) {
+			n = send(fd, iov[i].iov_base, iov[i].iov_len,
+			    MSG_NOSIGNAL);
+		} else {
+			memset(&mh, 0, sizeof(mh));
+			mh.msg_iov = iov + i;
+			mh.msg_iovlen = (size_t)(cnt - i);
+			n = sendmsg(fd, &mh, MSG_NOSIGNAL);
+		}
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
