@@ -43,11 +43,25 @@ start(unsigned workers, unsigned max_inflight, unsigned grace_ms)
 	char *const argv[] = { "cancelwait", NULL };
 	struct sipc_config c;
 
+	/* a sanitizer's settings reach the worker (its watcher thread) */
+	static const char *const allow[] = { "TSAN_OPTIONS", "ASAN_OPTIONS",
+	    NULL };
+
 	st_cfg_base(&c, "cancelwait", argv, workers);
+	c.env_allow = allow;
 	c.cancel_grace_ms = grace_ms;
 	if (max_inflight > 0)
 		c.max_inflight = max_inflight;
 	return st_start(&c, workers, WAIT_MS);
+}
+
+/* Destroy, then check that no worker reported a data race (its stderr
+ * reaches the log callback). */
+static void
+finish(sipc_supervisor *s)
+{
+	sipc_destroy(s);
+	CU_ASSERT(!st_log_has("ThreadSanitizer"));
 }
 
 static bool
@@ -83,7 +97,7 @@ test_worker_cancel_deadline_given(void)
 	CU_ASSERT_EQUAL_FATAL(r.outcome, SIPC_OUTCOME_OK);
 	CU_ASSERT(sscanf((const char *)r.reply, "%llu", &d) == 1 && d == 0);
 	sipc_result_release(&r);
-	sipc_destroy(s);
+	finish(s);
 }
 
 /*
@@ -123,7 +137,7 @@ cancel_costs_nothing(const char *cmd)
 	CU_ASSERT_EQUAL(r.outcome, SIPC_OUTCOME_OK);
 	sipc_result_release(&r);
 	CU_ASSERT_EQUAL(st_worker_stats(s, 0).pid, w0.pid);
-	sipc_destroy(s);
+	finish(s);
 }
 
 static void
@@ -159,7 +173,7 @@ test_worker_cancel_ignored_ends_worker(void)
 	CU_ASSERT_EQUAL(r.outcome, SIPC_OUTCOME_TIMEOUT);
 	sipc_result_release(&r);
 	CU_ASSERT(st_stats_wait(s, st_pred_term, &want, WAIT_MS));
-	sipc_destroy(s);
+	finish(s);
 }
 
 /*
@@ -200,7 +214,7 @@ test_worker_cancel_requests_read_meanwhile_served(void)
 	pthread_mutex_unlock(&box.mu);
 	CU_ASSERT(tl_wait_until(slot0_idle, s, GRACE_MS / 2));
 	CU_ASSERT_EQUAL(st_worker_stats(s, 0).restarts, 0);
-	sipc_destroy(s);
+	finish(s);
 	st_outbox_release(&box);
 	st_outbox_reset(&box);
 }
@@ -222,7 +236,7 @@ test_worker_cancel_exec_child_starts_clean(void)
 	CU_ASSERT(r.reply_len >= 25 && memcmp(r.reply, "sigpipe=default blocked=0",
 	    25) == 0);
 	sipc_result_release(&r);
-	sipc_destroy(s);
+	finish(s);
 }
 
 static const tl_test tests[] = {
