@@ -269,6 +269,8 @@ shutdown_all(struct sipc_supervisor *s, struct pollfd *pfd)
 	 * short wait, KILL after the grace period. */
 	term_at = now + (s->cfg.grace_ms < 2 * SHUTDOWN_EOF_MS ?
 	    s->cfg.grace_ms / 2 : SHUTDOWN_EOF_MS);
+	if (atomic_load(&s->end_now))
+		term_at = now;          /* sipc_destroy_now(): no polite wait */
 	for (i = 0; i < s->nslots; i++) {
 		struct sipc__slot *sl = &s->slots[i];
 

@@ -314,6 +314,8 @@ struct sipc_supervisor {
 	                               * last look sampled them */
 	unsigned ncpu;                /* [const] CPUs this process may use */
 	atomic_bool closing;          /* no new submits */
+	atomic_bool end_now;          /* sipc_destroy_now(): the reaper's
+	                               * shutdown sends TERM at once */
 	atomic_int users;             /* callers inside the API */
 	void *pool_budget;            /* [reaper] struct sipc__pool_budget * */
 	struct sipc__journal *journal;
@@ -609,6 +611,10 @@ void sipc__settle(struct sipc__slot *sl, const struct sipc_exit *e,
                   const char *tail, int64_t now);
 void sipc__move_queued(struct sipc__slot *sl, bool slot_will_run,
                        int reject_err);
+/* sipc_destroy_now() (its caller's thread, under a callback's rules):
+ * REJECT what is queued; CANCEL what is written (returns how many). */
+void sipc__reject_queued(struct sipc__slot *sl, int err);
+unsigned sipc__cancel_written(struct sipc__slot *sl);
 /* Expire what passed its deadline; a slot whose worker must be stopped
  * for it gets deadline_stop set, for the reaper to act on. */
 void sipc__scan_deadlines(struct sipc_supervisor *s, int64_t now,
