@@ -372,6 +372,7 @@ reaper_main(void *arg)
 			tick_slot(&s->slots[i], now, &next, &b);
 		sipc__slot_spawn_collect(&b);
 		sipc__scan_deadlines(s, now, &next);
+		sipc__steal_scan(s, now, &next);
 		for (i = 0; i < s->nslots; i++)
 			if (s->slots[i].deadline_stop) {
 				s->slots[i].deadline_stop = false;

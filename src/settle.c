@@ -370,6 +370,13 @@ sipc__reject_queued(struct sipc__slot *sl, int err)
 	}
 }
 
+void
+sipc__reject_req(struct sipc_supervisor *s, struct sipc__req *q, int err)
+{
+	finish(s, q, SIPC_OUTCOME_REJECTED, err, false, NULL);
+	sipc__req_send_unref(s, q); /* the ring's reference */
+}
+
 /* Table lock held: a request written to this slot's generation. */
 static void
 collect_written(struct sipc__req *q, void *arg)
