@@ -1,9 +1,14 @@
 /*
  * worker_rt.c - the worker-side runtime behind sipc_worker.h.
  *
- * Threads: none.  Everything runs on the single thread that called
- * sipc_worker_open(); there are no locks.  The handler, cancel and idle
- * callbacks are called from sipc_worker_run() on that thread.
+ * Threads: the thread that called sipc_worker_open() runs everything
+ * here; the handler, cancel and idle callbacks are called from
+ * sipc_worker_run() on it.  The one exception is rt_watch_read(), which
+ * the watcher's thread (worker_watch.c) calls with the watcher's lock
+ * held while a handler that asked for its cancel runs: then the decoder,
+ * `late` and `late_bytes`/`late_err` are the watcher's, and the worker's
+ * thread touches them again only after sipc__wwatch_disarm() (the same
+ * lock).  Nothing else is shared; writes stay on the worker's thread.
  *
  * Loop shape: read up to 64 KiB, decode every complete frame in it, then
  * dispatch that batch in arrival order.  Start evidence is exact.  Right
@@ -817,9 +822,8 @@ sipc_worker_cancelled(sipc_worker *w)
 
 	if (!w->running)
 		return false;
-	if (!w->armed && rt_arm(w) < 0)
-		return false;
-	if (sipc__wwatch_cancelled(w->watch))
+	/* without a watcher (it could not start) the deadline still counts */
+	if ((w->armed || rt_arm(w) == 0) && sipc__wwatch_cancelled(w->watch))
 		return true;
 	if (w->cur_deadline == 0)
 		return false;
