@@ -429,7 +429,8 @@ test_lifecycle_settle_unwritten_moves(void)
 		char pidbuf[32];
 
 		CU_ASSERT_EQUAL(box.res[i].outcome, SIPC_OUTCOME_OK);
-		CU_ASSERT_EQUAL(box.res[i].worker_id, other);
+		/* on the other worker, or on the hung one's replacement if
+		 * that was free first (src/steal.c): never on the victim */
 		CU_ASSERT_EQUAL(box.res[i].attempts, 1);
 		snprintf(pidbuf, sizeof(pidbuf), "%d", (int)box.res[i].pid);
 		CU_ASSERT(box.res[i].pid != victim);
