@@ -402,6 +402,7 @@ test_lifecycle_settle_unwritten_moves(void)
 	accepted.slot = hung;
 	CU_ASSERT_FATAL(st_stats_wait(s, pred_frames_in, &accepted, WAIT_MS));
 	other = 1 - hung;
+	(void)other;                 /* where "sleep 500" goes */
 	st_submit_cmd(s, "sleep 500", 0, &o[1]);     /* least loaded: other */
 	/* two more: loads are equal, then one ahead, so at least one of
 	 * them waits in the hung worker's ring, never written */
