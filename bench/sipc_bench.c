@@ -936,7 +936,7 @@ static const struct {
 	{ "mem", sec_mem }, { "scale", sec_scale }, { "stall", sec_stall },
 	{ "journal", sec_journal }, { "accept", sec_accept },
 	{ "containment", sec_contain }, { "cost", sec_cost },
-	{ "sandbox", sec_sandbox },
+	{ "sandbox", sec_sandbox }, { "cancel", sec_cancel },
 };
 #define NSECTIONS (sizeof(sections) / sizeof(sections[0]))
 

@@ -73,6 +73,8 @@ int sec_contain(void);
 
 /* sipc_cost.c */
 int sec_cost(void);
+/* sipc_cancel.c */
+int sec_cancel(void);
 /* `n` bare spawns of `path` one after the other, total ms, or -1. */
 double bare_spawn_ms(const char *path, unsigned n, bool together);
 

@@ -742,6 +742,20 @@ void sipc_stats_release(struct sipc_stats *st);
  * the supervisor stays intact.  Any host thread.
  */
 int sipc_destroy(sipc_supervisor *s);
+/*
+ * End the pool now, giving every pending request its true outcome:
+ * no new request is taken; each one not yet written to a worker ends
+ * REJECTED/SIPC_E_SHUTDOWN at once (never sent: safe to resubmit); each
+ * written one is sent CANCEL, and ends with the worker's reply if one
+ * comes within cancel_grace_ms, else UNKNOWN/SIPC_E_SHUTDOWN (REJECTED
+ * when provably never started).  Then every worker is sent TERM at
+ * once, KILL after grace_ms, and its tree ended, as sipc_destroy()
+ * does.  Returns within cancel_grace_ms (only while a written request
+ * is unanswered) + grace_ms + the time to reap and join, and 0 (also for
+ * NULL).  Callbacks of the REJECTED requests run on the calling thread,
+ * under a callback's rules.  Threads and races as sipc_destroy().
+ */
+int sipc_destroy_now(sipc_supervisor *s);
 
 /* ---- configuration files ---- */
 

@@ -31,6 +31,33 @@
  * must not begin before its handler is called.  The worker keeps no
  * descriptor of the counter, only its mapping.
  *
+ * Cancellation.  A handler learns of its request's deadline
+ * (sipc_worker_deadline()) and, while it runs, of a CANCEL the
+ * supervisor sends for it or of the deadline passing, through
+ * sipc_worker_cancel_fd() (a descriptor to add to its own poll()) or
+ * sipc_worker_cancelled() (a check).  The first of those calls in a
+ * handler starts a watcher: a second thread of the runtime (every
+ * signal blocked in it) that reads the channel until the handler
+ * returns, keeping what it reads, in order, for the runtime to dispatch
+ * after the handler.  It never writes: replies and start evidence stay
+ * on the worker's thread.  A handler that never asks costs nothing.  A
+ * handler that sees its cancel should end its work (its children
+ * included) and reply, typically sipc_worker_error() with
+ * SIPC_WORKER_E_CANCELLED: the supervisor has reported the request
+ * already (TIMEOUT, or its own cancel) and drops the reply, and a
+ * worker that answers within cancel_grace_ms stays up; one that does
+ * not is ended with its tree and restarted.  A child the handler
+ * fork()s must exec or _exit(): the watcher's lock may be held at the
+ * fork.
+ *
+ * Signals.  The runtime changes no process-wide signal state: it
+ * writes the channel with MSG_NOSIGNAL (a closed channel is EPIPE, not
+ * SIGPIPE) and blocks signals only in its watcher's thread.  A worker's
+ * children therefore start with the dispositions and mask the worker
+ * itself has; a worker that ignores SIGPIPE for its own pipes restores
+ * it in the child before exec.  (Earlier versions set SIGPIPE to
+ * ignored, and exec kept that for every converter a worker started.)
+ *
  * Replies held.  By default every reply is written before the next
  * handler begins.  A worker whose handlers are all cheap may set a reply
  * hold (sipc_worker_set_reply_hold()): with a counter, the runtime then
@@ -45,6 +72,7 @@
 #ifndef SIPC_WORKER_H
 #define SIPC_WORKER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -101,6 +129,38 @@ void sipc_worker_set_reply_hold(sipc_worker *w, unsigned max_us);
  * supervisor is SIPC_E_PROTOCOL-equivalent -1009).
  */
 int sipc_worker_run(sipc_worker *w, sipc_worker_handler fn, void *arg);
+
+/* The error code a handler replies with when it stopped because its
+ * request was cancelled or timed out (sipc_worker_error()). */
+#define SIPC_WORKER_E_CANCELLED 125u
+
+/*
+ * The running request's deadline: CLOCK_MONOTONIC milliseconds (compare
+ * with clock_gettime(CLOCK_MONOTONIC)), 0 when it has none, or outside
+ * a handler, or from a supervisor that does not send deadlines.  Valid
+ * for the handler's call only.  No system call.
+ */
+uint64_t sipc_worker_deadline(const sipc_worker *w);
+
+/*
+ * A descriptor that becomes readable when the running request is
+ * cancelled (a CANCEL frame names it), its deadline passes, or the
+ * channel ends (the reply could go nowhere).  Poll it for POLLIN; do
+ * not read or close it: the runtime resets it when the handler returns.
+ * The same descriptor serves every request of the worker (close-on-exec).
+ * Call it from inside a handler only; returns the descriptor or a
+ * negative error (-EINVAL outside a handler).  The first call of a
+ * handler starts the watcher ("Cancellation" above).
+ */
+int sipc_worker_cancel_fd(sipc_worker *w);
+
+/*
+ * True when the running request is cancelled or its deadline passed
+ * (false outside a handler).  The first call of a handler starts the
+ * watcher; later calls read a flag and the clock (vDSO), no system
+ * call.
+ */
+bool sipc_worker_cancelled(sipc_worker *w);
 
 /* The protocol descriptor (for fixtures that misbehave on purpose). */
 int sipc_worker_fd(const sipc_worker *w);

@@ -214,6 +214,12 @@ ring_put(struct sipc_supervisor *s, struct sipc__slot *sl, struct sipc__req *q,
 	else
 		(void)sipc__ring_push(&sl->ring, q, q->len);
 	*ret_wake = wake;
+	/* queued behind a worker with no room: another may take it
+	 * (steal.c); the reaper looks unless it is about to anyway */
+	if (atomic_load(&sl->inflight) >= s->cfg.max_inflight &&
+	    s->nslots > 1 && atomic_load(&s->timer_at_ms) >
+	    sipc__now_ms() + SIPC__STEAL_TICK_MS)
+		sipc__reaper_wake(s);
 	return 0;
 }
 
@@ -239,6 +245,22 @@ requeue_on(struct sipc_supervisor *s, int idx, struct sipc__req *q, bool back)
 		return 0;
 	}
 	return rc;
+}
+
+/* steal.c: `q`, popped from slot `from`'s ring (never written), goes
+ * on slot `to`'s; if `to` cannot take it now, back ahead of `from`'s
+ * queue; if neither can, another slot (sipc__dispatch_requeue()).
+ * Returns 0, or SIPC_E_UNAVAILABLE with the ring's reference still the
+ * caller's.  Reaper thread, no lock. */
+int
+sipc__dispatch_move(struct sipc_supervisor *s, struct sipc__req *q,
+                    unsigned to, unsigned from)
+{
+	if (requeue_on(s, (int)to, q, false) == 0 ||
+	    requeue_on(s, (int)from, q, true) == 0 ||
+	    sipc__dispatch_requeue(s, q, (int)from) == 0)
+		return 0;
+	return SIPC_E_UNAVAILABLE;
 }
 
 /*

@@ -8,8 +8,10 @@
  *    0   4   magic     0x53 0x49 0x50 0x43 ("SIPC")
  *    4   1   version   SIPC_FRAME_VERSION (1)
  *    5   1   type      enum sipc_frame_type
- *    6   2   flags     none defined in version 1: must be 0 (the
- *                      codec carries them; both ends reject non-zero)
+ *    6   2   flags     0, except SIPC_FRAME_F_DEADLINE on a REQUEST to a
+ *                      worker that asked for it (HELLO flag
+ *                      SIPC_HELLO_F_DEADLINES); the codec carries them;
+ *                      both ends reject any other non-zero value
  *    8   8   id        request id (0 for HELLO/HEARTBEAT/SHUTDOWN)
  *   16   4   length    payload bytes, <= the receiver's max_payload
  *   20   4   hcrc      CRC-32C of bytes 0..19
@@ -58,6 +60,20 @@ enum sipc_frame_type {
  * (CONTRACT section 3, A5). */
 #define SIPC_HELLO_F_START_COUNTER 2u
 #define SIPC_START_COUNTER_LEN 8
+/* The worker reads REQUEST frames that carry their deadline
+ * (SIPC_FRAME_F_DEADLINE).  A supervisor that does not know the flag
+ * ignores it and sends none: both sides stay compatible. */
+#define SIPC_HELLO_F_DEADLINES 4u
+
+/* Frame flag, REQUEST only, only to a worker whose HELLO set
+ * SIPC_HELLO_F_DEADLINES: the payload begins with 8 bytes, the
+ * request's deadline in CLOCK_MONOTONIC milliseconds (little-endian,
+ * never 0; worker and supervisor share the host's monotonic clock), and
+ * the request's own bytes follow.  A request without a deadline, or one
+ * whose payload is within 8 bytes of SIPC_FRAME_MAX_PAYLOAD, goes
+ * without the flag. */
+#define SIPC_FRAME_F_DEADLINE 1u
+#define SIPC_FRAME_DEADLINE_LEN 8
 struct sipc_hello {
 	uint32_t proto_version;  /* SIPC_PROTOCOL_VERSION */
 	uint32_t pid;            /* worker's getpid() */

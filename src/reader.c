@@ -111,6 +111,7 @@ on_hello(struct reader *r, struct sipc_frame *f)
 	r->rx->ready = true;
 	pthread_mutex_lock(&sl->lock);
 	sl->accepts = (h.flags & SIPC_HELLO_F_ACCEPTS) != 0;
+	sl->deadlines = (h.flags & SIPC_HELLO_F_DEADLINES) != 0;
 	sl->start_ctr = ctr;
 	if (sl->state == SIPC_WS_STARTING)
 		sipc__slot_set_state(sl, SIPC_WS_READY);

@@ -282,6 +282,8 @@ shutdown_all(struct sipc_supervisor *s, struct pollfd *pfd)
 	 * short wait, KILL after the grace period. */
 	term_at = now + (s->cfg.grace_ms < 2 * SHUTDOWN_EOF_MS ?
 	    s->cfg.grace_ms / 2 : SHUTDOWN_EOF_MS);
+	if (atomic_load(&s->end_now))
+		term_at = now;          /* sipc_destroy_now(): no polite wait */
 	for (i = 0; i < s->nslots; i++) {
 		struct sipc__slot *sl = &s->slots[i];
 
@@ -383,6 +385,7 @@ reaper_main(void *arg)
 			tick_slot(&s->slots[i], now, &next, &b);
 		sipc__slot_spawn_collect(&b);
 		sipc__scan_deadlines(s, now, &next);
+		sipc__steal_scan(s, now, &next);
 		for (i = 0; i < s->nslots; i++)
 			if (s->slots[i].deadline_stop) {
 				s->slots[i].deadline_stop = false;

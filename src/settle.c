@@ -347,3 +347,74 @@ sipc__scan_deadlines(struct sipc_supervisor *s, int64_t now, int64_t *next)
 	free(c.qs);
 	*next = c.next;
 }
+
+/* ------------------------------------------------------------ end now */
+
+/* sipc_destroy_now(): every never-written request on this slot's ring
+ * is REJECTED now (never sent: safe to resubmit), none moved to another
+ * slot: the pool is ending.  No lock held on entry. */
+void
+sipc__reject_queued(struct sipc__slot *sl, int err)
+{
+	struct sipc_supervisor *s = sl->sup;
+	struct sipc__req *q;
+
+	for (;;) {
+		pthread_mutex_lock(&sl->lock);
+		q = sipc__ring_pop(&sl->ring);
+		pthread_cond_broadcast(&sl->cv_space);
+		pthread_mutex_unlock(&sl->lock);
+		if (q == NULL)
+			return;
+		finish(s, q, SIPC_OUTCOME_REJECTED, err, false, NULL);
+		sipc__req_send_unref(s, q); /* the ring's reference */
+	}
+}
+
+void
+sipc__reject_req(struct sipc_supervisor *s, struct sipc__req *q, int err)
+{
+	finish(s, q, SIPC_OUTCOME_REJECTED, err, false, NULL);
+	sipc__req_send_unref(s, q); /* the ring's reference */
+}
+
+/* Table lock held: a request written to this slot's generation. */
+static void
+collect_written(struct sipc__req *q, void *arg)
+{
+	struct collect *c = arg;
+
+	if (q->slot == (int)c->sl->idx && q->gen == c->sl->generation &&
+	    !q->delivered &&
+	    (q->state == SIPC__R_WRITTEN || q->state == SIPC__R_ACCEPTED))
+		collect_push(c, q);
+}
+
+/* sipc_destroy_now(): ask this slot's worker to stop every request it
+ * holds (CANCEL, sent by the writer); each keeps its entry and ends with
+ * its reply, or UNKNOWN when the worker is ended.  Returns how many were
+ * asked.  No lock held on entry. */
+unsigned
+sipc__cancel_written(struct sipc__slot *sl)
+{
+	struct sipc_supervisor *s = sl->sup;
+	struct collect c = { .sl = sl };
+	unsigned i, n = 0;
+
+	pthread_mutex_lock(&sl->lock);
+	pthread_mutex_lock(&s->table.lock);
+	sipc__table_foreach(&s->table, collect_written, &c);
+	for (i = 0; i < c.n; i++)
+		if (sl->ncancels < sl->cancels_cap) {
+			sl->cancels[sl->ncancels++] = c.qs[i]->id;
+			n++;
+		}
+	if (n > 0)
+		pthread_cond_signal(&sl->cv_writer);
+	pthread_mutex_unlock(&s->table.lock);
+	pthread_mutex_unlock(&sl->lock);
+	for (i = 0; i < c.n; i++)
+		sipc__req_unref(s, c.qs[i]);
+	free(c.qs);
+	return n;
+}

@@ -179,6 +179,8 @@ struct sipc__slot {
 	uint64_t *cancels;            /* ids to send CANCEL for */
 	unsigned ncancels, cancels_cap;
 	bool accepts;                 /* worker sends ACCEPT frames */
+	bool deadlines;               /* worker reads REQUEST deadlines
+	                               * (HELLO, SIPC_HELLO_F_DEADLINES) */
 	/* The worker's start counter (A5), mapped read-only at HELLO by
 	 * the reader, read by settle once the worker is gone, unmapped by
 	 * the reaper; NULL without one.  npos: REQUEST frames committed to
@@ -324,6 +326,8 @@ struct sipc_supervisor {
 	                               * last look sampled them */
 	unsigned ncpu;                /* [const] CPUs this process may use */
 	atomic_bool closing;          /* no new submits */
+	atomic_bool end_now;          /* sipc_destroy_now(): the reaper's
+	                               * shutdown sends TERM at once */
 	atomic_int users;             /* callers inside the API */
 	void *pool_budget;            /* [reaper] struct sipc__pool_budget * */
 	struct sipc__journal *journal;
@@ -633,6 +637,23 @@ void sipc__settle(struct sipc__slot *sl, const struct sipc_exit *e,
                   const char *tail, int64_t now);
 void sipc__move_queued(struct sipc__slot *sl, bool slot_will_run,
                        int reject_err);
+/* sipc_destroy_now() (its caller's thread, under a callback's rules):
+ * REJECT what is queued; CANCEL what is written (returns how many). */
+void sipc__reject_queued(struct sipc__slot *sl, int err);
+/* A never-written request off every ring ends REJECTED (holds the ring's
+ * reference).  No lock held. */
+void sipc__reject_req(struct sipc_supervisor *s, struct sipc__req *q, int err);
+
+/* steal.c (reaper thread): never-written requests move from a worker
+ * without room to one with room and nothing queued; sets *next when a
+ * backlog stays, at most SIPC__STEAL_TICK_MS ahead.  A request queued
+ * behind a worker without room wakes the reaper unless a scan is due
+ * within that tick (dispatch.c), which also does the move. */
+#define SIPC__STEAL_TICK_MS 10
+void sipc__steal_scan(struct sipc_supervisor *s, int64_t now, int64_t *next);
+int sipc__dispatch_move(struct sipc_supervisor *s, struct sipc__req *q,
+                        unsigned to, unsigned from);
+unsigned sipc__cancel_written(struct sipc__slot *sl);
 /* Expire what passed its deadline; a slot whose worker must be stopped
  * for it gets deadline_stop set, for the reaper to act on. */
 void sipc__scan_deadlines(struct sipc_supervisor *s, int64_t now,

@@ -211,6 +211,7 @@ spawn_end(struct sipc__spawn_job *j, int64_t now)
 	sl->cg_err = ch.info.cgroup_err;
 	sipc__slot_set_state(sl, SIPC_WS_STARTING);
 	sl->accepts = false;
+	sl->deadlines = false;
 	sl->npos = 0;
 	/* Why a start failed belongs to that generation: a version error
 	 * of the previous one must not explain this one's end. */

@@ -675,16 +675,10 @@ sipc_stats_release(struct sipc_stats *st)
 
 /* ------------------------------------------------------------ destroy */
 
-int
-sipc_destroy(sipc_supervisor *s)
+/* No new submit, none blocked in the library: what destroy begins with. */
+static void
+destroy_close(sipc_supervisor *s)
 {
-	struct timespec ts;
-	int rc;
-
-	if (s == NULL)
-		return 0;
-	if ((rc = sipc__api_blocking_ok()) < 0)
-		return rc;
 	atomic_store(&s->closing, true);
 	/* Waiters in sipc_wait_ready() see `closing` and leave; submitters
 	 * blocked on room wake within a slice and leave. */
@@ -693,15 +687,76 @@ sipc_destroy(sipc_supervisor *s)
 	pthread_mutex_unlock(&s->rlock);
 	while (atomic_load(&s->users) > 0)
 		usleep(1000);
-	sipc__abstime(&ts, s->cfg.drain_ms);
+}
+
+/* Wait up to `ms` for every pending request's outcome. */
+static void
+destroy_wait_pending(sipc_supervisor *s, unsigned ms)
+{
+	struct timespec ts;
+
+	sipc__abstime(&ts, ms);
 	pthread_mutex_lock(&s->table.lock);
 	while (s->table.pending > 0)
 		if (pthread_cond_timedwait(&s->table.cv, &s->table.lock,
 		    &ts) == ETIMEDOUT)
 			break;
 	pthread_mutex_unlock(&s->table.lock);
+}
+
+static void
+destroy_end(sipc_supervisor *s)
+{
 	sipc__reaper_shutdown(s);
 	sipc__durable_close(s);
 	sup_free(s);
+}
+
+int
+sipc_destroy(sipc_supervisor *s)
+{
+	int rc;
+
+	if (s == NULL)
+		return 0;
+	if ((rc = sipc__api_blocking_ok()) < 0)
+		return rc;
+	destroy_close(s);
+	destroy_wait_pending(s, s->cfg.drain_ms);
+	destroy_end(s);
+	return 0;
+}
+
+/*
+ * End the pool now.  Unwritten requests are REJECTED here, on this
+ * thread under a callback's rules (their callbacks may not block in the
+ * library); every written one gets a CANCEL, and the workers have up to
+ * cancel_grace_ms to answer (a worker on the runtime sees it through
+ * sipc_worker_cancel_fd()); then every worker is sent TERM at once,
+ * KILL after grace_ms, and what is still unanswered ends UNKNOWN (or
+ * REJECTED if provably never started).
+ */
+int
+sipc_destroy_now(sipc_supervisor *s)
+{
+	unsigned i, asked = 0;
+	bool was;
+	int rc;
+
+	if (s == NULL)
+		return 0;
+	if ((rc = sipc__api_blocking_ok()) < 0)
+		return rc;
+	destroy_close(s);
+	atomic_store(&s->end_now, true);
+	was = sipc__callback_rules_begin();
+	for (i = 0; i < s->nslots; i++)
+		sipc__reject_queued(&s->slots[i], SIPC_E_SHUTDOWN);
+	sipc__lib_thread = was;
+	for (i = 0; i < s->nslots; i++)
+		asked += sipc__cancel_written(&s->slots[i]);
+	if (asked > 0)
+		destroy_wait_pending(s, s->cfg.cancel_grace_ms);
+	destroy_end(s);
 	return 0;
 }

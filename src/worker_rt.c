@@ -1,9 +1,14 @@
 /*
  * worker_rt.c - the worker-side runtime behind sipc_worker.h.
  *
- * Threads: none.  Everything runs on the single thread that called
- * sipc_worker_open(); there are no locks.  The handler, cancel and idle
- * callbacks are called from sipc_worker_run() on that thread.
+ * Threads: the thread that called sipc_worker_open() runs everything
+ * here; the handler, cancel and idle callbacks are called from
+ * sipc_worker_run() on it.  The one exception is rt_watch_read(), which
+ * the watcher's thread (worker_watch.c) calls with the watcher's lock
+ * held while a handler that asked for its cancel runs: then the decoder,
+ * `late` and `late_bytes`/`late_err` are the watcher's, and the worker's
+ * thread touches them again only after sipc__wwatch_disarm() (the same
+ * lock).  Nothing else is shared; writes stay on the worker's thread.
  *
  * Loop shape: read up to 64 KiB, decode every complete frame in it, then
  * dispatch that batch in arrival order.  Start evidence is exact.  Right
@@ -61,6 +66,17 @@
 #define RT_DIRECT_MIN (16 * 1024) /* payload bytes worth a direct read */
 #define RT_FLUSH_AT (64u * 1024)
 
+/* Frames decoded from one read, dispatched in arrival order. */
+struct rt_batch {
+	struct sipc_frame *f;
+	size_t n;
+	size_t cap;
+};
+
+/* What the watcher may hold for one handler before it leaves the rest
+ * in the socket (the supervisor's own bound is max_inflight requests). */
+#define RT_LATE_MAX (4u * 1024 * 1024)
+
 struct sipc_worker {
 	int fd;
 	int err;                    /* sticky write error; 0 while healthy */
@@ -78,6 +94,20 @@ struct sipc_worker {
 	int64_t hold_ns;            /* sipc_worker_set_reply_hold() */
 	int64_t held_since;         /* when the handler of the oldest
 	                             * buffered reply began (monotonic ns) */
+	/* The running request (worker_watch.c): its id and deadline
+	 * (monotonic ms, 0 none) while its handler runs, 0 outside. */
+	uint64_t cur_id;
+	int64_t cur_deadline;
+	struct rt_batch *batch;     /* being dispatched; cur at batch_pos */
+	size_t batch_pos;
+	struct sipc__wwatch *watch; /* made at the first arm, or NULL */
+	bool running;               /* a handler runs (cur_id is its id) */
+	bool armed;                 /* the watcher watches for cur_id */
+	/* Frames the watcher read while the handler ran: appended to the
+	 * batch when it returns ([watcher lock] while armed). */
+	struct rt_batch *late;
+	size_t late_bytes;
+	int late_err;
 };
 
 /* Replies wait for the next write while their handlers took less than
@@ -103,11 +133,14 @@ sipc__worker_start_counter(bool on)
 	rt_counter_on = on;
 }
 
-/* Write all of buf, retrying on EINTR and short writes. */
+/* Write all of buf, retrying on EINTR and short writes.  MSG_NOSIGNAL:
+ * a closed channel is EPIPE here, without the process-wide SIGPIPE
+ * disposition the runtime used to change (sipc_worker.h, "Signals"). */
 static int
 rt_write_all(int fd, const struct iovec *iov_in, int cnt)
 {
 	struct iovec iov[4];
+	struct msghdr mh;
 	int i = 0;
 	ssize_t n;
 
@@ -117,7 +150,17 @@ rt_write_all(int fd, const struct iovec *iov_in, int cnt)
 			i++;
 			continue;
 		}
-		n = writev(fd, iov + i, cnt - i);
+		/* One piece (the usual flush) by send(): a policy that
+		 * refuses sendmsg() (descriptor passing) leaves replies be. */
+		if (cnt - i == 1) {
+			n = send(fd, iov[i].iov_base, iov[i].iov_len,
+			    MSG_NOSIGNAL);
+		} else {
+			memset(&mh, 0, sizeof(mh));
+			mh.msg_iov = iov + i;
+			mh.msg_iovlen = (size_t)(cnt - i);
+			n = sendmsg(fd, &mh, MSG_NOSIGNAL);
+		}
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -384,8 +427,8 @@ rt_hello(sipc_worker *w, int ctr_fd)
 	struct sipc_hello hello = {
 		.proto_version = SIPC_PROTOCOL_VERSION,
 		.pid = (uint32_t)getpid(),
-		.flags = ctr_fd >= 0 ? SIPC_HELLO_F_START_COUNTER :
-		    SIPC_HELLO_F_ACCEPTS,
+		.flags = (ctr_fd >= 0 ? SIPC_HELLO_F_START_COUNTER :
+		    SIPC_HELLO_F_ACCEPTS) | SIPC_HELLO_F_DEADLINES,
 		.max_inflight = 0,
 	};
 	union {
@@ -442,15 +485,6 @@ sipc_worker_open(sipc_worker **ret)
 	sipc_worker *w = NULL;
 	int r, ctr_fd = -1;
 
-	/* A closed channel must surface as EPIPE, not kill the worker. */
-	{
-		struct sigaction sa;
-
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_handler = SIG_IGN;
-		sigemptyset(&sa.sa_mask);
-		(void)sigaction(SIGPIPE, &sa, NULL);
-	}
 	if ((r = rt_env_num("SIPC_FD", 0, INT32_MAX, &fd)) < 0)
 		goto fail;
 	if ((r = rt_env_num("SIPC_MAX_PAYLOAD", 1, SIPC_FRAME_MAX_PAYLOAD,
@@ -471,7 +505,8 @@ sipc_worker_open(sipc_worker **ret)
 	(void)setsockopt(w->fd, SOL_SOCKET, SO_SNDBUF,
 	    &(int){ SIPC__CHANNEL_SNDBUF }, sizeof(int));
 	w->max_payload = (uint32_t)maxp;
-	sipc__decoder_init(&w->dec, w->max_payload);
+	/* a request's payload may come with its deadline in front */
+	sipc__decoder_init(&w->dec, w->max_payload + SIPC_FRAME_DEADLINE_LEN);
 	ctr_fd = rt_counter_new(w);
 	r = rt_hello(w, ctr_fd);
 	if (ctr_fd >= 0)
@@ -496,6 +531,7 @@ sipc_worker_close(sipc_worker *w)
 {
 	if (w == NULL)
 		return;
+	sipc__wwatch_free(w->watch);
 	(void)sipc_worker_flush(w);
 	if (w->fd >= 0)
 		close(w->fd);
@@ -506,12 +542,6 @@ sipc_worker_close(sipc_worker *w)
 	free(w);
 }
 
-/* Frames decoded from one read, dispatched in arrival order. */
-struct rt_batch {
-	struct sipc_frame *f;
-	size_t n;
-	size_t cap;
-};
 
 static void
 rt_batch_clear(struct rt_batch *b)
@@ -539,6 +569,24 @@ rt_batch_push(struct rt_batch *b, const struct sipc_frame *f)
 	return 0;
 }
 
+/* A frame the supervisor may send: REQUEST (with its deadline in front
+ * when flagged), CANCEL, SHUTDOWN; no other flag. */
+static bool
+rt_frame_ok(const struct sipc_frame *f)
+{
+	switch (f->hdr.type) {
+	case SIPC_FT_REQUEST:
+		if (f->hdr.flags == SIPC_FRAME_F_DEADLINE)
+			return f->hdr.len >= SIPC_FRAME_DEADLINE_LEN &&
+			    sipc__le64_get(f->payload) != 0;
+		return f->hdr.flags == 0;
+	case SIPC_FT_CANCEL:
+	case SIPC_FT_SHUTDOWN:
+		return f->hdr.flags == 0;
+	}
+	return false;
+}
+
 /*
  * Decode every complete frame in buf into the batch.  Stops after a
  * SHUTDOWN (nothing after it will be served, so nothing after it may be
@@ -562,8 +610,7 @@ rt_decode(sipc_worker *w, const uint8_t *buf, size_t len, struct rt_batch *b)
 		off += (size_t)n;
 		if (!done)
 			continue;
-		if ((f.hdr.type != SIPC_FT_REQUEST && f.hdr.type != SIPC_FT_CANCEL &&
-		    f.hdr.type != SIPC_FT_SHUTDOWN) || f.hdr.flags != 0) {
+		if (!rt_frame_ok(&f)) {
 			free(f.payload);
 			return SIPC_E_PROTOCOL;
 		}
@@ -631,8 +678,164 @@ rt_accept(sipc_worker *w, uint64_t id)
 }
 
 /*
+ * The watcher's read callback (its thread, its lock held, armed): decode
+ * into the late batch; say whether a CANCEL names the running request,
+ * whether SHUTDOWN came, whether enough is held.
+ */
+static int
+rt_watch_read(void *ctx, const uint8_t *buf, size_t len)
+{
+	sipc_worker *w = ctx;
+	struct rt_batch *l = w->late;
+	size_t i = l->n;
+	int r, bits = 0;
+
+	r = rt_decode(w, buf, len, l);
+	for (; i < l->n; i++) {
+		w->late_bytes += l->f[i].hdr.len + SIPC_FRAME_HDR_LEN;
+		if (l->f[i].hdr.type == SIPC_FT_CANCEL &&
+		    l->f[i].hdr.id == w->cur_id)
+			bits |= SIPC__WW_CANCEL;
+		if (l->f[i].hdr.type == SIPC_FT_SHUTDOWN)
+			bits |= SIPC__WW_STOP;
+	}
+	if (r < 0) {
+		w->late_err = r;
+		return r;
+	}
+	if (w->late_bytes >= RT_LATE_MAX)
+		bits |= SIPC__WW_FULL;
+	return bits;
+}
+
+/* A CANCEL for the running request already read, behind it in the
+ * batch (the watcher was not armed yet). */
+static bool
+rt_cancel_behind(const sipc_worker *w)
+{
+	const struct rt_batch *b = w->batch;
+
+	for (size_t i = w->batch_pos + 1; b != NULL && i < b->n; i++)
+		if (b->f[i].hdr.type == SIPC_FT_CANCEL &&
+		    b->f[i].hdr.id == w->cur_id)
+			return true;
+	return false;
+}
+
+/* The running handler asked about its cancel: watch for it from now on
+ * (worker_watch.c).  Returns 0 or a negative error. */
+static int
+rt_arm(sipc_worker *w)
+{
+	int r;
+
+	if (w->armed)
+		return 0;
+	if (!w->running)
+		return -EINVAL;          /* no handler runs */
+	if (w->accept_batch)
+		return -ENOTSUP;         /* bench mode: ACCEPTs up front */
+	if (w->late == NULL && (w->late = calloc(1, sizeof(*w->late))) == NULL)
+		return -ENOMEM;
+	if (w->watch == NULL &&
+	    (r = sipc__wwatch_new(w->fd, rt_watch_read, w, &w->watch)) < 0)
+		return r;
+	w->armed = true;
+	sipc__wwatch_arm(w->watch, w->cur_deadline, rt_cancel_behind(w));
+	return 0;
+}
+
+/* The handler returned: take the channel back from the watcher and put
+ * what it read behind the batch, in arrival order. */
+static int
+rt_disarm(sipc_worker *w, struct rt_batch *b)
+{
+	struct rt_batch *l = w->late;
+	int r = 0;
+
+	if (!w->armed)
+		return 0;
+	w->armed = false;
+	(void)sipc__wwatch_disarm(w->watch);
+	w->drained = false;       /* the watcher may have left bytes */
+	for (size_t i = 0; i < l->n; i++) {
+		if (r == 0 && (r = rt_batch_push(b, &l->f[i])) == 0)
+			continue;
+		free(l->f[i].payload);
+	}
+	l->n = 0;
+	w->late_bytes = 0;
+	return r < 0 ? r : w->late_err;
+}
+
+/* Call the handler of request frame f, with its deadline known to
+ * sipc_worker_deadline() and its cancel to the watcher while it runs. */
+static int
+rt_run_handler(sipc_worker *w, struct rt_batch *b, size_t i,
+    sipc_worker_handler fn, void *arg)
+{
+	struct sipc_frame *f = &b->f[i];
+	const uint8_t *p = f->payload;
+	size_t len = f->hdr.len;
+	uint64_t id = f->hdr.id;
+	int r;
+
+	w->cur_deadline = 0;
+	if (f->hdr.flags & SIPC_FRAME_F_DEADLINE) {
+		w->cur_deadline = (int64_t)sipc__le64_get(p);
+		p += SIPC_FRAME_DEADLINE_LEN;
+		len -= SIPC_FRAME_DEADLINE_LEN;
+	}
+	if ((r = rt_accept(w, id)) < 0)
+		return r;
+	w->cur_id = id;
+	w->batch = b;
+	w->batch_pos = i;
+	w->running = true;
+	fn(w, id, len > 0 ? p : NULL, len, arg);
+	w->running = false;
+	r = rt_disarm(w, b);
+	w->cur_id = 0;
+	w->cur_deadline = 0;
+	w->batch = NULL;
+	return r;
+}
+
+uint64_t
+sipc_worker_deadline(const sipc_worker *w)
+{
+	return (uint64_t)w->cur_deadline;
+}
+
+int
+sipc_worker_cancel_fd(sipc_worker *w)
+{
+	int r = rt_arm(w);
+
+	return r < 0 ? r : sipc__wwatch_fd(w->watch);
+}
+
+bool
+sipc_worker_cancelled(sipc_worker *w)
+{
+	struct timespec ts;
+
+	if (!w->running)
+		return false;
+	/* without a watcher (it could not start) the deadline still counts */
+	if ((w->armed || rt_arm(w) == 0) && sipc__wwatch_cancelled(w->watch))
+		return true;
+	if (w->cur_deadline == 0)
+		return false;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 >=
+	    w->cur_deadline;
+}
+
+/*
  * Dispatch the batch in arrival order, each REQUEST right after its
  * ACCEPT.  Returns 1 after SHUTDOWN, 0 to continue, or a negative error.
+ * Frames the watcher read while a handler ran join the batch's end.
  */
 static int
 rt_dispatch(sipc_worker *w, struct rt_batch *b, sipc_worker_handler fn,
@@ -647,9 +850,8 @@ rt_dispatch(sipc_worker *w, struct rt_batch *b, sipc_worker_handler fn,
 		f = &b->f[i];
 		switch (f->hdr.type) {
 		case SIPC_FT_REQUEST:
-			if ((r = rt_accept(w, f->hdr.id)) < 0)
+			if ((r = rt_run_handler(w, b, i, fn, arg)) < 0)
 				return r;
-			fn(w, f->hdr.id, f->payload, f->hdr.len, arg);
 			break;
 		case SIPC_FT_CANCEL:
 			if (w->cancel_fn != NULL)
@@ -740,7 +942,7 @@ sipc_worker_run(sipc_worker *w, sipc_worker_handler fn, void *arg)
 			sipc__decoder_direct_done(&w->dec, (size_t)n, &f, &done);
 			if (!done)
 				continue;
-			if (f.hdr.type != SIPC_FT_REQUEST || f.hdr.flags != 0) {
+			if (f.hdr.type != SIPC_FT_REQUEST || !rt_frame_ok(&f)) {
 				free(f.payload);
 				r = SIPC_E_PROTOCOL;
 				break;

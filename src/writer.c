@@ -32,6 +32,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include "le.h"
 #include "sipc_int.h"
 
 #define WRITE_BATCH 64            /* frames per sendmsg */
@@ -40,16 +41,46 @@
  * the pool holds at most this many pending requests a worker. */
 #define SIPC__DIRECT_DEPTH 8u
 
-/* One frame's header and payload as (up to) two iovecs. */
+/* A frame's head: its header, and a REQUEST's deadline in front of its
+ * payload when the worker reads them (frame.h, SIPC_FRAME_F_DEADLINE). */
+#define HEAD_MAX (SIPC_FRAME_HDR_LEN + SIPC_FRAME_DEADLINE_LEN)
+
+/* The deadline a REQUEST frame of q to this worker carries; 0: none.
+ * sl->deadlines is set at HELLO, before the slot is READY. */
+static int64_t
+frame_deadline(const struct sipc__slot *sl, const struct sipc__req *q)
+{
+	if (!sl->deadlines || q->deadline_ms <= 0 ||
+	    q->len > SIPC_FRAME_MAX_PAYLOAD - SIPC_FRAME_DEADLINE_LEN)
+		return 0;
+	return q->deadline_ms;
+}
+
+/* The bytes of q's REQUEST frame on this worker's channel. */
+static size_t
+frame_bytes(const struct sipc__slot *sl, const struct sipc__req *q)
+{
+	return SIPC_FRAME_HDR_LEN + (size_t)q->len +
+	    (frame_deadline(sl, q) > 0 ? SIPC_FRAME_DEADLINE_LEN : 0);
+}
+
+/* One frame's head and payload as (up to) two iovecs. */
 static void
 put_frame(struct iovec *iov, int *n, uint8_t *hdr, uint8_t type,
-          uint64_t id, const void *payload, uint32_t len)
+          uint64_t id, const void *payload, uint32_t len, int64_t deadline)
 {
 	struct sipc_frame_hdr h = { .type = type, .id = id, .len = len };
+	size_t head = SIPC_FRAME_HDR_LEN;
 
+	if (deadline > 0) {
+		h.flags = SIPC_FRAME_F_DEADLINE;
+		h.len += SIPC_FRAME_DEADLINE_LEN;
+		sipc__le64_put(hdr + head, (uint64_t)deadline);
+		head += SIPC_FRAME_DEADLINE_LEN;
+	}
 	sipc__frame_encode_hdr(hdr, &h);
 	iov[*n].iov_base = hdr;
-	iov[(*n)++].iov_len = SIPC_FRAME_HDR_LEN;
+	iov[(*n)++].iov_len = head;
 	if (len > 0) {
 		iov[*n].iov_base = (void *)payload;
 		iov[(*n)++].iov_len = len;
@@ -204,7 +235,7 @@ struct sipc__wbatch {
 	uint64_t cancels[WRITE_BATCH];
 	int nreq, ncancel, niov, nframes;
 	size_t bytes;                 /* on the wire, from the first byte */
-	uint8_t hdrs[WRITE_BATCH * 2 + 1][SIPC_FRAME_HDR_LEN];
+	uint8_t hdrs[WRITE_BATCH * 2 + 1][HEAD_MAX];
 	struct iovec iov[WRITE_BATCH * 3 + 2];
 };
 
@@ -225,16 +256,16 @@ writer_collect(struct sipc__slot *sl, unsigned room, struct sipc__wbatch *b,
 
 /* The byte offsets at which the batch's request frames end. */
 static void
-wbatch_layout(struct sipc__wbatch *b)
+wbatch_layout(const struct sipc__slot *sl, struct sipc__wbatch *b)
 {
 	int i;
 
 	b->rest_end = 0;
 	if (b->rest != NULL)
-		b->rest_end = SIPC_FRAME_HDR_LEN + (size_t)b->rest->len;
+		b->rest_end = frame_bytes(sl, b->rest);
 	b->bytes = b->rest_end + (size_t)b->ncancel * SIPC_FRAME_HDR_LEN;
 	for (i = 0; i < b->nreq; i++) {
-		b->bytes += SIPC_FRAME_HDR_LEN + (size_t)b->req[i]->len;
+		b->bytes += frame_bytes(sl, b->req[i]);
 		b->end[i] = b->bytes;
 	}
 	b->nheld = 0;
@@ -255,10 +286,11 @@ wbatch_build(struct sipc__slot *sl, struct sipc__wbatch *b)
 	/* Journalled as written by the caller that began it. */
 	if (b->rest != NULL)
 		put_frame(b->iov, &b->niov, b->hdrs[h++], SIPC_FT_REQUEST,
-		    b->rest->id, b->rest->payload, b->rest->len);
+		    b->rest->id, b->rest->payload, b->rest->len,
+		    frame_deadline(sl, b->rest));
 	for (i = 0; i < b->ncancel; i++)
 		put_frame(b->iov, &b->niov, b->hdrs[h++], SIPC_FT_CANCEL,
-		    b->cancels[i], NULL, 0);
+		    b->cancels[i], NULL, 0, 0);
 	for (i = ns = 0; i < b->nreq; i++) {
 		if (s->journal != NULL &&
 		    sipc__journal_note_written(s, sl, b->req[i]) < 0) {
@@ -280,7 +312,8 @@ wbatch_build(struct sipc__slot *sl, struct sipc__wbatch *b)
 	}
 	for (i = 0; i < ns; i++)
 		put_frame(b->iov, &b->niov, b->hdrs[h++], SIPC_FT_REQUEST,
-		    b->req[i]->id, b->req[i]->payload, b->req[i]->len);
+		    b->req[i]->id, b->req[i]->payload, b->req[i]->len,
+		    frame_deadline(sl, b->req[i]));
 	b->nreq = ns;
 	/* In wire order, now that the journal took them. */
 	if (ns > 0) {
@@ -289,7 +322,7 @@ wbatch_build(struct sipc__slot *sl, struct sipc__wbatch *b)
 			frame_commit(sl, b->req[i]);
 		pthread_mutex_unlock(&sl->lock);
 	}
-	wbatch_layout(b);
+	wbatch_layout(sl, b);
 }
 
 /* The batch's first `upto` bytes are sent: the requests whose frames
@@ -485,9 +518,10 @@ void
 sipc__direct_send(struct sipc__slot *sl, struct sipc__req *q)
 {
 	struct sipc_supervisor *s = sl->sup;
-	uint8_t hdr[SIPC_FRAME_HDR_LEN];
+	uint8_t hdr[HEAD_MAX];
 	struct iovec iov[2];
-	ssize_t w = 0, total = SIPC_FRAME_HDR_LEN + (ssize_t)q->len;
+	int64_t dl = frame_deadline(sl, q);
+	ssize_t w = 0, total = (ssize_t)frame_bytes(sl, q);
 	int niov = 0, jrc = 0;
 	bool was, lost = false;
 
@@ -502,7 +536,7 @@ sipc__direct_send(struct sipc__slot *sl, struct sipc__req *q)
 	}
 	if (jrc == 0) {
 		put_frame(iov, &niov, hdr, SIPC_FT_REQUEST, q->id, q->payload,
-		    q->len);
+		    q->len, dl);
 		w = send_iov(sl, iov, niov, MSG_DONTWAIT);
 		lost = w < 0 && errno != EAGAIN && errno != EWOULDBLOCK;
 		if (w == total)

@@ -402,6 +402,7 @@ test_lifecycle_settle_unwritten_moves(void)
 	accepted.slot = hung;
 	CU_ASSERT_FATAL(st_stats_wait(s, pred_frames_in, &accepted, WAIT_MS));
 	other = 1 - hung;
+	(void)other;                 /* where "sleep 500" goes */
 	st_submit_cmd(s, "sleep 500", 0, &o[1]);     /* least loaded: other */
 	/* two more: loads are equal, then one ahead, so at least one of
 	 * them waits in the hung worker's ring, never written */
@@ -429,7 +430,8 @@ test_lifecycle_settle_unwritten_moves(void)
 		char pidbuf[32];
 
 		CU_ASSERT_EQUAL(box.res[i].outcome, SIPC_OUTCOME_OK);
-		CU_ASSERT_EQUAL(box.res[i].worker_id, other);
+		/* on the other worker, or on the hung one's replacement if
+		 * that was free first (src/steal.c): never on the victim */
 		CU_ASSERT_EQUAL(box.res[i].attempts, 1);
 		snprintf(pidbuf, sizeof(pidbuf), "%d", (int)box.res[i].pid);
 		CU_ASSERT(box.res[i].pid != victim);
