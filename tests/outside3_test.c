@@ -455,6 +455,7 @@ cap_has_x(void *arg)
  * 5000, and no empty piece after it; 4999: a piece of 4999 and
  * one of 1; 16: pieces of 16 and a last of 8 (5000 = 312 x 16 + 8).
  */
+/* rules: G2 */
 static void
 test_outside3_diag_cut_exactly_at_line_max(void)
 {
@@ -535,6 +536,7 @@ ends_with_line(const char *tail)
  * dying request's whole line; with the default 4096 all 13 lines are
  * there.
  */
+/* rules: G4 */
 static void
 test_outside3_diag_tail_capped_keeps_newest(void)
 {
@@ -591,6 +593,7 @@ pred_slot0_state(const struct sipc_stats *st, void *arg)
  * the late request itself got TIMEOUT at its deadline.  The counters
  * move once each; the end is a planned restart.
  */
+/* rules: X4 */
 static void
 test_outside3_unknown_timeout_after_deadline_termination(void)
 {
@@ -636,6 +639,7 @@ test_outside3_unknown_timeout_after_deadline_termination(void)
  * may_have_run true, one attempt; the cool-down is not counted as a
  * restart, and the next submit is REJECTED / SIPC_E_UNAVAILABLE at once.
  */
+/* rules: P5 R1 */
 static void
 test_outside3_unknown_unavailable_idempotent_into_cooldown(void)
 {
@@ -781,6 +785,7 @@ test_outside3_runbook_leftover_log_words(void)
  * own check) is a protocol violation: UNKNOWN / SIPC_E_PROTOCOL, the
  * worker terminated for it and counted once, per worker and in total.
  */
+/* rules: C6 F10 */
 static void
 test_outside3_reply_max_payload_boundary(void)
 {
@@ -988,6 +993,7 @@ incb_ran(void *arg)
  * without SIPC_REQ_NOWAIT, with or without a deadline, returns
  * SIPC_E_FULL at once and its callback never runs.
  */
+/* rules: M2 */
 static void
 test_outside3_callback_submit_memory_full_never_blocks(void)
 {
@@ -1211,6 +1217,7 @@ pred_restarts(const struct sipc_stats *st, void *arg)
  * (one of each outcome but REJECTED) calls all three: none blocks (the test would hang), each answers 0
  * (SIPC_E_SHUTDOWN once destroy has begun).
  */
+/* rules: TH1 */
 static void
 test_outside3_calls_allowed_in_log_and_completion_callbacks(void)
 {
@@ -1268,6 +1275,7 @@ pred_mem_zero(const struct sipc_stats *st, void *arg)
  * (reserve 36) up to exactly 64; one byte more is SIPC_E_FULL at once
  * under SIPC_REQ_NOWAIT, no callback, and mem_held says what is held.
  */
+/* rules: M4 */
 static void
 test_outside3_mem_ceiling_admits_to_the_reserve(void)
 {
