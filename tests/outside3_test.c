@@ -7,7 +7,7 @@
  *   - the man pages' SYNOPSIS sections compile against include/ as shown;
  *   - sipc_stats_get(3): each outcome moves its counter once, and
  *     `submitted` is their sum once nothing is pending;
- *   - CONTRACT section 13 and sipc.h: the fields of a WORKER_ERROR and of
+ *   - CONTRACT section 6 and sipc.h: the fields of a WORKER_ERROR and of
  *     a never-sent TIMEOUT result;
  *   - CONTRACT G2 and G4: where the diagnostics stream is cut, how long
  *     an escaped piece may be, and the tail a result carries.
@@ -344,7 +344,7 @@ test_outside3_outcome_counters_move_once(void)
 }
 
 /*
- * CONTRACT section 13 and sipc.h struct sipc_result: a WORKER_ERROR has
+ * CONTRACT section 6 and sipc.h struct sipc_result: a WORKER_ERROR has
  * error 0, may_have_run true, the worker's code and message, one
  * attempt and the worker that answered; a TIMEOUT that never left the
  * queue has SIPC_E_TIMEOUT, may_have_run false, no attempt and no worker
@@ -586,7 +586,7 @@ pred_slot0_state(const struct sipc_stats *st, void *arg)
 }
 
 /*
- * CONTRACT section 13 (UNKNOWN row: "SIPC_E_TIMEOUT after DEADLINE") and
+ * CONTRACT section 6 (UNKNOWN row: "SIPC_E_TIMEOUT after DEADLINE") and
  * X4: a worker terminated because a request stayed past its deadline
  * and cancel_grace_ms takes its other requests that may have run with
  * it; they end UNKNOWN / SIPC_E_TIMEOUT, naming the termination, while
@@ -632,7 +632,7 @@ test_outside3_unknown_timeout_after_deadline_termination(void)
 }
 
 /*
- * CONTRACT section 13 (UNKNOWN row: SIPC_E_UNAVAILABLE), R1, R3 and P3:
+ * CONTRACT section 6 (UNKNOWN row: SIPC_E_UNAVAILABLE), R1, R3 and P3:
  * an idempotent request that may have run on a worker that died is to
  * be written again, but its only slot goes into COOLDOWN (the restart
  * would pass restart_intensity): it ends UNKNOWN / SIPC_E_UNAVAILABLE,

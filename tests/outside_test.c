@@ -517,7 +517,7 @@ probe_call(sipc_supervisor *s, const char *req, char *reply, size_t len)
 }
 
 /*
- * CONTRACT.md SB2, SB7, SB9, PRODUCTION_BOUNDARY.md section 13, through
+ * CONTRACT.md SB2, SB7, SB9 and PRODUCTION_BOUNDARY.md, through
  * sipc_create() as a host configures it: the worker's environment is
  * the allow-list (env_allow, env_set, the SIPC_* variables) and nothing
  * of the host's (not even the PWD=/ bubblewrap sets after its --chdir:
@@ -526,7 +526,7 @@ probe_call(sipc_supervisor *s, const char *req, char *reply, size_t len)
  * a /proc of its own (it is PID 2, its init PID 1); a PID namespace
  * although process_group was asked for.
  */
-/* rules: SB9 */
+/* rules: SB2 SB9 */
 static void
 test_outside_sandbox_worker_view_through_create(void)
 {

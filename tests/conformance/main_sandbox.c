@@ -114,7 +114,7 @@ ns_ino(const char *path)
 	return stat(path, &st) == 0 ? (uint64_t)st.st_ino : 0;
 }
 
-/* rules: SB3 */
+/* rules: SB3 SB7 */
 static void
 test_conformance_sandbox_identity_proven(void)
 {
