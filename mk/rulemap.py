@@ -11,7 +11,9 @@ Tags (in any file under tests/):
   /* rules: W1 H3 */            the test function defined just below proves
                                 those rules (a `# rules:` line in a shell
                                 script: the script proves them);
-  /* rules-skip: ID: reason */  no test on this machine can run ID.
+  /* rules-skip: ID: reason */  no test on this machine can run ID (or a
+                                tagged test skips where it cannot run:
+                                the map shows both).
 
   rulemap.py            print the map (docs/RULES-TO-TESTS.md) to stdout
   rulemap.py --write    write docs/RULES-TO-TESTS.md
@@ -131,13 +133,17 @@ def render(rules, nongs, tests, skips):
     doc, section = None, None
     for d, sec, rid, _ in rules:
         if d != doc:
+            if out[-1] != "":
+                out.append("")
             out += ["## " + d, ""]
             doc, section = d, None
         if sec != section:
+            if out[-1] != "":
+                out.append("")
             out += ["### " + sec, ""]
             section = sec
         cells = ["`%s`" % t for t in tests.get(rid, [])]
-        cells += ["not run here (%s)" % r for r in skips.get(rid, [])]
+        cells += ["skip: %s" % r for r in skips.get(rid, [])]
         out.append("- **%s**: %s" % (rid, ", ".join(cells) or "NONE"))
     out.append("")
     if nongs:

@@ -966,6 +966,7 @@ test_cgroup_lost_worker_cgroup_still_killed(void)
 
 /* ---------------------------------------------------------------- OOM */
 
+/* rules-skip: CG4: skipped where the memory controller is not available to cgroup v2 */
 /* rules: CG4 */
 static void
 test_cgroup_oom_is_its_own_exit_kind(void)
