@@ -20,7 +20,9 @@ Tags (in any file under tests/):
   rulemap.py --check    print each problem and exit 1 on any: a rule
                         without a test, a tag naming no rule, a rule
                         without exactly one keyword, a duplicate id, a
-                        stale docs/RULES-TO-TESTS.md
+                        stale docs/RULES-TO-TESTS.md, a tagged C test
+                        function named nowhere else in its file (not
+                        registered to run)
 Run from the top of the source tree.
 """
 import os
@@ -111,6 +113,9 @@ def read_tags(problems):
                         fm, mm = FUNC.match(nxt), MACRO.match(nxt)
                         if fm:
                             name = "%s:%s" % (rel, fm.group(1))
+                            if "\n".join(lines).count(fm.group(1)) < 2:
+                                problems.append("%s: %s is tagged but never "
+                                                "registered to run" % (path, fm.group(1)))
                             break
                         if mm:
                             name = "%s:%s(%s)" % (rel, mm.group(1), mm.group(2))

@@ -4,7 +4,7 @@
 #     only);
 #   - every rule is named by a `rules:` tag of a test under tests/, or by a
 #     `rules-skip:` tag giving why no test here can run it;
-#   - every tag names a rule that exists;
+#   - every tag names a rule that exists, and tags a test that runs;
 #   - docs/RULES-TO-TESTS.md is what mk/rulemap.py --write makes now.
 # Each failure names the rule, the tag or the file (run
 # `python3 mk/rulemap.py --write` after changing a rule or a tag).
@@ -30,9 +30,10 @@ rc=$?
 check rules_have_one_keyword_and_own_id 'keywords|given twice|starts with PB|does not start with PB'
 check rules_each_have_a_test 'has no test'
 check rules_tags_name_existing_rules 'which is no rule|not just above'
+check rules_tagged_tests_are_registered 'never registered'
 check rules_map_is_current 'is stale'
 # anything else mk/rulemap.py reported (or a crash) fails too
-if [ "$rc" -ne 0 ] && ! grep -Eq 'keywords|given twice|PB|has no test|no rule|not just above|stale' "$tmp"; then
+if [ "$rc" -ne 0 ] && ! grep -Eq 'keywords|given twice|PB|has no test|no rule|not just above|never registered|stale' "$tmp"; then
 	t_fail rules_map_script_ran "$(tr '\n' ';' < "$tmp")"
 else
 	t_ok rules_map_script_ran
