@@ -136,7 +136,7 @@ const char *sipc_strerror(int err);
  *                 never retried unless it was submitted SIPC_REQ_IDEMPOTENT.
  *                 `error` says why (WORKER_DIED, POISON, PROTOCOL, STALL,
  *                 SHUTDOWN, TIMEOUT after a deadline's termination,
- *                 UNAVAILABLE, JOURNAL; CONTRACT.md section 13).
+ *                 UNAVAILABLE, JOURNAL; CONTRACT.md section 6).
  */
 enum sipc_outcome {
 	SIPC_OUTCOME_OK = 0,

@@ -125,7 +125,7 @@ sipc__callread_run(struct sipc__slot *sl, struct sipc__event *ev,
 	bool was;
 
 	/* A log line (a violation) may run here: under a library
-	 * thread's rules, as on the submitting thread (CONTRACT TH2). */
+	 * thread's rules, as on the submitting thread (CONTRACT TH1). */
 	was = sipc__callback_rules_begin();
 	while (!sipc__event_is_set(ev)) {
 		/* At the deadline the reaper delivers TIMEOUT; the worker

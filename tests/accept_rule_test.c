@@ -108,6 +108,7 @@ accept_counted(void *arg)
 	return st_worker_stats(w->s, w->slot).frames_in >= 2;
 }
 
+/* rules: A2 */
 static void
 test_accept_rule_written_unaccepted_moves(void)
 {

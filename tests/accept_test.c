@@ -209,6 +209,7 @@ run_batch(unsigned n, unsigned k, unsigned idem, unsigned hang, bool hold0)
 }
 
 /* Issue scenario: 16 requests in one read, handler k = 0, 7, 15 crashes. */
+/* rules: A2 */
 static void
 test_accept_crash_first_of_16(void)
 {
@@ -217,6 +218,7 @@ test_accept_crash_first_of_16(void)
 	run_batch(16, 0, 0, NO_HANG, true);
 }
 
+/* rules: A2 */
 static void
 test_accept_crash_middle_of_16(void)
 {
@@ -225,6 +227,7 @@ test_accept_crash_middle_of_16(void)
 	run_batch(16, 7, 0, NO_HANG, true);
 }
 
+/* rules: A2 */
 static void
 test_accept_crash_last_of_16(void)
 {
@@ -236,6 +239,7 @@ test_accept_crash_last_of_16(void)
 /* Eight requests together, request 0 exits inside its handler, half of
  * the seven behind it idempotent: exactly one UNKNOWN, and neither kind
  * of the others is "may have run". */
+/* rules: A2 */
 static void
 test_accept_crash_first_of_8_half_idempotent(void)
 {
@@ -247,6 +251,7 @@ test_accept_crash_first_of_8_half_idempotent(void)
 /* Handlers that answer later: request 2 keeps its id, request 5 exits.
  * "Started" is per request: 2 and 5 are UNKNOWN, 0, 1, 3, 4 OK, and
  * nothing behind 5 may have run. */
+/* rules: A2 A3 */
 static void
 test_accept_deferred_reply_stays_started(void)
 {
@@ -304,6 +309,7 @@ slow_done(void *arg, struct sipc_result *res)
  * whose ACCEPT lay in the unread bytes was judged never started and ran
  * again.
  */
+/* rules: T6 */
 static void
 test_accept_final_drain_reads_every_reply(void)
 {

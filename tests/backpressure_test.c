@@ -220,6 +220,7 @@ wait_holds(sipc_supervisor *s, unsigned w, unsigned inflight, unsigned queued)
  * callback never runs, and the requests already held are untouched
  * (each still gets exactly one outcome at destroy).
  */
+/* rules: M2 R7 */
 static void
 test_backpressure_nowait_full_at_once(void)
 {
@@ -277,6 +278,7 @@ test_backpressure_nowait_full_at_once(void)
 }
 
 /* A blocking submit waits for room and goes through once it appears. */
+/* rules: M3 */
 static void
 test_backpressure_blocking_submit_completes_when_room(void)
 {
@@ -315,6 +317,7 @@ test_backpressure_blocking_submit_completes_when_room(void)
  * callback gets REJECTED / SIPC_E_FULL (never sent), after roughly the
  * deadline; sipc_call() reports the same.
  */
+/* rules: M3 */
 static void
 test_backpressure_blocking_submit_deadline_rejects(void)
 {
@@ -364,6 +367,7 @@ test_backpressure_blocking_submit_deadline_rejects(void)
  * than a ring: a blocking submit with a deadline waits for it, then the
  * callback gets REJECTED / SIPC_E_FULL (the call itself succeeded).
  */
+/* rules: M3 */
 static void
 test_backpressure_blocking_submit_memory_deadline_rejects(void)
 {
@@ -503,6 +507,7 @@ mem_sample(sipc_supervisor *s, struct mem_peak *p)
  * threads: held payload bytes never pass the ceiling, and the process's
  * resident memory stays under baseline + ceiling + a fixed overhead.
  */
+/* rules: M1 */
 static void
 test_backpressure_memory_ceiling_bounded(void)
 {
@@ -730,6 +735,7 @@ check_stall_outcomes(struct tracker *t, struct rec *stop, struct rec *recs,
  * the other three; requests queued behind it move and complete OK; it is
  * detected within stall_ms (+ slack), classified, and replaced.
  */
+/* rules: A2 L1 R1 */
 static void
 test_backpressure_stalled_worker_avoided_and_replaced(void)
 {
@@ -795,6 +801,7 @@ generation_changed(void *arg)
  * stalled once it holds work for stall_ms - and only then: idle, it is
  * left alone.
  */
+/* rules: L1 L2 */
 static void
 test_backpressure_hang_with_work_is_stalled(void)
 {
@@ -875,6 +882,7 @@ pipe_finished(void *arg)
  * back, and the counters account for every frame and byte sent.
  * (How many frames go per system call is measured in bench/.)
  */
+/* rules: C2 */
 static void
 test_backpressure_pipelined_all_complete(void)
 {
@@ -927,6 +935,7 @@ pred_four_written(const struct sipc_stats *st, void *arg)
 	return st->workers[0].inflight == 4 && st->pending == 8;
 }
 
+/* rules: R1 */
 static void
 test_backpressure_requeue_beats_full_queue(void)
 {

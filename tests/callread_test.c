@@ -388,6 +388,7 @@ mixed_all(void *arg)
 	return atomic_load(&mixed.total) >= *(unsigned *)arg;
 }
 
+/* rules: TH1 */
 static void
 test_callread_async_beside_call_on_library_threads(void)
 {
@@ -433,6 +434,7 @@ test_callread_async_beside_call_on_library_threads(void)
  * runs on a library thread.  The worker is stopped meanwhile, so the
  * call is still waiting when the submit comes.
  */
+/* rules: TH1 */
 static void
 test_callread_submit_takes_socket_back(void)
 {

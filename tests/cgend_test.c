@@ -61,6 +61,7 @@ find_kid(sipc_supervisor *s, pid_t *ret_kid, unsigned *ret_slot)
  * the 2 s a's cgroup may take, and a's end must not be reported while
  * its member lives: it is, once thawed.
  */
+/* rules: CG2 */
 static void
 test_cgend_slow_tree_does_not_stall_other_slots(void)
 {
@@ -183,6 +184,7 @@ bound_counted(const struct sipc_stats *st, void *arg)
  * bounded, logged and counted: b is back long before a's member is
  * thawed, and a ends once it is.
  */
+/* rules: B1 */
 static void
 test_cgend_pidns_teardown_hang_bounded(void)
 {

@@ -121,6 +121,7 @@ own_cgroup_case(enum sipc_containment mode)
 	CU_ASSERT(path_gone(sup));
 }
 
+/* rules: CG1 CG2 */
 static void
 test_cgroup_worker_in_own_cgroup_process_group(void)
 {
@@ -129,6 +130,7 @@ test_cgroup_worker_in_own_cgroup_process_group(void)
 	own_cgroup_case(SIPC_CONTAIN_PROCESS_GROUP);
 }
 
+/* rules: CG1 */
 static void
 test_cgroup_worker_in_own_cgroup_pid_namespace(void)
 {
@@ -233,6 +235,7 @@ escapee_case(bool with_cgroup)
 	st_decoys_stop(&d);
 }
 
+/* rules: CG2 T4 */
 static void
 test_cgroup_kill_ends_setsid_escapee(void)
 {
@@ -241,6 +244,7 @@ test_cgroup_kill_ends_setsid_escapee(void)
 	escapee_case(true);
 }
 
+/* rules: T4 */
 static void
 test_cgroup_off_escapee_survives_process_group(void)
 {
@@ -354,18 +358,21 @@ limit_case(const char *key, const char *ctrl, const char *file,
 	CU_ASSERT(path_gone(sup));
 }
 
+/* rules: CG3 */
 static void
 test_cgroup_pids_max_applied_or_refused(void)
 {
 	limit_case("pids_max", "pids", "pids.max", "64");
 }
 
+/* rules: CG3 */
 static void
 test_cgroup_memory_max_applied_or_refused(void)
 {
 	limit_case("memory_max", "memory", "memory.max", "67108864");
 }
 
+/* rules: CG3 */
 static void
 test_cgroup_cpu_max_applied_or_refused(void)
 {
@@ -374,6 +381,7 @@ test_cgroup_cpu_max_applied_or_refused(void)
 
 /* cgroup = off: no cgroup made, the reason says so, the worker stays
  * in the host's own cgroup; a limit with it is a configuration error. */
+/* rules: CG1 CG3 */
 static void
 test_cgroup_off(void)
 {
@@ -430,6 +438,7 @@ unpopulated(void *arg)
  * empty.  The next supervisor made under the same cgroup removes them
  * (only empty ones of owners that are gone: a live owner's stay).
  */
+/* rules: CG2 */
 static void
 test_cgroup_crashed_instance_swept(void)
 {
@@ -619,6 +628,7 @@ tree_cleanup(struct tree *t, char *sup)
  * owner's cgroup that holds a process (this test's own, here) is not
  * touched.
  */
+/* rules: CG2 */
 static void
 test_cgroup_crashed_instance_escapee_killed(void)
 {
@@ -678,6 +688,7 @@ out:
  * service, another test) must not kill it first: the cgroup carries its
  * journal's path, and only an instance on that journal ends it.
  */
+/* rules: CG2 */
 static void
 test_cgroup_crashed_journalled_instance_left_to_its_journal(void)
 {
@@ -827,6 +838,7 @@ remove_ns_cgroups(const char *parent, unsigned long ns)
 	return found;
 }
 
+/* rules: CG2 */
 static void
 test_cgroup_foreign_pid_namespace_spares_live_owner(void)
 {
@@ -897,6 +909,7 @@ test_cgroup_foreign_pid_namespace_spares_live_owner(void)
  * and the end is LOST, but its cgroup names no stranger: the end still
  * kills what is in it (the group kid here) and removes it.
  */
+/* rules: CG2 */
 static void
 test_cgroup_lost_worker_cgroup_still_killed(void)
 {
@@ -953,6 +966,8 @@ test_cgroup_lost_worker_cgroup_still_killed(void)
 
 /* ---------------------------------------------------------------- OOM */
 
+/* rules-skip: CG4: skipped where the memory controller is not available to cgroup v2 */
+/* rules: CG4 */
 static void
 test_cgroup_oom_is_its_own_exit_kind(void)
 {
@@ -981,6 +996,7 @@ test_cgroup_oom_is_its_own_exit_kind(void)
 
 /* The OOM count comes from memory.events' oom_kill line: "oom" (a
  * prefix of it) must not be taken for it, nor a missing key for 0. */
+/* rules: CG4 */
 static void
 test_cgroup_read_key_flat_file(void)
 {
@@ -1012,6 +1028,7 @@ test_cgroup_read_key_flat_file(void)
 
 /* ---------------------------------------------------------------- keys */
 
+/* rules: CG1 */
 static void
 test_cgroup_config_keys(void)
 {
@@ -1166,6 +1183,7 @@ cloexec_body(void *arg)
  * cgroup walk used to dup() the cgroup's directory without it (glibc's
  * fdopendir() set it a moment later).
  */
+/* rules: SC5 */
 static void
 test_cgroup_close_descriptors_cloexec(void)
 {

@@ -36,6 +36,7 @@ write_conf(const char *text)
 	return write_conf_n(text, strlen(text));
 }
 
+/* rules: CF1 */
 static void
 test_config_defaults(void)
 {
@@ -179,6 +180,7 @@ check_every_key(const struct sipc_config *c)
 	CU_ASSERT_EQUAL(c->group_commit_ms, 25);
 }
 
+/* rules: CF2 */
 static void
 test_config_every_key_parses(void)
 {
@@ -198,6 +200,7 @@ test_config_every_key_parses(void)
 	sipc_config_store_free(st);
 }
 
+/* rules: CF2 */
 static void
 test_config_enum_and_list_forms(void)
 {
@@ -307,6 +310,7 @@ static const struct {
 	{ "workers = \033[31m\n", 1, "workers", "malformed number \"\\033[31m\"" },
 };
 
+/* rules: CF5 */
 static void
 test_config_errors_name_key_and_line(void)
 {
@@ -341,6 +345,7 @@ test_config_errors_name_key_and_line(void)
 	}
 }
 
+/* rules: CF2 */
 static void
 test_config_nul_byte_rejected(void)
 {
@@ -359,6 +364,7 @@ test_config_nul_byte_rejected(void)
 	unlink(p);
 }
 
+/* rules: CF2 */
 static void
 test_config_missing_file(void)
 {
@@ -378,6 +384,7 @@ test_config_missing_file(void)
 
 /* A failed load into an existing store keeps every earlier string alive
  * and leaves the config exactly as it was (ASan checks the former). */
+/* rules: CF5 */
 static void
 test_config_bad_input_changes_nothing(void)
 {
@@ -409,6 +416,7 @@ test_config_bad_input_changes_nothing(void)
 	sipc_config_store_free(NULL);
 }
 
+/* rules: CF3 */
 static void
 test_config_env_overrides_file(void)
 {
@@ -445,6 +453,7 @@ test_config_env_overrides_file(void)
  * refused like an unknown key of a file, naming the variable, and the
  * load changes nothing (a misspelt SIPC_ENVIRONMNT=production must not
  * leave a development configuration running in production). */
+/* rules: CF3 */
 static void
 test_config_env_unknown_variable_refused(void)
 {
@@ -564,6 +573,7 @@ test_config_env_containment_and_init_path(void)
 }
 
 /* No environment variable lets production fall back to a weaker mode. */
+/* rules: CF4 */
 static void
 test_config_env_cannot_weaken_production(void)
 {
@@ -598,6 +608,7 @@ test_config_env_cannot_weaken_production(void)
 	sipc_config_store_free(st);
 }
 
+/* rules: CF5 */
 static void
 test_config_env_errors(void)
 {
@@ -679,6 +690,7 @@ load_one(const char *key, long long v, char *err, size_t errlen)
 	return r;
 }
 
+/* rules: CF1 */
 static void
 test_config_strtonum_ranges(void)
 {
@@ -716,6 +728,7 @@ expect_invalid(const struct sipc_config *c, const char *prefix)
 	}
 }
 
+/* rules: CF1 */
 static void
 test_config_validate(void)
 {
@@ -784,6 +797,7 @@ test_config_strerror(void)
 		CU_ASSERT_PTR_NOT_NULL(sipc_strerror(i));
 }
 
+/* rules: CF1 */
 static void
 test_config_guarantee_names_round_trip(void)
 {

@@ -71,6 +71,7 @@ ended(void *arg)
  * the end is classified LOST.  Before the fix, ESRCH from the pidfd was
  * followed by kill(-pgid) and the kid died; the end read "exit status -1".
  */
+/* rules: E1 I3 T5 */
 static void
 test_contain_reaped_elsewhere_is_lost_and_group_spared(void)
 {
@@ -102,6 +103,7 @@ test_contain_reaped_elsewhere_is_lost_and_group_spared(void)
 /* The same leader, dead but still our unreaped zombie: its group id is
  * pinned, so TERM does reach the group (the kid dies), and the end is
  * the real one (SIGKILL). */
+/* rules: I3 T5 */
 static void
 test_contain_zombie_leader_group_still_signalled(void)
 {
@@ -158,6 +160,7 @@ release_live(enum sipc_containment mode)
 	}
 }
 
+/* rules: I7 */
 static void
 test_contain_release_live_kills_and_reaps(void)
 {

@@ -224,36 +224,42 @@ run_violation(const char *mode, const char *what)
 	sipc_destroy(s);
 }
 
+/* rules: F7 */
 static void
 test_contract_short_error_is_violation(void)
 {
 	run_violation("shorterror", "short ERROR frame");
 }
 
+/* rules: F8 */
 static void
 test_contract_worker_sends_request_is_violation(void)
 {
 	run_violation("send-request", "unexpected frame type");
 }
 
+/* rules: F8 */
 static void
 test_contract_worker_sends_cancel_is_violation(void)
 {
 	run_violation("send-cancel", "unexpected frame type");
 }
 
+/* rules: A4 */
 static void
 test_contract_accept_unowed_is_violation(void)
 {
 	run_violation("accept-unowed", "ACCEPT for an id not owed");
 }
 
+/* rules: A4 */
 static void
 test_contract_accept_twice_is_violation(void)
 {
 	run_violation("accept-twice", "ACCEPT for an id not owed");
 }
 
+/* rules: F6 */
 static void
 test_contract_flag_bits_are_violation(void)
 {
@@ -300,6 +306,7 @@ one_inflight_cb(void *arg)
  * That is a violation of Y: B is UNKNOWN / PROTOCOL, A is not
  * delivered and stays with X, which keeps serving.
  */
+/* rules: C5 */
 static void
 test_contract_reply_to_other_workers_id(void)
 {
@@ -370,6 +377,7 @@ completed_cb(void *arg)
 	return r;
 }
 
+/* rules: C7 */
 static void
 test_contract_late_reply_dropped_silently(void)
 {
@@ -465,6 +473,7 @@ send_request(int fd, uint64_t id, uint16_t flags, const char *p)
 	    (ssize_t)(SIPC_FRAME_HDR_LEN + fh.len));
 }
 
+/* rules: F6 F9 */
 static void
 test_contract_runtime_rejects_flag_bits(void)
 {
@@ -546,6 +555,7 @@ check_masks_zero(sipc_supervisor *s)
 
 /* D6: the host blocks SIGUSR1 and ignores SIGUSR2 before sipc_create;
  * a worker (first and later generations) starts with neither. */
+/* rules: D6 SC1 */
 static void
 test_contract_worker_signal_mask_and_dispositions_reset(void)
 {
@@ -595,6 +605,7 @@ nproc_reply(unsigned limit, char *buf, size_t len)
 
 /* D7: worker_nproc_limit becomes the worker's RLIMIT_NPROC (soft and
  * hard); 0 leaves the inherited limit alone. */
+/* rules: D7 */
 static void
 test_contract_worker_nproc_limit_applied(void)
 {
@@ -620,6 +631,7 @@ test_contract_worker_nproc_limit_applied(void)
 }
 
 /* 1.5: every worker is told the supervisor's max_payload. */
+/* rules: D3 F10 */
 static void
 test_contract_worker_told_max_payload(void)
 {
@@ -675,6 +687,7 @@ check_diag_tags(sipc_supervisor *s, unsigned gen)
 	CU_ASSERT_EQUAL(e.pid, (pid_t)strtol(pid, NULL, 10));
 }
 
+/* rules: G2 */
 static void
 test_contract_diag_tagged_with_generation_and_pid(void)
 {
@@ -794,6 +807,7 @@ th2_done_count(void *arg)
 	return atomic_load(&th2.done_calls) >= *(int *)arg;
 }
 
+/* rules: TH1 */
 static void
 test_contract_callbacks_hold_no_library_lock(void)
 {
@@ -925,6 +939,7 @@ sc2_crash_once(sipc_supervisor *s, unsigned gen)
  * thread has taken at least one: every crash, taken or not, must be
  * noticed in time.
  */
+/* rules: SC1 */
 static void
 test_contract_sigchld_taken_by_host_thread(void)
 {
@@ -1004,6 +1019,7 @@ sigchld_blocked(void)
 /* SC4: owner mode sets the subreaper flag and blocks SIGCHLD in the
  * creating thread; one owner at a time; destroy clears the flag unless
  * the host had set it itself. */
+/* rules: SC4 */
 static void
 test_contract_owner_flag_restored(void)
 {
@@ -1044,6 +1060,7 @@ test_contract_owner_flag_restored(void)
  */
 #define S4_REAP_MARGIN_MS 250
 
+/* rules: S4 */
 static void
 test_contract_destroy_time_bounded(void)
 {
@@ -1102,12 +1119,14 @@ expect_wait_ready(const char *mode, unsigned handshake_ms, int want)
 	sipc_destroy(s);
 }
 
+/* rules: H5 */
 static void
 test_contract_wait_ready_version(void)
 {
 	expect_wait_ready("badversion", 3000, SIPC_E_VERSION);
 }
 
+/* rules: H5 */
 static void
 test_contract_wait_ready_handshake(void)
 {
@@ -1116,6 +1135,7 @@ test_contract_wait_ready_handshake(void)
 
 /* The executable vanishes while the supervisor runs: the next start
  * fails and sipc_wait_ready() says SIPC_E_EXEC. */
+/* rules: H5 */
 static void
 test_contract_wait_ready_exec(void)
 {

@@ -102,6 +102,7 @@ run_burst(const char *fixture, char *const *argv, unsigned gather_us,
 /* Echo answers in far less than a second: with gather_us at one second
  * all 16 requests of a burst join the worker the first one went to,
  * though three workers sit idle. */
+/* rules: C8 */
 static void
 test_dispatch_cheap_requests_gather(void)
 {
@@ -110,6 +111,7 @@ test_dispatch_cheap_requests_gather(void)
 
 /* A second a request against the default 1000 us: each request of a
  * burst of four goes to a worker of its own, never behind another. */
+/* rules: C8 */
 static void
 test_dispatch_slow_requests_spread(void)
 {
@@ -122,6 +124,7 @@ test_dispatch_slow_requests_spread(void)
  * workers (each stays busy while the burst is submitted, so an idle
  * one is always there for the next), where a bound of one second
  * gathers two of them on one. */
+/* rules: C8 */
 static void
 test_dispatch_gather_off_spreads(void)
 {
@@ -181,6 +184,7 @@ n_written(void *arg)
 	return sum >= w->n;
 }
 
+/* rules: C8 */
 static void
 test_dispatch_calls_never_gather(void)
 {
@@ -241,6 +245,7 @@ holds_one(void *arg)
  * more asynchronous requests: D takes three, then B, busy, takes the
  * rest, and the two idle workers get none.
  */
+/* rules: C8 */
 static void
 test_dispatch_busy_worker_before_idle(void)
 {
@@ -297,6 +302,7 @@ test_dispatch_busy_worker_before_idle(void)
  * lowest-numbered other worker.  A call before the burst takes a turn,
  * so turns would begin past worker 0 and send them to another.
  */
+/* rules: C8 */
 static void
 test_dispatch_cheap_wakes_lowest_idle(void)
 {

@@ -213,6 +213,7 @@ check_written_failed(const char *dir, const struct fault_report *f)
 	sipc_destroy(s);
 }
 
+/* rules: J7 J8 */
 static void
 test_durable_written_record_failed_never_sent(void)
 {
@@ -228,6 +229,7 @@ test_durable_written_record_failed_never_sent(void)
 
 /* J5 with a broken journal: a clean destroy cannot record what it could
  * not write, and what the next instance lists still matches what ran. */
+/* rules: J5 J7 J8 */
 static void
 test_durable_broken_journal_clean_destroy(void)
 {
@@ -244,6 +246,7 @@ test_durable_broken_journal_clean_destroy(void)
  * caller has its OK, the next instance lists it MAY_HAVE_RUN (never
  * NEVER_SENT); k-b, whose ACCEPTED record failed, was never sent and is
  * not listed. */
+/* rules: J7 J8 */
 static void
 test_durable_completed_record_failed_may_have_run(void)
 {
@@ -279,6 +282,7 @@ test_durable_completed_record_failed_may_have_run(void)
  * is not sent, and the outcome says what is true: UNKNOWN (the first
  * attempt may have run), may_have_run, SIPC_E_JOURNAL; never REJECTED.
  * The next instance lists it MAY_HAVE_RUN. */
+/* rules: J7 */
 static void
 test_durable_retry_not_journalled_is_unknown(void)
 {
@@ -383,6 +387,7 @@ child_blocking_in_log(int fd, void *arg)
 	_exit(0);
 }
 
+/* rules: TH5 */
 static void
 test_durable_blocking_call_in_host_log_callback_refused(void)
 {

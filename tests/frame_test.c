@@ -52,6 +52,7 @@ reseal(uint8_t *h)
 	h[23] = (uint8_t)(c >> 24);
 }
 
+/* rules: F1 */
 static void
 test_frame_header_layout_is_little_endian(void)
 {
@@ -68,6 +69,7 @@ test_frame_header_layout_is_little_endian(void)
 	CU_ASSERT(b[20] == (c & 0xff) && b[23] == c >> 24);
 }
 
+/* rules: F1 F6 */
 static void
 test_frame_roundtrip_every_type(void)
 {
@@ -89,6 +91,7 @@ test_frame_roundtrip_every_type(void)
 	}
 }
 
+/* rules: F1 */
 static void
 test_frame_hello_roundtrip(void)
 {
@@ -108,6 +111,7 @@ test_frame_hello_roundtrip(void)
 }
 
 /* Each rejection, and that the earlier check wins when several fail. */
+/* rules: F3 */
 static void
 test_frame_rejections_in_order(void)
 {
@@ -162,6 +166,7 @@ test_frame_rejections_in_order(void)
 	    SIPC_E_TOOBIG);
 }
 
+/* rules: F4 */
 static void
 test_frame_toobig_allocates_nothing(void)
 {
@@ -275,12 +280,14 @@ check_payload_sizes(size_t (*step)(size_t))
 	}
 }
 
+/* rules: F2 */
 static void
 test_frame_sizes_whole_buffer(void)
 {
 	check_payload_sizes(step_all);
 }
 
+/* rules: F2 */
 static void
 test_frame_sizes_one_byte_at_a_time(void)
 {
@@ -288,6 +295,7 @@ test_frame_sizes_one_byte_at_a_time(void)
 }
 
 /* All 256 byte values, including '\n', '\0' and a copy of the magic. */
+/* rules: F2 */
 static void
 test_frame_all_byte_values(void)
 {
@@ -309,6 +317,7 @@ test_frame_all_byte_values(void)
 }
 
 /* The configured maximum itself is accepted; one byte more is not. */
+/* rules: F10 */
 static void
 test_frame_configured_max(void)
 {
@@ -391,18 +400,21 @@ check_stream(size_t (*step)(size_t))
 	free(f);
 }
 
+/* rules: F2 */
 static void
 test_frame_many_frames_one_buffer(void)
 {
 	check_stream(step_all);
 }
 
+/* rules: F2 */
 static void
 test_frame_many_frames_byte_by_byte(void)
 {
 	check_stream(step_one);
 }
 
+/* rules: F2 */
 static void
 test_frame_random_splits(void)
 {
@@ -413,6 +425,7 @@ test_frame_random_splits(void)
 }
 
 /* After a bad header the decoder stays failed, even for good bytes. */
+/* rules: F5 */
 static void
 test_frame_error_is_sticky(void)
 {
@@ -452,6 +465,7 @@ test_frame_error_is_sticky(void)
 }
 
 /* The decoder stops after each frame: two frames need two calls. */
+/* rules: F2 */
 static void
 test_frame_feed_stops_after_one_frame(void)
 {
@@ -498,6 +512,7 @@ crc_ref(const uint8_t *p, size_t n)
 	return ~c;
 }
 
+/* rules: F1 */
 static void
 test_frame_crc32c_known_vectors(void)
 {

@@ -171,6 +171,7 @@ pred_cooldown(const struct sipc_stats *st, void *arg)
  * id it was not given; a CANCEL for its own request still reaches it
  * (so the log does record CANCELs).
  */
+/* rules: X6 */
 static void
 test_generation_cancel_not_sent_to_replacement(void)
 {
@@ -244,6 +245,7 @@ pred_gen_at_least(const struct sipc_stats *st, void *arg)
  * before its HELLO.  Once generation 2 has ended, the reason reported
  * is the handshake, not generation 1's version error.
  */
+/* rules: H5 */
 static void
 test_generation_start_error_is_per_generation(void)
 {
@@ -279,6 +281,7 @@ test_generation_start_error_is_per_generation(void)
  * for the restarted worker and complete there, the plain one requeued,
  * the idempotent one retried.  Nothing is refused, nothing is UNKNOWN.
  */
+/* rules: R1 R3 */
 static void
 test_generation_single_worker_requeue_waits_for_restart(void)
 {
@@ -325,6 +328,7 @@ test_generation_single_worker_requeue_waits_for_restart(void)
  * down, so the never-started request is REJECTED / SIPC_E_UNAVAILABLE
  * at once (P5), and the one in the handler is UNKNOWN.
  */
+/* rules: P5 R1 */
 static void
 test_generation_single_worker_cooldown_still_refuses(void)
 {
@@ -367,6 +371,7 @@ test_generation_single_worker_cooldown_still_refuses(void)
  * never-started request ends TIMEOUT, never sent again, at its deadline
  * (not REJECTED at the crash, not later).
  */
+/* rules: R1 */
 static void
 test_generation_single_worker_wait_ends_at_deadline(void)
 {

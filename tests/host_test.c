@@ -186,6 +186,7 @@ handler_case(enum sipc_containment mode)
 	CU_ASSERT_EQUAL(atomic_load(&reaped_kids), HOST_KIDS);
 }
 
+/* rules: SC1 */
 static void
 test_host_sigchld_handler_sees_own_children(void)
 {
@@ -240,6 +241,7 @@ signalfd_case(enum sipc_containment mode)
 	CU_ASSERT_EQUAL(atomic_load(&reaped_kids), HOST_KIDS);
 }
 
+/* rules: SC1 */
 static void
 test_host_signalfd_sees_own_children(void)
 {
@@ -289,6 +291,7 @@ wait_any_case(enum sipc_containment mode)
 	pthread_join(th, NULL);
 }
 
+/* rules: E1 SC1 */
 static void
 test_host_wait_any_never_takes_worker(void)
 {
@@ -312,6 +315,7 @@ ignored_case(enum sipc_containment mode, const struct sigaction *sa)
 	sigaction(SIGCHLD, &old, NULL);
 }
 
+/* rules: SC1 */
 static void
 test_host_sigchld_ignored_exit_classes_kept(void)
 {

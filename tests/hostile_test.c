@@ -232,6 +232,7 @@ show_exit(const char *what, const struct sipc_exit *e)
  * by the decoder before any allocation (no 4 GiB reservation shows in
  * the peak virtual size), counted as a violation, worker terminated.
  */
+/* rules: F4 */
 static void
 test_hostile_len4g(void)
 {
@@ -349,6 +350,7 @@ test_hostile_slowloris(void)
  * the first is a violation; the reader stops decoding; the worker is
  * terminated; nothing reaches a caller.
  */
+/* rules: C4 */
 static void
 test_hostile_flood_unknown_ids(void)
 {
@@ -448,6 +450,7 @@ flood_wait(struct flood_watch *f)
  * every byte accounted for, supervisor memory flat, the worker not
  * faulted (diagnostics volume is not a protocol matter) and serving.
  */
+/* rules: G2 G5 */
 static void
 test_hostile_stderr_flood(void)
 {
@@ -578,6 +581,7 @@ forked_logged(void *arg)
  * the orphans, so no process of the group and no zombie remains, and
  * destroy sweeps the replacement's group the same way.
  */
+/* rules: T2 */
 static void
 test_hostile_forkloop_group_swept(void)
 {
@@ -636,6 +640,7 @@ grace_over(void *arg)
  * still alive when the grace period ends, then killed; its requests end
  * UNKNOWN (STALL); the other slot served its share meanwhile.
  */
+/* rules: T3 */
 static void
 test_hostile_ignoreterm_killed_after_grace(void)
 {
@@ -695,6 +700,7 @@ parent_of(pid_t pid)
  * cgroup or PID namespace contains it), recorded here as a fact; the
  * test then kills the escapee itself.  Everything else is swept.
  */
+/* rules: T4 */
 static void
 test_hostile_setsid_escape_documented(void)
 {

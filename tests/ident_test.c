@@ -21,6 +21,7 @@
 #include "sipctest.h"
 #include "testlib.h"
 
+/* rules: I1 */
 static void
 test_ident_stat_parse_hostile_text(void)
 {
@@ -37,6 +38,7 @@ test_ident_stat_parse_hostile_text(void)
 	CU_ASSERT_EQUAL(sipc__proc_stat_parse("no parenthesis", &st), -EINVAL);
 }
 
+/* rules: I1 */
 static void
 test_ident_starttime_comm_with_parens(void)
 {

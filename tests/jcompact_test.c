@@ -143,6 +143,7 @@ in_child(int (*fn)(void))
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* rules: J5 */
 static void
 test_jcompact_append_during_compaction(void)
 {
@@ -194,6 +195,7 @@ crash_during_compaction(void)
 	return 3;                /* not reached */
 }
 
+/* rules: J5 */
 static void
 test_jcompact_crash_during_compaction_recovers(void)
 {

@@ -70,6 +70,7 @@ judge_setlk(pid_t pid, const uint64_t args[6], void *arg)
  * open on: at the moment it is locked it is already close-on-exec, so no
  * descriptor of the state directory crosses an exec in another host
  * thread. */
+/* rules: J4 SC5 */
 static void
 test_jdir_lock_opened_cloexec(void)
 {
@@ -107,6 +108,7 @@ judge_fsync(pid_t pid, const uint64_t args[6], void *arg)
 	return ps->fail ? -ps->fail : 0;
 }
 
+/* rules: J4 J8 */
 static void
 test_jdir_new_dir_parent_synced(void)
 {
@@ -226,6 +228,7 @@ count_copies(void)
 /* Every corrupt journal found is kept: a second corruption found by a
  * later open gets a copy of its own and leaves the first one as it
  * was. */
+/* rules: J3 */
 static void
 test_jdir_corrupt_copies_kept(void)
 {

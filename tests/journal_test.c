@@ -33,6 +33,7 @@
 
 /* ------------------------------------------------------------- codec */
 
+/* rules: J3 */
 static void
 test_journal_codec_roundtrip_and_rejects(void)
 {
@@ -151,6 +152,7 @@ four_requests(struct sipc__journal *j)
 	sipc__journal_delivered(j, 4);
 }
 
+/* rules: J1 */
 static void
 test_journal_reconcile_states_after_crash(void)
 {
@@ -199,6 +201,7 @@ resolve_two(struct sipc__journal *j)
 	free(u);
 }
 
+/* rules: J2 */
 static void
 test_journal_resolutions_survive_second_crash(void)
 {
@@ -234,6 +237,7 @@ test_journal_resolutions_survive_second_crash(void)
 
 /* ------------------------------------------------------------ locking */
 
+/* rules: J4 */
 static void
 test_journal_lock_contention_names_holder(void)
 {
@@ -278,6 +282,7 @@ test_journal_lock_contention_names_holder(void)
 
 /* No journal descriptor may cross exec: a worker holding the lock file
  * would keep the instance lock after the supervisor died. */
+/* rules: J4 SC5 */
 static void
 test_journal_descriptors_cloexec(void)
 {
@@ -315,6 +320,7 @@ test_journal_descriptors_cloexec(void)
 
 /* --------------------------------------------------------- compaction */
 
+/* rules: J5 */
 static void
 test_journal_compaction_bounds_size(void)
 {
@@ -378,6 +384,7 @@ accept_and_write(struct sipc__journal *j)
 	(void)sipc__journal_written(j, 7, 0, 1, 1);
 }
 
+/* rules: J10 */
 static void
 test_journal_durability_modes(void)
 {
@@ -424,6 +431,7 @@ test_journal_durability_modes(void)
 	}
 }
 
+/* rules: J4 */
 static void
 test_journal_argument_errors(void)
 {
@@ -490,6 +498,7 @@ fsize_limited(size_t room)
 	return 8;
 }
 
+/* rules: J8 */
 static void
 test_journal_failed_append_breaks_it(void)
 {
@@ -575,6 +584,7 @@ dir_fsync_fails(void)
 	return 0;
 }
 
+/* rules: J8 */
 static void
 test_journal_compaction_dir_fsync_failure_breaks_it(void)
 {
@@ -617,6 +627,7 @@ appender(void *arg)
 	return NULL;
 }
 
+/* rules: J10 */
 static void
 test_journal_concurrent_each_appenders(void)
 {
@@ -693,6 +704,7 @@ leftover_gone(void *arg)
 	return !tl_pid_alive(leftover_pid);
 }
 
+/* rules: J6 */
 static void
 test_journal_leftover_worker_killed_after_crash(void)
 {

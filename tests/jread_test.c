@@ -49,6 +49,7 @@ three_accepted(struct sipc__journal *j)
 	(void)sipc__journal_accepted(j, 3, "k3", "c", 1, 0);
 }
 
+/* rules: J3 */
 static void
 test_jread_torn_tail_cut(void)
 {
@@ -87,6 +88,7 @@ test_jread_torn_tail_cut(void)
 	jt_rmstate();
 }
 
+/* rules: J3 */
 static void
 test_jread_zero_filled_tail_is_torn(void)
 {
@@ -157,12 +159,14 @@ check_corrupt_second(off_t delta)
 	jt_rmstate();
 }
 
+/* rules: J3 */
 static void
 test_jread_corrupt_payload_byte(void)
 {
 	check_corrupt_second(SIPC__JREC_HDR + 9);    /* a key byte */
 }
 
+/* rules: J3 */
 static void
 test_jread_corrupt_magic_byte(void)
 {
@@ -172,6 +176,7 @@ test_jread_corrupt_magic_byte(void)
 /* A damaged length field that makes record 2 of 3 seem to run past the
  * end of the file is not a torn tail: record 3, whole and valid, follows
  * it.  It is reported corrupt (and the file kept), not cut silently. */
+/* rules: J3 */
 static void
 test_jread_corrupt_length_near_tail(void)
 {

@@ -99,6 +99,7 @@ show(const char *what, const struct sipc_result *r)
 
 /* ------------------------------------------------------- classification */
 
+/* rules: E1 */
 static void
 test_lifecycle_exit_clean(void)
 {
@@ -160,6 +161,7 @@ crash_with_words(const char *mode, enum sipc_exit_kind kind, int code,
 	sipc_destroy(s);
 }
 
+/* rules: E1 G4 */
 static void
 test_lifecycle_exit_code_n(void)
 {
@@ -170,6 +172,7 @@ test_lifecycle_exit_code_n(void)
 	sipc_result_release(&r);
 }
 
+/* rules: E1 */
 static void
 test_lifecycle_exit_signal_abort_no_core(void)
 {
@@ -181,6 +184,7 @@ test_lifecycle_exit_signal_abort_no_core(void)
 	sipc_result_release(&r);
 }
 
+/* rules: E1 G4 */
 static void
 test_lifecycle_exit_signal_segv(void)
 {
@@ -195,6 +199,7 @@ test_lifecycle_exit_signal_segv(void)
 /* With a core limit and a scratch working directory the same abort is
  * reported as core dumped.  Sanitizer runtimes disable core dumps in
  * the worker, so there only the signal is checked. */
+/* rules: E1 */
 static void
 test_lifecycle_exit_signal_abort_core(void)
 {
@@ -232,6 +237,7 @@ test_lifecycle_exit_signal_abort_core(void)
 	CU_ASSERT(rmtree(dir) == 0);
 }
 
+/* rules: D4 */
 static void
 test_lifecycle_exec_failure_not_executable(void)
 {
@@ -258,6 +264,7 @@ test_lifecycle_exec_failure_not_executable(void)
 		sipc_destroy(s);
 }
 
+/* rules: D4 */
 static void
 test_lifecycle_exec_failure_missing(void)
 {
@@ -298,6 +305,7 @@ assert_never_used(sipc_supervisor *s)
 	CU_ASSERT(w.state != SIPC_WS_READY);
 }
 
+/* rules: E1 H2 */
 static void
 test_lifecycle_handshake_dieatstart(void)
 {
@@ -316,6 +324,7 @@ test_lifecycle_handshake_dieatstart(void)
 	sipc_destroy(s);
 }
 
+/* rules: E1 H2 H3 H5 */
 static void
 test_lifecycle_handshake_nohello(void)
 {
@@ -332,6 +341,7 @@ test_lifecycle_handshake_nohello(void)
 	sipc_destroy(s);
 }
 
+/* rules: E1 V1 */
 static void
 test_lifecycle_handshake_badversion(void)
 {
@@ -367,6 +377,7 @@ pred_sums(const struct sipc_stats *st, void *arg)
 
 /* A request queued behind a wedged worker (never written) moves to the
  * other worker when the wedged one dies: the caller just sees OK. */
+/* rules: C3 R1 */
 static void
 test_lifecycle_settle_unwritten_moves(void)
 {
@@ -468,6 +479,7 @@ cfg_exec_log(struct sipc_config *c, char *const *argv, unsigned workers)
 }
 
 /* Written and accepted, then the worker died: UNKNOWN, not retried. */
+/* rules: A3 R2 */
 static void
 test_lifecycle_settle_accepted_not_retried(void)
 {
@@ -527,6 +539,7 @@ pred_one_accepted(const struct sipc_stats *st, void *arg)
  * killed; the other worker is READY, so the retry goes there (a slot
  * whose restart is pending comes after a ready one), and runs it again.
  */
+/* rules: R3 */
 static void
 test_lifecycle_settle_idempotent_retried(void)
 {
@@ -575,6 +588,7 @@ test_lifecycle_settle_idempotent_retried(void)
 }
 
 /* Idempotent, but it kills every worker: poison after two deaths. */
+/* rules: R4 */
 static void
 test_lifecycle_settle_idempotent_poison(void)
 {
@@ -606,6 +620,7 @@ test_lifecycle_settle_idempotent_poison(void)
 }
 
 /* A request that times out while still queued never ran. */
+/* rules: X1 */
 static void
 test_lifecycle_deadline_while_queued(void)
 {
@@ -692,12 +707,14 @@ host_child(bool owner)
 		st_unblock_sigchld();   /* owner mode left it blocked here */
 }
 
+/* rules: SC1 */
 static void
 test_lifecycle_host_child_waitable(void)
 {
 	host_child(false);
 }
 
+/* rules: SC1 */
 static void
 test_lifecycle_host_child_waitable_owner(void)
 {
@@ -753,6 +770,7 @@ test_lifecycle_destroy_back_to_baseline(void)
 }
 
 /* destroy with work in flight and queued: each gets exactly one outcome */
+/* rules: S1 */
 static void
 test_lifecycle_destroy_inflight_one_outcome(void)
 {
@@ -866,6 +884,7 @@ racers_inside(void *arg)
 	return r;
 }
 
+/* rules: S2 */
 static void
 test_lifecycle_destroy_races_submits(void)
 {

@@ -111,6 +111,7 @@ still_serves(sipc_supervisor *s)
 }
 
 /* From a completion callback on the worker's reader thread. */
+/* rules: S3 TH5 */
 static void
 test_misuse_blocking_calls_refused_in_callback(void)
 {
@@ -132,6 +133,7 @@ test_misuse_blocking_calls_refused_in_callback(void)
 /* From a completion callback of ANOTHER supervisor: refused the same
  * way (a callback of A blocking on B can close a cycle through B's
  * callbacks blocking on A); B is untouched and serves. */
+/* rules: TH5 */
 static void
 test_misuse_blocking_calls_refused_for_other_instance(void)
 {
@@ -159,6 +161,7 @@ test_misuse_blocking_calls_refused_for_other_instance(void)
  * ends ("hang"), a second fills the one-frame ring, a third waits for
  * room until its 100 ms deadline and is rejected right there.
  */
+/* rules: TH5 */
 static void
 test_misuse_blocking_calls_refused_in_immediate_rejection(void)
 {
@@ -216,6 +219,7 @@ logre_set(void *arg)
 	return atomic_load(&logre.rc) != UNSET;
 }
 
+/* rules: TH5 */
 static void
 test_misuse_blocking_calls_refused_in_log_callback(void)
 {
@@ -265,6 +269,7 @@ users_in(void *arg)
  * once (not at its 60 s deadline), and destroy waits for it before
  * freeing what it waits on.
  */
+/* rules: S2 TH5 */
 static void
 test_misuse_wait_ready_racing_destroy(void)
 {
@@ -328,6 +333,7 @@ closing(void *arg)
  * not returned (destroy joins its thread), so the supervisor is still
  * allocated while the calls are made.
  */
+/* rules: S2 TH5 */
 static void
 test_misuse_calls_during_destroy_refused(void)
 {
@@ -374,6 +380,7 @@ test_misuse_calls_during_destroy_refused(void)
  * worker still gets the right path, argv and environment, and the
  * reply carries the original bytes.
  */
+/* rules: TH5 */
 static void
 test_misuse_host_may_free_inputs_after_return(void)
 {

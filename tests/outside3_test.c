@@ -7,7 +7,7 @@
  *   - the man pages' SYNOPSIS sections compile against include/ as shown;
  *   - sipc_stats_get(3): each outcome moves its counter once, and
  *     `submitted` is their sum once nothing is pending;
- *   - CONTRACT section 13 and sipc.h: the fields of a WORKER_ERROR and of
+ *   - CONTRACT section 6 and sipc.h: the fields of a WORKER_ERROR and of
  *     a never-sent TIMEOUT result;
  *   - CONTRACT G2 and G4: where the diagnostics stream is cut, how long
  *     an escaped piece may be, and the tail a result carries.
@@ -344,7 +344,7 @@ test_outside3_outcome_counters_move_once(void)
 }
 
 /*
- * CONTRACT section 13 and sipc.h struct sipc_result: a WORKER_ERROR has
+ * CONTRACT section 6 and sipc.h struct sipc_result: a WORKER_ERROR has
  * error 0, may_have_run true, the worker's code and message, one
  * attempt and the worker that answered; a TIMEOUT that never left the
  * queue has SIPC_E_TIMEOUT, may_have_run false, no attempt and no worker
@@ -455,6 +455,7 @@ cap_has_x(void *arg)
  * 5000, and no empty piece after it; 4999: a piece of 4999 and
  * one of 1; 16: pieces of 16 and a last of 8 (5000 = 312 x 16 + 8).
  */
+/* rules: G2 */
 static void
 test_outside3_diag_cut_exactly_at_line_max(void)
 {
@@ -535,6 +536,7 @@ ends_with_line(const char *tail)
  * dying request's whole line; with the default 4096 all 13 lines are
  * there.
  */
+/* rules: G4 */
 static void
 test_outside3_diag_tail_capped_keeps_newest(void)
 {
@@ -584,13 +586,14 @@ pred_slot0_state(const struct sipc_stats *st, void *arg)
 }
 
 /*
- * CONTRACT section 13 (UNKNOWN row: "SIPC_E_TIMEOUT after DEADLINE") and
+ * CONTRACT section 6 (UNKNOWN row: "SIPC_E_TIMEOUT after DEADLINE") and
  * X4: a worker terminated because a request stayed past its deadline
  * and cancel_grace_ms takes its other requests that may have run with
  * it; they end UNKNOWN / SIPC_E_TIMEOUT, naming the termination, while
  * the late request itself got TIMEOUT at its deadline.  The counters
  * move once each; the end is a planned restart.
  */
+/* rules: X4 */
 static void
 test_outside3_unknown_timeout_after_deadline_termination(void)
 {
@@ -629,13 +632,14 @@ test_outside3_unknown_timeout_after_deadline_termination(void)
 }
 
 /*
- * CONTRACT section 13 (UNKNOWN row: SIPC_E_UNAVAILABLE), R1, R3 and P3:
+ * CONTRACT section 6 (UNKNOWN row: SIPC_E_UNAVAILABLE), R1, R3 and P3:
  * an idempotent request that may have run on a worker that died is to
  * be written again, but its only slot goes into COOLDOWN (the restart
  * would pass restart_intensity): it ends UNKNOWN / SIPC_E_UNAVAILABLE,
  * may_have_run true, one attempt; the cool-down is not counted as a
  * restart, and the next submit is REJECTED / SIPC_E_UNAVAILABLE at once.
  */
+/* rules: P5 R1 */
 static void
 test_outside3_unknown_unavailable_idempotent_into_cooldown(void)
 {
@@ -781,6 +785,7 @@ test_outside3_runbook_leftover_log_words(void)
  * own check) is a protocol violation: UNKNOWN / SIPC_E_PROTOCOL, the
  * worker terminated for it and counted once, per worker and in total.
  */
+/* rules: C6 F10 */
 static void
 test_outside3_reply_max_payload_boundary(void)
 {
@@ -988,6 +993,7 @@ incb_ran(void *arg)
  * without SIPC_REQ_NOWAIT, with or without a deadline, returns
  * SIPC_E_FULL at once and its callback never runs.
  */
+/* rules: M2 */
 static void
 test_outside3_callback_submit_memory_full_never_blocks(void)
 {
@@ -1211,6 +1217,7 @@ pred_restarts(const struct sipc_stats *st, void *arg)
  * (one of each outcome but REJECTED) calls all three: none blocks (the test would hang), each answers 0
  * (SIPC_E_SHUTDOWN once destroy has begun).
  */
+/* rules: TH1 */
 static void
 test_outside3_calls_allowed_in_log_and_completion_callbacks(void)
 {
@@ -1268,6 +1275,7 @@ pred_mem_zero(const struct sipc_stats *st, void *arg)
  * (reserve 36) up to exactly 64; one byte more is SIPC_E_FULL at once
  * under SIPC_REQ_NOWAIT, no callback, and mem_held says what is held.
  */
+/* rules: M4 */
 static void
 test_outside3_mem_ceiling_admits_to_the_reserve(void)
 {

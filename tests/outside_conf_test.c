@@ -140,6 +140,7 @@ man_default(const char *w)
  * is read from the manual itself, so the page and the code cannot drift
  * apart unnoticed (pids_max, memory_max and cpu_max_percent had no
  * range or default test at all). */
+/* rules: CF1 */
 static void
 test_outside_conf_man_ranges_are_enforced(void)
 {
@@ -185,6 +186,7 @@ test_outside_conf_man_ranges_are_enforced(void)
 
 /* sipc.conf(5), EXAMPLE: the example file loads as printed and means
  * what it says. */
+/* rules: CF2 */
 static void
 test_outside_conf_man_example_loads(void)
 {
@@ -240,6 +242,7 @@ test_outside_conf_man_example_loads(void)
  * probe_path load from a file and from their SIPC_* variables, the
  * variables override the file, and an empty probe_path, in a file or a
  * variable, means none (the default search). */
+/* rules: CF2 */
 static void
 test_outside_conf_cgroup_limit_and_probe_keys(void)
 {

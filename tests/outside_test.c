@@ -231,6 +231,7 @@ fake_cfg(struct sipc_config *c, const char *provider)
  * SIPC_PROVIDER_NAME_MAX characters is accepted and selectable, one with
  * an upper-case letter is not.  (provider_host_test covers leftover,
  * the ABI, the pair, 32 characters and -EEXIST.) */
+/* rules: PV1 */
 static void
 test_outside_provider_register_required_ops(void)
 {
@@ -284,6 +285,7 @@ test_outside_provider_register_required_ops(void)
 /* sipc_provider_register(3), sipc_provider.h: registering makes a
  * provider selectable "for every supervisor created afterwards", also
  * while another supervisor exists; the running one is not disturbed. */
+/* rules: PV1 */
 static void
 test_outside_provider_register_while_supervisor_runs(void)
 {
@@ -378,6 +380,7 @@ test_outside_provider_without_declared_declares_nothing(void)
  * SIPC_E_EXEC, last_exit EXEC_FAILED with that errno); any other error
  * is SIPC_E_HANDSHAKE and the slot's last_exit has the errno.  The
  * state create made goes to destroy, once, at sipc_destroy(). */
+/* rules: H5 */
 static void
 test_outside_provider_launch_errors_reach_wait_ready(void)
 {
@@ -514,7 +517,7 @@ probe_call(sipc_supervisor *s, const char *req, char *reply, size_t len)
 }
 
 /*
- * CONTRACT.md SB2, SB7, SB9, PRODUCTION_BOUNDARY.md section 13, through
+ * CONTRACT.md SB2, SB7, SB9 and PRODUCTION_BOUNDARY.md, through
  * sipc_create() as a host configures it: the worker's environment is
  * the allow-list (env_allow, env_set, the SIPC_* variables) and nothing
  * of the host's (not even the PWD=/ bubblewrap sets after its --chdir:
@@ -523,6 +526,7 @@ probe_call(sipc_supervisor *s, const char *req, char *reply, size_t len)
  * a /proc of its own (it is PID 2, its init PID 1); a PID namespace
  * although process_group was asked for.
  */
+/* rules: SB2 SB9 */
 static void
 test_outside_sandbox_worker_view_through_create(void)
 {
@@ -590,6 +594,7 @@ test_outside_sandbox_worker_view_through_create(void)
  * execute permission and a directory, under the sandbox, with the five
  * guarantees it declares required in test.
  */
+/* rules: PV4 */
 static void
 test_outside_probe_path_not_executable_refused(void)
 {

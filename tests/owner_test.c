@@ -141,6 +141,7 @@ ns_parent(void)
 	_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 99);
 }
 
+/* rules: SC4 */
 static void
 test_owner_pid1_no_zombie_while_workers_churn(void)
 {
@@ -195,6 +196,7 @@ host_daemon(int *go_w)
 	return gc;
 }
 
+/* rules: SC4 */
 static void
 test_owner_reaps_host_orphan_spares_host_child(void)
 {
@@ -277,6 +279,7 @@ thaw_when_due(const char *dir, pid_t kid, struct destroyer *d)
 	(void)st_thaw(dir);
 }
 
+/* rules: SC4 */
 static void
 test_owner_destroy_waits_for_unreapable_zombie_member(void)
 {
@@ -388,6 +391,7 @@ check_ends_real(const char *end)
  * registered provider that shows no pid, a crash reports its real exit
  * code, and every end at destroy its real status; none is "lost".
  */
+/* rules: PV8 SC4 */
 static void
 test_owner_registered_provider_child_not_reaped(void)
 {
@@ -423,6 +427,7 @@ test_owner_registered_provider_child_not_reaped(void)
  * reports nothing, so only bwrap's own status, read by the provider,
  * says how they ended.
  */
+/* rules: PV8 SC4 */
 static void
 test_owner_sandbox_child_not_reaped(void)
 {

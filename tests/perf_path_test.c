@@ -542,6 +542,7 @@ pred_answered(const struct sipc_stats *st, void *arg)
  * from the caller's memory, the rest would fail (EFAULT) and end the
  * channel.
  */
+/* rules: M5 */
 static void
 test_perf_path_call_payload_not_read_after_return(void)
 {
@@ -1129,6 +1130,7 @@ pred_timed_out(const struct sipc_stats *st, void *arg)
  * lent payload breaks the contract; here it shows where the bytes are
  * read from.)
  */
+/* rules: M5 */
 static void
 test_perf_path_lent_payload_read_in_place(void)
 {
@@ -1163,6 +1165,7 @@ test_perf_path_lent_payload_read_in_place(void)
  * answered.  Delivered at the deadline, the rest would be read from the
  * protected buffer and end the channel.
  */
+/* rules: M5 */
 static void
 test_perf_path_lent_timeout_waits_for_frame(void)
 {
@@ -1227,6 +1230,7 @@ test_perf_path_lent_requeued_after_death(void)
 
 /* sipc_destroy() with lent frames queued and one half written to a
  * stopped worker: every callback runs once before it returns. */
+/* rules: M5 */
 static void
 test_perf_path_lent_destroy_delivers_each(void)
 {

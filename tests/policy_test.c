@@ -58,6 +58,7 @@ sample(const struct sipc__restart *r, const struct sipc__pool_budget *pool,
 
 /* Ceilings 100, 200, ... 1600 then capped at 3000.  Restarts are spaced
  * wider than the window so intensity never interferes. */
+/* rules: P1 */
 static void
 test_policy_backoff_grows_and_is_capped(void)
 {
@@ -104,6 +105,7 @@ grow(struct sipc__restart *r, struct sipc__pool_budget *pool, int64_t *now,
 	}
 }
 
+/* rules: P2 */
 static void
 test_policy_reset_after_stable_uptime(void)
 {
@@ -138,6 +140,7 @@ test_policy_reset_after_stable_uptime(void)
 }
 
 /* R = 5 restarts in T = 10 s: the sixth within T cools the slot down. */
+/* rules: P3 */
 static void
 test_policy_intensity_triggers_cooldown(void)
 {
@@ -171,6 +174,7 @@ test_policy_intensity_triggers_cooldown(void)
 }
 
 /* Restarts at 0, 100, 200, 300, 400.  The window is (now - T, now]. */
+/* rules: P3 */
 static void
 test_policy_window_slides(void)
 {
@@ -204,6 +208,7 @@ test_policy_window_slides(void)
 	CU_ASSERT_TRUE(cd);
 }
 
+/* rules: P3 */
 static void
 test_policy_pool_budget_across_slots(void)
 {
@@ -237,6 +242,7 @@ test_policy_pool_budget_across_slots(void)
 	CU_ASSERT_TRUE(cd);
 }
 
+/* rules: P4 */
 static void
 test_policy_startup_failure_never_zero(void)
 {
@@ -271,6 +277,7 @@ test_policy_startup_failure_never_zero(void)
 }
 
 /* Out-of-range settings are clamped to the ring sizes. */
+/* rules: P6 */
 static void
 test_policy_init_clamps(void)
 {
@@ -330,6 +337,7 @@ static const struct {
 	{ true, false, false, 1, 2, 1, 0, 0, SIPC__SETTLE_UNKNOWN },
 };
 
+/* rules: R5 */
 static void
 test_policy_settle_rules(void)
 {

@@ -29,6 +29,7 @@
  * copies into the arrays below under `rec_mu`, a leaf.  Everything else
  * runs on the CUnit thread.
  */
+/* rules-skip: J10: no real power cut is run; the test replays a cut at every sync of the journal */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -417,18 +418,21 @@ powercut_case(enum sipc_durability mode, const char *name)
 	free(img);
 }
 
+/* rules: J9 PV7 */
 static void
 test_powercut_group_never_sent_is_true(void)
 {
 	powercut_case(SIPC_DURABLE_GROUP, "group");
 }
 
+/* rules: J9 PV7 */
 static void
 test_powercut_each_never_sent_is_true(void)
 {
 	powercut_case(SIPC_DURABLE_EACH, "each");
 }
 
+/* rules: J9 */
 static void
 test_powercut_off_never_sent_is_true(void)
 {
@@ -521,6 +525,7 @@ sync_fail_body(void *arg)
  * does not go out: the request ends REJECTED / SIPC_E_JOURNAL (it never
  * ran), and the journal is broken as after any failed sync.  Before,
  * the frame went out at once and the request ran. */
+/* rules: J9 */
 static void
 test_powercut_group_sync_failed_not_sent(void)
 {

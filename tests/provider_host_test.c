@@ -17,6 +17,7 @@
  * Threads: the CUnit thread; the counters are atomics because the ops
  * run on the library's reaper thread.
  */
+/* rules-skip: PV6: no remote transport is built in, so none can be tested here */
 #include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -143,6 +144,7 @@ cfg_for(const char *dir, const char *fixture)
 
 /* ------------------------------------------------------ registration */
 
+/* rules: PV1 */
 static void
 test_provider_host_register_errors(void)
 {
@@ -207,6 +209,7 @@ test_provider_host_production_refused(void)
  * production the launch refuses it; a provider that only declares the
  * guarantees never gets that far: the start-up probe refuses it first,
  * below.) */
+/* rules: PV2 */
 static void
 test_provider_host_no_end_fd_rescanned_in_test(void)
 {
@@ -230,6 +233,7 @@ test_provider_host_no_end_fd_rescanned_in_test(void)
  * with an error naming the provider, and the slot starts its next
  * worker (before the bound, the end waited).
  */
+/* rules: PV3 */
 static void
 test_provider_host_stuck_sweep_is_given_up(void)
 {
@@ -263,6 +267,7 @@ test_provider_host_stuck_sweep_is_given_up(void)
  * guarantee with what the probe saw.  Its create ran (the probe runs on
  * its state); nothing it launched is left.
  */
+/* rules: PV4 PV5 */
 static void
 test_provider_host_claims_refused_by_probe(void)
 {
@@ -293,6 +298,7 @@ test_provider_host_claims_refused_by_probe(void)
  * launch hands back no end descriptor is refused when the probe is
  * launched, before any worker of it runs, and the message says why.
  */
+/* rules: PV2 */
 static void
 test_provider_host_no_end_fd_refused_in_production(void)
 {
@@ -366,6 +372,7 @@ crash_instance(const char *dir)
 	return worker;
 }
 
+/* rules: PV9 */
 static void
 test_provider_host_leftover_goes_to_its_provider(void)
 {
@@ -399,6 +406,7 @@ test_provider_host_leftover_goes_to_its_provider(void)
  * A record naming a provider this process does not have: reported,
  * left alone, not fatal; its record stays for an instance that has it.
  */
+/* rules: CG2 J6 */
 static void
 test_provider_host_leftover_of_unknown_provider_left_alone(void)
 {

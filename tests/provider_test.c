@@ -204,6 +204,7 @@ test_provider_development_required_guarantee_refused(void)
 	    SIPC_G_PID_NAMESPACE | SIPC_G_SEPARATE_USER);
 }
 
+/* rules: PV1 */
 static void
 test_provider_unknown_provider_refused(void)
 {
@@ -284,6 +285,7 @@ test_provider_file_without_environment_refused(void)
  * values), so calling it is the host's decision to trust its
  * environment.
  */
+/* rules: CF4 */
 static void
 test_provider_environment_variables_do_not_override(void)
 {
@@ -328,6 +330,7 @@ overlay(const char *body, struct sipc_config *cfg, sipc_config_store **st,
 /* A second file can never weaken the first, with the same store or a
  * fresh one: production stays production, unset stays unset (counted as
  * production), and a required guarantee cannot be dropped. */
+/* rules: CF4 */
 static void
 test_provider_overlay_file_cannot_weaken(void)
 {
@@ -377,6 +380,7 @@ test_provider_overlay_file_cannot_weaken(void)
 /* The environment loader never chooses a weaker level: not over an
  * unset environment (with or without a file before it), not over
  * production, not on a second call. */
+/* rules: CF4 */
 static void
 test_provider_env_loader_cannot_weaken(void)
 {
@@ -424,6 +428,7 @@ test_provider_env_loader_cannot_weaken(void)
 
 /* Code that chose production is not overruled by the first file either:
  * only an environment still unset may be relaxed by it. */
+/* rules: CF4 */
 static void
 test_provider_first_file_cannot_weaken_code(void)
 {
@@ -446,6 +451,7 @@ test_provider_first_file_cannot_weaken_code(void)
 
 /* Structs the loaders never saw: all zeros, or an environment outside
  * the enum, are refused before anything runs. */
+/* rules: CF4 */
 static void
 test_provider_zeroed_and_out_of_range_refused(void)
 {
@@ -533,6 +539,7 @@ has_name(const char *env, const char *name)
 	return false;
 }
 
+/* rules: D3 */
 static void
 test_provider_worker_environment_is_allow_listed(void)
 {

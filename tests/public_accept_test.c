@@ -32,6 +32,7 @@ never_done(void *arg, struct sipc_result *res)
 /* sipc_create(3): "SIPC_E_EXEC (the worker cannot be executed; errbuf
  * names the path)".  A directory passes access(X_OK) but cannot be
  * executed: it must be refused up front, not found out by every start. */
+/* rules: D4 */
 static void
 test_public_accept_create_refuses_directory_as_worker(void)
 {
@@ -56,6 +57,7 @@ test_public_accept_create_refuses_directory_as_worker(void)
 /* CONTRACT.md D4, sipc.h: `path` is executed as given, with no PATH
  * search: a bare name found only on PATH ("sh", absent from the working
  * directory) is SIPC_E_EXEC at sipc_create(). */
+/* rules: D4 */
 static void
 test_public_accept_path_is_not_searched(void)
 {
@@ -74,6 +76,7 @@ test_public_accept_path_is_not_searched(void)
 
 /* sipc.h, sipc_wait_ready(): more workers than the pool has can never
  * become ready: -EINVAL at once, not a wait for the deadline. */
+/* rules: H5 */
 static void
 test_public_accept_wait_ready_more_than_pool_is_einval(void)
 {
@@ -97,6 +100,7 @@ test_public_accept_wait_ready_more_than_pool_is_einval(void)
  * launch that fails for another reason than exec (here: an explicit
  * namespace mode whose sipc-init does not exist) is HANDSHAKE; the raw
  * -errno of the launch (-ENOENT) leaked out of wait_ready before. */
+/* rules: H5 */
 static void
 test_public_accept_wait_ready_launch_failure_is_documented_code(void)
 {
@@ -125,6 +129,7 @@ test_public_accept_wait_ready_launch_failure_is_documented_code(void)
 /* CONTRACT.md R7, sipc_submit(3), sipc_call(3): an idempotency key over
  * 255 bytes is -EINVAL (the callback never runs, *ret and ret_id are
  * untouched); 255 bytes is accepted. */
+/* rules: R7 */
 static void
 test_public_accept_idempotency_key_limit(void)
 {
@@ -157,6 +162,7 @@ test_public_accept_idempotency_key_limit(void)
  * max_payload bytes and an empty payload travel and come back intact;
  * max_payload + 1 is SIPC_E_TOOBIG from sipc_call() too (an invalid
  * argument, no result), and ret_id is left untouched by the refusal. */
+/* rules: F10 R7 */
 static void
 test_public_accept_payload_size_edges(void)
 {
@@ -201,6 +207,7 @@ test_public_accept_payload_size_edges(void)
  * accepted and no worker ever got ready (its HELLO broke the limit);
  * 16, the smallest, with the smallest rings and ceiling it allows, starts
  * and serves a request of 16 bytes. */
+/* rules: CF1 */
 static void
 test_public_accept_smallest_max_payload_still_starts(void)
 {
@@ -261,6 +268,7 @@ test_public_accept_ok_result_names_its_worker(void)
 /* CONTRACT.md R7 and 13: sipc_call() with SIPC_REQ_NOWAIT on full
  * queues returns 0 with a REJECTED / SIPC_E_FULL result that was never
  * sent: may_have_run false, no attempt, worker 0/0/0. */
+/* rules: M2 R7 */
 static void
 test_public_accept_call_nowait_full_is_rejected_result(void)
 {
@@ -388,6 +396,7 @@ load_long_line(size_t len, bool newline, char *err, size_t errlen)
  * not the line ends with a newline; the error says "longer than".  A
  * line of exactly 65536 bytes was refused when a newline followed it,
  * and accepted as the file's last line without one. */
+/* rules: CF2 */
 static void
 test_public_accept_config_line_of_64k(void)
 {

@@ -306,6 +306,7 @@ check_crash_list(const struct sipc_unresolved *u, size_t n)
 
 /* ------------------------------------------------------------ tests */
 
+/* rules: J1 */
 static void
 test_reconcile_states_after_crash(void)
 {
@@ -343,6 +344,7 @@ test_reconcile_states_after_crash(void)
 	sd_remove(dir);
 }
 
+/* rules: J10 */
 static void
 test_reconcile_group_commit_crash_lists_the_same(void)
 {
@@ -366,6 +368,7 @@ test_reconcile_group_commit_crash_lists_the_same(void)
 	sd_remove(dir);
 }
 
+/* rules: J6 */
 static void
 test_reconcile_leftover_worker_terminated_decoy_survives(void)
 {
@@ -396,6 +399,7 @@ test_reconcile_leftover_worker_terminated_decoy_survives(void)
 	sd_remove(dir);
 }
 
+/* rules: J2 */
 static void
 test_reconcile_idempotent_across_second_crash(void)
 {
@@ -462,6 +466,7 @@ names_pid(const char *text, pid_t pid)
 	return false;
 }
 
+/* rules: J4 */
 static void
 test_reconcile_lock_names_holder(void)
 {
@@ -506,6 +511,7 @@ test_reconcile_lock_names_holder(void)
  * while a child forked by the holder still has the lock's descriptor
  * open.  With a flock() the child kept the dead instance's lock.
  */
+/* rules: J4 */
 static void
 test_reconcile_lock_not_kept_by_holders_child(void)
 {
@@ -531,6 +537,7 @@ test_reconcile_lock_not_kept_by_holders_child(void)
  * the same process is refused by the library itself, the refusal does
  * not drop the first instance's lock (closing any descriptor of the
  * file would), and the directory is free again after destroy. */
+/* rules: J4 */
 static void
 test_reconcile_lock_second_instance_same_process(void)
 {
@@ -574,6 +581,7 @@ clean_cb(void *arg, struct sipc_result *res)
 	sipc_result_release(res);
 }
 
+/* rules: J5 */
 static void
 test_reconcile_clean_shutdown_leaves_nothing(void)
 {
@@ -607,6 +615,7 @@ test_reconcile_clean_shutdown_leaves_nothing(void)
 /* The verdicts on a dead instance's workers reach the host through the
  * reconcile API: a worker that is gone is NOT_PROVEN (nothing
  * signalled), a live one whose identity is proven is TERMINATED. */
+/* rules: CG2 J6 */
 static void
 test_reconcile_leftover_verdicts(void)
 {

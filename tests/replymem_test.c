@@ -127,6 +127,7 @@ pred_mem_zero(const struct sipc_stats *st, void *arg)
  * never pass the ceiling, every reply arrives intact, and all the
  * memory comes back.
  */
+/* rules: M1 M4 */
 static void
 test_replymem_large_replies_under_small_ceiling(void)
 {
@@ -177,6 +178,7 @@ test_replymem_large_replies_under_small_ceiling(void)
  * Then the reply completes intact and its bytes come back.  A reply of
  * the same size under a wrong id (a violation) gives its bytes back too.
  */
+/* rules: M1 */
 static void
 test_replymem_counted_before_id_checked(void)
 {
@@ -243,6 +245,7 @@ pred_accepted_on(const struct sipc_stats *st, void *arg)
  * and the request is UNKNOWN.  The first reply still arrives intact,
  * all the memory comes back, and the pool serves again.
  */
+/* rules: M4 T6 */
 static void
 test_replymem_wait_ends_when_worker_dies(void)
 {
@@ -385,6 +388,7 @@ fifo_open(void *arg)
  * (here: until destroy ended the worker), and the reply's bytes had left
  * mem_held as soon as the outcome was stored.
  */
+/* rules: M1 */
 static void
 test_replymem_lent_reply_counted_until_callback(void)
 {

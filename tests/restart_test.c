@@ -86,6 +86,7 @@ assert_fast_unavailable(sipc_supervisor *s)
 
 /* Crash after 0 requests: restart_intensity 3 per 10 s, then the slot
  * cools down and callers are refused fast. */
+/* rules: P3 P5 */
 static void
 test_restart_intensity_cooldown(void)
 {
@@ -125,6 +126,7 @@ test_restart_intensity_cooldown(void)
 
 /* The pool-wide budget stops restarts even when each slot is under its
  * own limit. */
+/* rules: P3 */
 static void
 test_restart_pool_budget(void)
 {
@@ -169,6 +171,7 @@ pred_restarts(const struct sipc_stats *st, void *arg)
  * wait is for the restarts to happen, however slowly a loaded machine
  * execs the fixture: a fixed window saw too few under a sanitizer. */
 #define SPACED 12
+/* rules: P4 */
 static void
 test_restart_startup_failure_spacing(void)
 {
@@ -199,6 +202,7 @@ test_restart_startup_failure_spacing(void)
 }
 
 /* Start-up failures count against the same intensity limit. */
+/* rules: P4 */
 static void
 test_restart_startup_failure_cooldown(void)
 {
@@ -220,6 +224,7 @@ test_restart_startup_failure_cooldown(void)
 
 /* The worker binary disappears at run time: the slot is not restarted
  * in a tight loop, and callers are not left hanging. */
+/* rules: E2 P4 */
 static void
 test_restart_missing_binary_at_runtime(void)
 {

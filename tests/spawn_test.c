@@ -241,6 +241,7 @@ forker_stop(struct forker *f)
  * are ready at once, a restart does not stall the reaper, and a deadline
  * fires on time meanwhile.
  */
+/* rules: SC6 */
 static void
 test_spawn_host_fork_holds_nothing(void)
 {
@@ -309,6 +310,7 @@ bound_counted(const struct sipc_stats *st, void *arg)
  * launch's wait for its first report runs out (10 s), and that is said
  * (logged, counted in stats), not a silent stall; the start fails.
  */
+/* rules: B1 */
 static void
 test_spawn_silent_init_bound_counted(void)
 {

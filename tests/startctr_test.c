@@ -74,24 +74,28 @@ run_refused(const char *mode, const char *why)
 	CU_ASSERT_EQUAL(sipc_destroy(s), 0);
 }
 
+/* rules: A5 */
 static void
 test_startctr_refused_without_descriptor(void)
 {
 	run_refused("none", "no descriptor came with the HELLO");
 }
 
+/* rules: A5 */
 static void
 test_startctr_refused_unsealed(void)
 {
 	run_refused("unsealed", "the memfd is not sealed against shrinking");
 }
 
+/* rules: A5 */
 static void
 test_startctr_refused_short(void)
 {
 	run_refused("short", "the memfd is shorter than 8 bytes");
 }
 
+/* rules: A5 */
 static void
 test_startctr_refused_not_memfd(void)
 {
@@ -169,18 +173,21 @@ run_count(unsigned k, bool accept)
 	unlink(log);
 }
 
+/* rules: A6 */
 static void
 test_startctr_counter_names_started(void)
 {
 	run_count(1, false);
 }
 
+/* rules: A6 */
 static void
 test_startctr_zero_means_none_started(void)
 {
 	run_count(0, false);
 }
 
+/* rules: A6 */
 static void
 test_startctr_accept_frame_counts_too(void)
 {
@@ -188,6 +195,7 @@ test_startctr_accept_frame_counts_too(void)
 }
 
 /* A counter past every request written: all of them may have run. */
+/* rules: A6 */
 static void
 test_startctr_past_the_end_all_started(void)
 {
@@ -216,12 +224,14 @@ run_unasked(const char *mode)
 	CU_ASSERT_EQUAL(sipc_destroy(s), 0);
 }
 
+/* rules: F11 */
 static void
 test_startctr_descriptor_without_flag_closed(void)
 {
 	run_unasked("noflag");
 }
 
+/* rules: F11 */
 static void
 test_startctr_descriptors_on_replies_not_taken(void)
 {
@@ -337,6 +347,7 @@ static const struct sipc__jio_hook slow_hook = { .syncing = slow_sync };
  * position 2, so it may have run: UNKNOWN, run once.  Before, C held
  * position 3, was judged never started, and ran again.
  */
+/* rules: A7 */
 static void
 test_startctr_refused_record_takes_no_position(void)
 {

@@ -175,6 +175,7 @@ expect_refused(const struct sipc_config *c, const char *const *needles,
 
 /* A provider that declares every guarantee and gives none (process
  * group, no cgroup): before the probe it was accepted in production. */
+/* rules: PV4 */
 static void
 test_startprobe_claims_refused_in_production(void)
 {
@@ -194,6 +195,7 @@ test_startprobe_claims_refused_in_production(void)
 
 /* What is asked is what is probed: in a test environment only the
  * required guarantee, here tree containment in process-group mode. */
+/* rules: PV4 */
 static void
 test_startprobe_tree_escapee_refused(void)
 {
@@ -206,6 +208,7 @@ test_startprobe_tree_escapee_refused(void)
 
 /* The local provider in a PID namespace gives both it declares: the
  * probe confirms them and the supervisor runs. */
+/* rules: PV4 */
 static void
 test_startprobe_pidns_passes(void)
 {
@@ -234,6 +237,7 @@ test_startprobe_pidns_passes(void)
 /* A PID namespace whose /proc is the host's: kill(host pid) fails with
  * ESRCH, yet the host's pid is in the worker's /proc.  Not a PID
  * namespace guarantee; before, ESRCH alone was taken for one. */
+/* rules: PV4 */
 static void
 test_startprobe_pidns_with_host_proc_refused(void)
 {
@@ -253,6 +257,7 @@ test_startprobe_pidns_with_host_proc_refused(void)
 /* A network namespace alone keeps out the host's port and abstract
  * socket, not a socket path the worker's view of the filesystem holds.
  * Before, the path was not probed and network_isolation confirmed. */
+/* rules: PV4 */
 static void
 test_startprobe_netns_with_host_fs_refused(void)
 {
@@ -271,6 +276,7 @@ test_startprobe_netns_with_host_fs_refused(void)
 /* No inherited secrets: local passes (it closes the host's descriptors
  * and builds the environment from the launch); a provider that adds a
  * host variable is caught, the variable named. */
+/* rules: PV4 */
 static void
 test_startprobe_secrets(void)
 {
@@ -286,6 +292,7 @@ test_startprobe_secrets(void)
 }
 
 /* Resource limits with none configured: nothing to prove, refused. */
+/* rules: PV4 */
 static void
 test_startprobe_limits_unset_refused(void)
 {
@@ -297,6 +304,7 @@ test_startprobe_limits_unset_refused(void)
 }
 
 /* A pids limit in the worker's cgroup holds the probe's forks. */
+/* rules: PV4 */
 static void
 test_startprobe_limits_pids_max_passes(void)
 {
@@ -319,6 +327,7 @@ test_startprobe_limits_pids_max_passes(void)
 	CU_ASSERT_EQUAL(sipc_destroy(s), 0);
 }
 
+/* rules: PV4 */
 static void
 test_startprobe_program_missing_refused(void)
 {
@@ -335,6 +344,7 @@ test_startprobe_program_missing_refused(void)
  * sends each request back): no reply of the probe's grammar, so nothing
  * is confirmed.  Before, anything but "the worker read/connected" was
  * taken for isolation. */
+/* rules: PV4 */
 static void
 test_startprobe_echo_confirms_nothing(void)
 {
@@ -351,6 +361,7 @@ test_startprobe_echo_confirms_nothing(void)
 
 /* A probe that accepts requests and never answers: refused, and by
  * the deadline (handshake + grace + slack), not later. */
+/* rules: PV4 */
 static void
 test_startprobe_hang_refused_in_deadline(void)
 {

@@ -56,6 +56,7 @@ echo_ok(sipc_supervisor *s, const void *p, size_t n)
 
 /* ------------------------------------------------------------ framing */
 
+/* rules: F2 */
 static void
 test_supervisor_every_byte_every_size(void)
 {
@@ -98,6 +99,7 @@ mem_released(void *arg)
 	return zero;
 }
 
+/* rules: F10 R7 */
 static void
 test_supervisor_oversize_payload_rejected(void)
 {
@@ -147,6 +149,7 @@ caller_main(void *arg)
 	return NULL;
 }
 
+/* rules: C2 */
 static void
 test_supervisor_out_of_order_concurrent(void)
 {
@@ -222,6 +225,7 @@ async_done(void *arg, struct sipc_result *res)
 	sipc_result_release(res);
 }
 
+/* rules: C1 M2 S1 TH1 */
 static void
 test_supervisor_async_submit_from_callback(void)
 {
@@ -252,6 +256,7 @@ test_supervisor_async_submit_from_callback(void)
 
 /* ------------------------------------------------------------ descriptors */
 
+/* rules: D1 SC5 */
 static void
 test_supervisor_host_fd_without_cloexec_not_inherited(void)
 {
@@ -315,6 +320,7 @@ diag_cb(void *arg, enum sipc_log_level lvl, uint32_t w, uint32_t g, pid_t pid,
 	pthread_mutex_unlock(&d->lock);
 }
 
+/* rules: G1 G2 */
 static void
 test_supervisor_diagnostics_never_protocol(void)
 {
@@ -427,14 +433,22 @@ run_badframes(const struct mode_case *mc)
 		const struct mode_case mc = { #name, viol, hs };       \
 		run_badframes(&mc);                                    \
 	}
+/* rules: C6 F4 F10 */
 BADMODE(oversize, true, true)
+/* rules: C6 */
 BADMODE(badmagic, true, true)
+/* rules: C4 */
 BADMODE(unknownid, true, true)
+/* rules: C4 */
 BADMODE(duplicate, true, true)
+/* rules: C6 */
 BADMODE(truncated, true, true)
+/* rules: V1 */
 BADMODE(badversion, true, false)
+/* rules: H2 */
 BADMODE(nohello, false, false)
 
+/* rules: H2 */
 static void
 test_supervisor_badframes_garbage_hello(void)
 {
@@ -445,6 +459,7 @@ test_supervisor_badframes_garbage_hello(void)
 
 /* ------------------------------------------------------------ errors */
 
+/* rules: D4 */
 static void
 test_supervisor_missing_binary_clear_error(void)
 {
@@ -472,6 +487,7 @@ test_supervisor_missing_binary_clear_error(void)
 	CU_ASSERT(tl_count_children() == before);
 }
 
+/* rules: R7 S3 */
 static void
 test_supervisor_bad_arguments(void)
 {
@@ -496,6 +512,7 @@ test_supervisor_bad_arguments(void)
 
 /* ------------------------------------------------------------ teardown */
 
+/* rules: I1 S5 TH4 */
 static void
 test_supervisor_destroy_leaves_nothing(void)
 {

@@ -94,6 +94,7 @@ echo_path(const char *cmd, unsigned timeout_ms, enum sipc_outcome want_o,
 	st_decoys_stop(&d);
 }
 
+/* rules: E1 L1 T1 */
 static void
 test_termination_stall(void)
 {
@@ -101,6 +102,7 @@ test_termination_stall(void)
 	    SIPC_TERM_STALL, 300);
 }
 
+/* rules: E1 T1 X2 X4 */
 static void
 test_termination_deadline(void)
 {
@@ -112,6 +114,7 @@ test_termination_deadline(void)
 	CU_ASSERT(tl_now_ms() - t0 >= 400);
 }
 
+/* rules: E1 L3 T1 */
 static void
 test_termination_channel_lost(void)
 {
@@ -125,6 +128,7 @@ test_termination_channel_lost(void)
  * copy of the worker's end): its end is CHANNEL_LOST well before the
  * stall rule (set far away here) could have ended it.
  */
+/* rules: L3 */
 static void
 test_termination_channel_close_seen_at_once(void)
 {
@@ -150,6 +154,7 @@ test_termination_channel_close_seen_at_once(void)
 	sipc_destroy(s);
 }
 
+/* rules: C4 E1 T1 */
 static void
 test_termination_protocol(void)
 {
@@ -181,6 +186,7 @@ test_termination_protocol(void)
 }
 
 /* Shutdown with a request in flight on a worker that never answers. */
+/* rules: E1 T1 */
 static void
 test_termination_shutdown(void)
 {
@@ -216,6 +222,7 @@ test_termination_shutdown(void)
  * handler sleeps for good) is killed when the grace runs out: at
  * shutdown, with a request in flight.
  */
+/* rules: T3 */
 static void
 test_termination_ignoreterm_killed_after_grace(void)
 {
@@ -255,6 +262,7 @@ test_termination_ignoreterm_killed_after_grace(void)
 
 /* The same worker past a request deadline: CANCEL, cancel grace, TERM
  * (ignored), grace, KILL; classified as a deadline termination. */
+/* rules: T3 X4 */
 static void
 test_termination_ignoreterm_deadline(void)
 {
@@ -398,24 +406,28 @@ tree_case(bool owner, bool kill_leader)
 		st_unblock_sigchld();   /* owner mode left it blocked here */
 }
 
+/* rules: D5 T2 T4 */
 static void
 test_termination_tree_on_shutdown(void)
 {
 	tree_case(false, false);
 }
 
+/* rules: T2 */
 static void
 test_termination_tree_on_worker_death(void)
 {
 	tree_case(false, true);
 }
 
+/* rules: T2 */
 static void
 test_termination_tree_owner_on_death(void)
 {
 	tree_case(true, true);
 }
 
+/* rules: T2 */
 static void
 test_termination_tree_owner_on_shutdown(void)
 {
@@ -512,6 +524,7 @@ ns_all_dead(const struct ns_tree *t)
 /* forker escape in a PID namespace: group child, double-forked daemon
  * and setsid() escapee all die when the worker dies on its own and at
  * destroy; decoys untouched; no zombie left with the host. */
+/* rules: T2 T4 */
 static void
 test_termination_tree_pidns(void)
 {
@@ -559,6 +572,7 @@ test_termination_tree_pidns(void)
  * supervisor runs in a forked child of the test, which reports its
  * worker's init pid and then _exit()s.
  */
+/* rules: D8 */
 static void
 test_termination_pidns_dies_with_supervisor(void)
 {
@@ -663,12 +677,14 @@ flood_case(enum sipc_containment mode)
 	st_decoys_stop(&d);
 }
 
+/* rules: S4 T6 */
 static void
 test_termination_flooding_escapee_bounded_pgroup(void)
 {
 	flood_case(SIPC_CONTAIN_PROCESS_GROUP);
 }
 
+/* rules: S4 T6 */
 static void
 test_termination_flooding_escapee_bounded_pidns(void)
 {

@@ -27,6 +27,7 @@ test_version_macros_match_library(void)
 	CU_ASSERT_EQUAL(sipc_version() >> 16, (unsigned)SIPC_VERSION_MAJOR);
 }
 
+/* rules: CF1 */
 static void
 test_version_config_init_stamps(void)
 {
@@ -57,6 +58,7 @@ expect_refused(const struct sipc_config *c, const char *want)
 	}
 }
 
+/* rules: CF1 */
 static void
 test_version_zeroed_config_refused(void)
 {
@@ -72,6 +74,7 @@ test_version_zeroed_config_refused(void)
 	CU_ASSERT_EQUAL(sipc__config_validate(&ok, NULL, 0), 0);
 }
 
+/* rules: CF1 */
 static void
 test_version_newer_header_refused(void)
 {
@@ -84,6 +87,7 @@ test_version_newer_header_refused(void)
 	expect_refused(&c, "than this library (" SIPC_VERSION_STRING ")");
 }
 
+/* rules: CF1 */
 static void
 test_version_unknown_size_refused(void)
 {

@@ -378,6 +378,7 @@ exited_with(int st, int code)
 
 /* -------------------------------------------------------------- tests */
 
+/* rules: H1 */
 static void
 test_worker_rt_hello(void)
 {
@@ -472,6 +473,7 @@ test_worker_rt_sleeps_through_reply_reads(void)
  * Request 3 keeps its id without replying (a deferred reply): it started
  * at its own ACCEPT and the next one is accepted right behind it.
  */
+/* rules: A1 A8 */
 static void
 test_worker_rt_accepts_each_right_before_its_handler(void)
 {
@@ -523,6 +525,7 @@ crash_batch(uint8_t *pre, int n, int k)
  * the ACCEPT of the crashing one, and nothing at all for the requests
  * behind it (provably never started).
  */
+/* rules: A1 */
 static void
 test_worker_rt_crash_in_batch_accepts_only_started(void)
 {
@@ -610,6 +613,7 @@ expect_counter_hello(struct peer *p)
  * before its handler runs, so after N replies the counter says N, and
  * the worker keeps no descriptor of the memfd (only its mapping).
  */
+/* rules: A6 */
 static void
 test_worker_rt_start_counter_counts_each_request(void)
 {
@@ -784,6 +788,7 @@ test_worker_rt_start_counter_refused_falls_back_to_accept(void)
 }
 
 /* Interleaved traffic: for every id, ACCEPT strictly before REPLY. */
+/* rules: A1 */
 static void
 test_worker_rt_accept_precedes_reply(void)
 {
@@ -816,6 +821,7 @@ test_worker_rt_accept_precedes_reply(void)
 	CU_ASSERT(exited_with(finish(&p), 0));
 }
 
+/* rules: F7 */
 static void
 test_worker_rt_error_frame_encoding(void)
 {
@@ -837,6 +843,7 @@ test_worker_rt_error_frame_encoding(void)
 
 /* SHUTDOWN: what came before it is served and flushed, nothing after it
  * is accepted, and the worker exits 0. */
+/* rules: D9 */
 static void
 test_worker_rt_shutdown_exits_0(void)
 {
@@ -856,6 +863,7 @@ test_worker_rt_shutdown_exits_0(void)
 	CU_ASSERT(exited_with(finish(&p), 0));
 }
 
+/* rules: D9 */
 static void
 test_worker_rt_eof_exits_0(void)
 {
@@ -872,6 +880,7 @@ test_worker_rt_eof_exits_0(void)
 	CU_ASSERT(exited_with(finish(&p), 0));
 }
 
+/* rules: F9 */
 static void
 test_worker_rt_garbage_is_protocol_error(void)
 {
@@ -885,6 +894,7 @@ test_worker_rt_garbage_is_protocol_error(void)
 }
 
 /* A frame type only a worker may send is a protocol error too. */
+/* rules: F9 */
 static void
 test_worker_rt_wrong_direction_type_is_protocol_error(void)
 {
@@ -898,6 +908,7 @@ test_worker_rt_wrong_direction_type_is_protocol_error(void)
 
 /* SIPC_MAX_PAYLOAD lowers the limit: exactly the limit is served, one
  * byte more is a protocol error (and is never allocated). */
+/* rules: F10 */
 static void
 test_worker_rt_max_payload_from_env(void)
 {
@@ -922,6 +933,7 @@ test_worker_rt_max_payload_from_env(void)
 
 /* Reply lengths near SIZE_MAX / UINT32_MAX are refused, never wrapped
  * into a short frame; the worker stays healthy and answers. */
+/* rules: F4 */
 static void
 test_worker_rt_absurd_reply_lengths_refused(void)
 {
@@ -947,6 +959,7 @@ test_worker_rt_absurd_reply_lengths_refused(void)
  * a protocol error at the header, before any payload is awaited or
  * allocated (a runtime that believed one would wait for 4 GiB, and the
  * test would time out instead). */
+/* rules: F4 */
 static void
 test_worker_rt_absurd_request_lengths_refused(void)
 {
@@ -967,6 +980,7 @@ test_worker_rt_absurd_request_lengths_refused(void)
 }
 
 /* Requests and replies far larger than the 64 KiB read and flush sizes. */
+/* rules: F10 */
 static void
 test_worker_rt_large_payload(void)
 {
@@ -991,6 +1005,7 @@ test_worker_rt_large_payload(void)
 	free(big);
 }
 
+/* rules: X3 */
 static void
 test_worker_rt_cancel_calls_callback(void)
 {
@@ -1011,6 +1026,7 @@ test_worker_rt_cancel_calls_callback(void)
 
 /* A reply deferred to the idle callback still goes out before the
  * runtime blocks: nothing else is sent to provoke it. */
+/* rules: C2 */
 static void
 test_worker_rt_idle_flushes_deferred(void)
 {
@@ -1046,6 +1062,7 @@ test_worker_rt_closed_channel_is_epipe(void)
 	CU_ASSERT_FALSE(st >= 0 && WIFSIGNALED(st));
 }
 
+/* rules: D8 */
 static void
 test_worker_rt_open_checks_parent_and_fd(void)
 {
@@ -1103,6 +1120,7 @@ reorder_run(const char *seed, uint64_t order[8])
 	CU_ASSERT(exited_with(finish(&p), 0));
 }
 
+/* rules: C2 */
 static void
 test_worker_rt_reorder_fixture_out_of_order(void)
 {

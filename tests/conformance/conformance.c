@@ -28,6 +28,7 @@
 
 /* ------------------------------------------------------------- rules */
 
+/* rules: F2 */
 static void
 test_conformance_framing(void)
 {
@@ -92,6 +93,7 @@ test_conformance_framing(void)
 	cw_base_check(b);
 }
 
+/* rules: H1 */
 static void
 test_conformance_handshake(void)
 {
@@ -119,6 +121,7 @@ test_conformance_handshake(void)
 	cw_base_check(b);
 }
 
+/* rules: C2 */
 static void
 test_conformance_correlation(void)
 {
@@ -167,6 +170,7 @@ test_conformance_correlation(void)
 	cw_base_check(b);
 }
 
+/* rules: D1 */
 static void
 test_conformance_descriptor_hygiene(void)
 {
@@ -204,6 +208,7 @@ test_conformance_descriptor_hygiene(void)
 	cw_base_check(b);
 }
 
+/* rules: D2 G1 H1 */
 static void
 test_conformance_diagnostics_separation(void)
 {
@@ -253,6 +258,7 @@ test_conformance_diagnostics_separation(void)
  * group of its own, one in a session of its own) must be alive and not
  * even stopped after every TERM and KILL below.
  */
+/* rules: T1 T3 */
 static void
 test_conformance_termination(void)
 {
@@ -346,6 +352,7 @@ expect_end(const char *name, const char *a1, const char *a2, bool send,
 	cw_finish(&w);
 }
 
+/* rules: D4 E1 */
 static void
 test_conformance_exit_classification(void)
 {
@@ -463,6 +470,7 @@ wait_child(pid_t pid, int *st, int timeout_ms)
 	return r == pid;
 }
 
+/* rules: D5 H4 I1 I3 SB3 */
 static void
 test_conformance_identity(void)
 {

@@ -481,6 +481,7 @@ test_conformance_selfcheck_probes_pass_under_bwrap(void)
  * user namespace its /proc).  The child exits with the probe's verdict:
  * 1 provided, 0 not provided, 2 could not run, 3 setup refused.
  */
+/* rules: D5 */
 static void
 test_conformance_user_namespace_unprivileged_hides_host_pids(void)
 {
@@ -529,6 +530,7 @@ test_conformance_user_namespace_unprivileged_hides_host_pids(void)
 	CU_ASSERT_EQUAL(WEXITSTATUS(st), 1);
 }
 
+/* rules: D5 */
 static void
 test_conformance_modes_report_containment(void)
 {
@@ -543,6 +545,7 @@ test_conformance_modes_report_containment(void)
  * must contain the tree that it alone does not (its setsid() escapee
  * dies at the worker's end).
  */
+/* rules: CG1 */
 static void
 test_conformance_cgroup_reports(void)
 {

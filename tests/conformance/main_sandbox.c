@@ -87,6 +87,7 @@ missing_bwrap_child(void)
 	    strstr(err, "bwrap") != NULL ? 0 : 1;
 }
 
+/* rules: SB1 */
 static void
 test_conformance_sandbox_missing_bwrap_is_exec_failure(void)
 {
@@ -113,6 +114,7 @@ ns_ino(const char *path)
 	return stat(path, &st) == 0 ? (uint64_t)st.st_ino : 0;
 }
 
+/* rules: SB3 SB7 */
 static void
 test_conformance_sandbox_identity_proven(void)
 {
@@ -155,6 +157,7 @@ test_conformance_sandbox_identity_proven(void)
 /* Production requires every guarantee: the sandbox lacks two, and is
  * refused naming exactly those, with nothing started; in development
  * the five it declares may be required. */
+/* rules: SB8 */
 static void
 test_conformance_sandbox_production_refused(void)
 {
@@ -192,6 +195,7 @@ test_conformance_sandbox_production_refused(void)
  * proven (a start time that is not the init's) leaves the sandbox
  * alone, the true one ends it (TERM through its init).
  */
+/* rules: SB4 */
 static void
 test_conformance_sandbox_leftover_proven_only(void)
 {
@@ -294,6 +298,7 @@ maps_missing(long pid, const struct sipc__elfdeps *d, int *ret_files)
  * pid's maps are readable) maps no file the list lacks, and the list
  * names its interpreter, libc and libbsd.
  */
+/* rules: SB9 */
 static void
 test_conformance_sandbox_view_has_what_kernel_maps(void)
 {
@@ -333,6 +338,7 @@ test_conformance_sandbox_view_has_what_kernel_maps(void)
 
 /* A sandboxed worker runs, yet reads no host program under /usr that it
  * does not need (the host can). */
+/* rules: SB9 */
 static void
 test_conformance_sandbox_view_is_minimal(void)
 {
@@ -387,6 +393,7 @@ copy_exec(const char *from, const char *to)
  * whole /usr view (its shell is there), the launch's note says so, and
  * it runs (it execs a copy of the echo fixture beside it).
  */
+/* rules: SB9 */
 static void
 test_conformance_sandbox_script_gets_usr_view(void)
 {
@@ -427,6 +434,7 @@ test_conformance_sandbox_script_gets_usr_view(void)
  * environment) and passes in the sandbox.  No cgroup is set up here, so
  * limits are provided by neither.
  */
+/* rules: SB6 */
 static void
 test_conformance_table_local_sandbox(void)
 {
