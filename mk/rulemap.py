@@ -63,8 +63,11 @@ def read_rules(problems):
                 seen.add(rid)
                 if doc == "CONTRACT.md" and rid.startswith("PB"):
                     problems.append("CONTRACT.md: id %s starts with PB" % rid)
-                if doc == "PRODUCTION_BOUNDARY.md" and not rid.startswith("PB"):
-                    problems.append("%s: id %s does not start with PB" % (doc, rid))
+                if doc == "PRODUCTION_BOUNDARY.md" and not (
+                        (m and rid.startswith("PB")) or
+                        (n and rid.startswith("NG"))):
+                    problems.append("%s: id %s: rules there are PBn, "
+                                    "non-guarantees NGn" % (doc, rid))
                 if n:
                     nongs.add(rid)
                     cur = None
@@ -153,7 +156,7 @@ def render(rules, nongs, tests, skips):
     out.append("")
     if nongs:
         out += ["## Non-guarantees (no test)", "",
-                ", ".join(sorted(nongs, key=lambda x: (x[0], int(re.sub(r"\D", "", x))))),
+                ", ".join(sorted(nongs, key=lambda x: (re.sub(r"\d", "", x), int(re.sub(r"\D", "", x))))),
                 ""]
     return "\n".join(out)
 

@@ -235,7 +235,7 @@ escapee_case(bool with_cgroup)
 	st_decoys_stop(&d);
 }
 
-/* rules: CG2 T4 */
+/* rules: CG2 T4 PB8 */
 static void
 test_cgroup_kill_ends_setsid_escapee(void)
 {
@@ -365,7 +365,7 @@ test_cgroup_pids_max_applied_or_refused(void)
 	limit_case("pids_max", "pids", "pids.max", "64");
 }
 
-/* rules: CG3 */
+/* rules: CG3 PB9 */
 static void
 test_cgroup_memory_max_applied_or_refused(void)
 {

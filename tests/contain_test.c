@@ -71,7 +71,7 @@ ended(void *arg)
  * the end is classified LOST.  Before the fix, ESRCH from the pidfd was
  * followed by kill(-pgid) and the kid died; the end read "exit status -1".
  */
-/* rules: E1 I3 T5 */
+/* rules: E1 I3 T5 PB10 */
 static void
 test_contain_reaped_elsewhere_is_lost_and_group_spared(void)
 {

@@ -50,6 +50,7 @@ submit_data(sipc_supervisor *s, const char *p, struct st_outslot *o)
  * rings.  sipc_destroy_now() returns well before drain_ms, with one
  * outcome per request, each the true one.
  */
+/* rules: S6 */
 static void
 test_destroy_now_true_outcomes(void)
 {
@@ -106,6 +107,7 @@ test_destroy_now_true_outcomes(void)
 }
 
 /* With nothing in flight it does not wait for any grace. */
+/* rules: S6 */
 static void
 test_destroy_now_idle_pool_at_once(void)
 {

@@ -291,7 +291,7 @@ wait_any_case(enum sipc_containment mode)
 	pthread_join(th, NULL);
 }
 
-/* rules: E1 SC1 */
+/* rules: E1 SC1 PB11 */
 static void
 test_host_wait_any_never_takes_worker(void)
 {

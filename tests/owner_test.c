@@ -196,7 +196,7 @@ host_daemon(int *go_w)
 	return gc;
 }
 
-/* rules: SC4 */
+/* rules: SC4 PB11 */
 static void
 test_owner_reaps_host_orphan_spares_host_child(void)
 {
@@ -391,7 +391,7 @@ check_ends_real(const char *end)
  * registered provider that shows no pid, a crash reports its real exit
  * code, and every end at destroy its real status; none is "lost".
  */
-/* rules: PV8 SC4 */
+/* rules: PV8 SC4 PB11 */
 static void
 test_owner_registered_provider_child_not_reaped(void)
 {

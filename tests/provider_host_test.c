@@ -267,7 +267,7 @@ test_provider_host_stuck_sweep_is_given_up(void)
  * guarantee with what the probe saw.  Its create ran (the probe runs on
  * its state); nothing it launched is left.
  */
-/* rules: PV4 PV5 */
+/* rules: PV4 PV5 PB1 PB16 */
 static void
 test_provider_host_claims_refused_by_probe(void)
 {
@@ -298,7 +298,7 @@ test_provider_host_claims_refused_by_probe(void)
  * launch hands back no end descriptor is refused when the probe is
  * launched, before any worker of it runs, and the message says why.
  */
-/* rules: PV2 */
+/* rules: PV2 PB17 */
 static void
 test_provider_host_no_end_fd_refused_in_production(void)
 {
@@ -406,7 +406,7 @@ test_provider_host_leftover_goes_to_its_provider(void)
  * A record naming a provider this process does not have: reported,
  * left alone, not fatal; its record stays for an instance that has it.
  */
-/* rules: CG2 J6 */
+/* rules: CG2 J6 PB18 */
 static void
 test_provider_host_leftover_of_unknown_provider_left_alone(void)
 {

@@ -133,6 +133,7 @@ names_in(const char *err)
 	return found;
 }
 
+/* rules: PB20 PB23 */
 static void
 test_provider_production_local_refused(void)
 {
@@ -150,6 +151,7 @@ test_provider_production_local_refused(void)
 	CU_ASSERT_EQUAL(names_in(err), SIPC_G_ALL);
 }
 
+/* rules: PB23 */
 static void
 test_provider_marker_script_would_show_a_spawn(void)
 {
@@ -170,6 +172,7 @@ test_provider_marker_script_would_show_a_spawn(void)
 	unlink(marker);
 }
 
+/* rules: PB19 */
 static void
 test_provider_unset_environment_refused(void)
 {
@@ -187,6 +190,7 @@ test_provider_unset_environment_refused(void)
 	expect_refused(&cfg, SIPC_E_NOENV, err, sizeof(err));
 }
 
+/* rules: PB21 */
 static void
 test_provider_development_required_guarantee_refused(void)
 {
@@ -204,7 +208,7 @@ test_provider_development_required_guarantee_refused(void)
 	    SIPC_G_PID_NAMESPACE | SIPC_G_SEPARATE_USER);
 }
 
-/* rules: PV1 */
+/* rules: PV1 PB22 */
 static void
 test_provider_unknown_provider_refused(void)
 {
@@ -330,7 +334,7 @@ overlay(const char *body, struct sipc_config *cfg, sipc_config_store **st,
 /* A second file can never weaken the first, with the same store or a
  * fresh one: production stays production, unset stays unset (counted as
  * production), and a required guarantee cannot be dropped. */
-/* rules: CF4 */
+/* rules: CF4 PB24 */
 static void
 test_provider_overlay_file_cannot_weaken(void)
 {
@@ -380,7 +384,7 @@ test_provider_overlay_file_cannot_weaken(void)
 /* The environment loader never chooses a weaker level: not over an
  * unset environment (with or without a file before it), not over
  * production, not on a second call. */
-/* rules: CF4 */
+/* rules: CF4 PB24 */
 static void
 test_provider_env_loader_cannot_weaken(void)
 {
@@ -539,7 +543,7 @@ has_name(const char *env, const char *name)
 	return false;
 }
 
-/* rules: D3 */
+/* rules: D3 PB5 */
 static void
 test_provider_worker_environment_is_allow_listed(void)
 {

@@ -175,7 +175,7 @@ expect_refused(const struct sipc_config *c, const char *const *needles,
 
 /* A provider that declares every guarantee and gives none (process
  * group, no cgroup): before the probe it was accepted in production. */
-/* rules: PV4 */
+/* rules: PV4 PB1 */
 static void
 test_startprobe_claims_refused_in_production(void)
 {
@@ -257,7 +257,7 @@ test_startprobe_pidns_with_host_proc_refused(void)
 /* A network namespace alone keeps out the host's port and abstract
  * socket, not a socket path the worker's view of the filesystem holds.
  * Before, the path was not probed and network_isolation confirmed. */
-/* rules: PV4 */
+/* rules: PV4 PB3 */
 static void
 test_startprobe_netns_with_host_fs_refused(void)
 {
@@ -292,7 +292,7 @@ test_startprobe_secrets(void)
 }
 
 /* Resource limits with none configured: nothing to prove, refused. */
-/* rules: PV4 */
+/* rules: PV4 PB4 */
 static void
 test_startprobe_limits_unset_refused(void)
 {
@@ -361,7 +361,7 @@ test_startprobe_echo_confirms_nothing(void)
 
 /* A probe that accepts requests and never answers: refused, and by
  * the deadline (handshake + grace + slack), not later. */
-/* rules: PV4 */
+/* rules: PV4 PB2 */
 static void
 test_startprobe_hang_refused_in_deadline(void)
 {

@@ -99,6 +99,7 @@ start(unsigned workers)
  * then 40 quick ones.  Every quick one is done within a second of its
  * submit: none waits for the slow one.
  */
+/* rules: R9 */
 static void
 test_steal_quick_ones_pass_a_slow_one(void)
 {
@@ -135,6 +136,7 @@ test_steal_quick_ones_pass_a_slow_one(void)
  * each, with a 6-s deadline, submitted together behind it: all of them
  * finish OK on the other three workers within their deadlines.
  */
+/* rules: R9 */
 static void
 test_steal_documents_behind_a_hung_one_in_deadline(void)
 {

@@ -256,7 +256,7 @@ test_supervisor_async_submit_from_callback(void)
 
 /* ------------------------------------------------------------ descriptors */
 
-/* rules: D1 SC5 */
+/* rules: D1 SC5 PB6 */
 static void
 test_supervisor_host_fd_without_cloexec_not_inherited(void)
 {

@@ -524,7 +524,7 @@ ns_all_dead(const struct ns_tree *t)
 /* forker escape in a PID namespace: group child, double-forked daemon
  * and setsid() escapee all die when the worker dies on its own and at
  * destroy; decoys untouched; no zombie left with the host. */
-/* rules: T2 T4 */
+/* rules: T2 T4 PB7 */
 static void
 test_termination_tree_pidns(void)
 {

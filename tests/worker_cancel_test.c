@@ -74,6 +74,7 @@ slot0_idle(void *arg)
 
 /* The handler was given the request's deadline, on the clock both sides
  * share, and none for a request without one. */
+/* rules: F6 F9 */
 static void
 test_worker_cancel_deadline_given(void)
 {
@@ -148,12 +149,14 @@ cancel_costs_nothing(const char *cmd)
 	finish(s);
 }
 
+/* rules: X8 */
 static void
 test_worker_cancel_fd_readable_at_deadline(void)
 {
 	cancel_costs_nothing("fd 30000");
 }
 
+/* rules: X8 */
 static void
 test_worker_cancel_check_true_at_deadline(void)
 {
@@ -162,6 +165,7 @@ test_worker_cancel_check_true_at_deadline(void)
 
 /* The converter shape: a child process doing the work, killed by the
  * handler when the cancel fd fires. */
+/* rules: X9 */
 static void
 test_worker_cancel_child_ended_by_handler(void)
 {
@@ -170,6 +174,7 @@ test_worker_cancel_child_ended_by_handler(void)
 
 /* A handler that ignores its cancel is ended with its worker after the
  * grace, as before. */
+/* rules: X9 */
 static void
 test_worker_cancel_ignored_ends_worker(void)
 {
@@ -192,6 +197,7 @@ test_worker_cancel_ignored_ends_worker(void)
  */
 static struct st_outbox box = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
+/* rules: X8 */
 static void
 test_worker_cancel_requests_read_meanwhile_served(void)
 {
@@ -229,6 +235,7 @@ test_worker_cancel_requests_read_meanwhile_served(void)
 
 /* A program the worker execs starts with SIGPIPE at its default and no
  * signal blocked: the runtime changed no process-wide signal state. */
+/* rules: D10 */
 static void
 test_worker_cancel_exec_child_starts_clean(void)
 {

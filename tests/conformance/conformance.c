@@ -470,7 +470,7 @@ wait_child(pid_t pid, int *st, int timeout_ms)
 	return r == pid;
 }
 
-/* rules: D5 H4 I1 I3 SB3 */
+/* rules: D5 H4 I1 I3 SB3 PB10 */
 static void
 test_conformance_identity(void)
 {

@@ -87,7 +87,7 @@ missing_bwrap_child(void)
 	    strstr(err, "bwrap") != NULL ? 0 : 1;
 }
 
-/* rules: SB1 */
+/* rules: SB1 PB12 */
 static void
 test_conformance_sandbox_missing_bwrap_is_exec_failure(void)
 {
@@ -114,7 +114,7 @@ ns_ino(const char *path)
 	return stat(path, &st) == 0 ? (uint64_t)st.st_ino : 0;
 }
 
-/* rules: SB3 SB7 */
+/* rules: SB3 SB7 PB14 */
 static void
 test_conformance_sandbox_identity_proven(void)
 {
@@ -157,7 +157,7 @@ test_conformance_sandbox_identity_proven(void)
 /* Production requires every guarantee: the sandbox lacks two, and is
  * refused naming exactly those, with nothing started; in development
  * the five it declares may be required. */
-/* rules: SB8 */
+/* rules: SB8 PB20 */
 static void
 test_conformance_sandbox_production_refused(void)
 {
@@ -195,7 +195,7 @@ test_conformance_sandbox_production_refused(void)
  * proven (a start time that is not the init's) leaves the sandbox
  * alone, the true one ends it (TERM through its init).
  */
-/* rules: SB4 */
+/* rules: SB4 PB15 */
 static void
 test_conformance_sandbox_leftover_proven_only(void)
 {
@@ -434,7 +434,7 @@ test_conformance_sandbox_script_gets_usr_view(void)
  * environment) and passes in the sandbox.  No cgroup is set up here, so
  * limits are provided by neither.
  */
-/* rules: SB6 */
+/* rules: SB6 PB13 */
 static void
 test_conformance_table_local_sandbox(void)
 {
