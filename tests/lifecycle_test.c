@@ -192,6 +192,39 @@ test_lifecycle_exit_signal_segv(void)
 	sipc_result_release(&r);
 }
 
+/* Under the sandbox each call of the default refusal list ends the
+ * worker with SIGSYS (the filter kills; it does not return an error the
+ * worker could ignore).  Without the filter the call returns and the
+ * fixture exits with status 4. */
+static void
+test_lifecycle_sandbox_filter_kills(void)
+{
+	static const char *const modes[] = { "keyctl", "userns", "personality" };
+	struct sipc_result r;
+	size_t i;
+
+	if (!st_sandboxed()) {
+		tl_skip("sandbox-only: the local adapter has no system-call filter");
+		return;
+	}
+	for (i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		char *const argv[] = { "crash", (char *)modes[i], "0", NULL };
+		struct sipc_config c;
+		sipc_supervisor *s;
+
+		st_cfg_base(&c, "crash", argv, 1);
+		s = st_start(&c, 1, WAIT_MS);
+		st_call_cmd(s, NULL, 0, 0, &r);
+		show(modes[i], &r);
+		sipc_destroy(s);
+		CU_ASSERT_EQUAL(r.outcome, SIPC_OUTCOME_UNKNOWN);
+		CU_ASSERT_EQUAL(r.exit.kind, SIPC_EXIT_SIGNAL);
+		CU_ASSERT_EQUAL(r.exit.signo, SIGSYS);
+		CU_ASSERT_EQUAL(r.exit.code, 0);
+		sipc_result_release(&r);
+	}
+}
+
 /* With a core limit and a scratch working directory the same abort is
  * reported as core dumped.  Sanitizer runtimes disable core dumps in
  * the worker, so there only the signal is checked. */
@@ -900,6 +933,8 @@ static const tl_test lifecycle_tests[] = {
 	{ "test_lifecycle_exit_signal_abort_no_core",
 	  test_lifecycle_exit_signal_abort_no_core },
 	{ "test_lifecycle_exit_signal_segv", test_lifecycle_exit_signal_segv },
+	{ "test_lifecycle_sandbox_filter_kills",
+	    test_lifecycle_sandbox_filter_kills },
 	{ "test_lifecycle_exit_signal_abort_core",
 	  test_lifecycle_exit_signal_abort_core },
 	{ "test_lifecycle_exec_failure_not_executable",

@@ -49,6 +49,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "init_filter.h"
 #include "init_proto.h"
 
 extern char **environ;
@@ -99,6 +100,8 @@ supervisor_gone(int timeout_ms)
 	return (p.revents & (POLLHUP | POLLERR | POLLIN | POLLNVAL)) != 0;
 }
 
+static int filtered;     /* SIPC__INIT_FILTER was set: filter the worker */
+
 static void __attribute__((noreturn))
 worker_side(char **argv, int errw, const sigset_t *none)
 {
@@ -119,6 +122,10 @@ worker_side(char **argv, int errw, const sigset_t *none)
 	 * (errw stays open until then). */
 	(void)syscall(SYS_close_range, SIPC__INIT_REPORT_FD, ~0U,
 	    CLOSE_RANGE_CLOEXEC);
+	/* Last before execve, so nothing of ours runs filtered; a filter
+	 * that cannot be installed stops the start (fail closed). */
+	if (filtered && (err = -sipc__init_filter()) != 0)
+		goto fail;
 	(void)sigprocmask(SIG_SETMASK, none, NULL);
 	execve(argv[0], argv + 1, environ);
 	err = errno;
@@ -207,6 +214,10 @@ main(int argc, char **argv)
 	if (getenv(SIPC__INIT_NO_PWD) != NULL) {
 		(void)unsetenv(SIPC__INIT_NO_PWD);
 		(void)unsetenv("PWD");
+	}
+	if (getenv(SIPC__INIT_FILTER) != NULL) {
+		(void)unsetenv(SIPC__INIT_FILTER);
+		filtered = 1;
 	}
 	sigfillset(&all);
 	sigemptyset(&none);
