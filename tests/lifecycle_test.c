@@ -225,6 +225,35 @@ test_lifecycle_sandbox_filter_kills(void)
 	}
 }
 
+/* The worker program itself runs filtered (Seccomp 2: a filter mode)
+ * with no_new_privs, as read from its own /proc/self/status. */
+static void
+test_lifecycle_sandbox_worker_filtered(void)
+{
+	struct sipc_request rq = { .payload = "status", .len = 6,
+	    .timeout_ms = 20000 };
+	struct sipc_config c;
+	struct sipc_result r;
+	sipc_supervisor *s;
+	char *out = NULL;
+
+	if (!st_sandboxed()) {
+		tl_skip("sandbox-only: the local adapter has no system-call filter");
+		return;
+	}
+	st_cfg_base(&c, "procinfo", NULL, 1);
+	s = st_start(&c, 1, WAIT_MS);
+	CU_ASSERT_FATAL(sipc_call(s, &rq, &r) == 0);
+	CU_ASSERT_EQUAL_FATAL(r.outcome, SIPC_OUTCOME_OK);
+	out = strndup((const char *)r.reply, r.reply_len);
+	printf("\n    %s\n", out != NULL ? out : "?");
+	CU_ASSERT(out != NULL && strstr(out, "Seccomp=2;") != NULL);
+	CU_ASSERT(out != NULL && strstr(out, "NoNewPrivs=1;") != NULL);
+	free(out);
+	sipc_result_release(&r);
+	sipc_destroy(s);
+}
+
 /* With a core limit and a scratch working directory the same abort is
  * reported as core dumped.  Sanitizer runtimes disable core dumps in
  * the worker, so there only the signal is checked. */
@@ -935,6 +964,8 @@ static const tl_test lifecycle_tests[] = {
 	{ "test_lifecycle_exit_signal_segv", test_lifecycle_exit_signal_segv },
 	{ "test_lifecycle_sandbox_filter_kills",
 	    test_lifecycle_sandbox_filter_kills },
+	{ "test_lifecycle_sandbox_worker_filtered",
+	    test_lifecycle_sandbox_worker_filtered },
 	{ "test_lifecycle_exit_signal_abort_core",
 	  test_lifecycle_exit_signal_abort_core },
 	{ "test_lifecycle_exec_failure_not_executable",
