@@ -16,6 +16,11 @@
  * (SCMP_FLTATR_ACT_BADARCH), so i386 numbers cannot go round the list.
  */
 #include <errno.h>
+#include <linux/capability.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <stddef.h>
@@ -85,4 +90,35 @@ sipc__init_filter(void)
 fail:
 	seccomp_release(f);
 	return rc;
+}
+
+/* Every capability out of every set: bounding first (so execve cannot
+ * grant root's full set back), ambient, then permitted, effective and
+ * inheritable at once.  Core dumps off with a hard limit of 0, so the
+ * worker cannot turn them back on.  Drops stop at the first number the
+ * kernel does not know (EINVAL): that is one past its last capability. */
+int
+sipc__init_drop_privileges(void)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+	struct rlimit core = { 0, 0 };
+	int c;
+
+	for (c = 0; c < 64; c++)
+		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0) {
+			if (errno == EINVAL)
+				break;
+			return -errno;
+		}
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 &&
+	    errno != EINVAL)
+		return -errno;
+	for (c = 0; c < _LINUX_CAPABILITY_U32S_3; c++)
+		d[c] = (struct __user_cap_data_struct){ 0, 0, 0 };
+	if (syscall(SYS_capset, &h, d) < 0)
+		return -errno;
+	if (setrlimit(RLIMIT_CORE, &core) < 0)
+		return -errno;
+	return 0;
 }

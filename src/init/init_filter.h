@@ -8,4 +8,9 @@
  * callers only (it allocates). */
 int sipc__init_filter(void);
 
+/* Drops every capability from every set (bounding, ambient, permitted,
+ * effective, inheritable) and sets RLIMIT_CORE to 0/0.  0, or a negative
+ * errno; the caller must not execute the worker on failure. */
+int sipc__init_drop_privileges(void);
+
 #endif

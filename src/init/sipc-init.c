@@ -124,7 +124,8 @@ worker_side(char **argv, int errw, const sigset_t *none)
 	    CLOSE_RANGE_CLOEXEC);
 	/* Last before execve, so nothing of ours runs filtered; a filter
 	 * that cannot be installed stops the start (fail closed). */
-	if (filtered && (err = -sipc__init_filter()) != 0)
+	if (filtered && ((err = -sipc__init_drop_privileges()) != 0 ||
+	    (err = -sipc__init_filter()) != 0))
 		goto fail;
 	(void)sigprocmask(SIG_SETMASK, none, NULL);
 	execve(argv[0], argv + 1, environ);
