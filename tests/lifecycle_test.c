@@ -199,7 +199,8 @@ test_lifecycle_exit_signal_segv(void)
 static void
 test_lifecycle_sandbox_filter_kills(void)
 {
-	static const char *const modes[] = { "keyctl", "userns", "personality" };
+	static const char *const modes[] = { "keyctl", "userns", "personality",
+	    "io_uring", "perf", "ptrace", "mount", "bpf", "clone_ns" };
 	struct sipc_result r;
 	size_t i;
 
