@@ -20,6 +20,11 @@
  *   - passes TERM (and INT, HUP, QUIT, USR1, USR2) on to every process of
  *     the namespace, so a graceful stop reaches the whole tree,
  *     setsid() escapees included;
+ *   - under the sandbox (SIPC__INIT_FILTER set), drops every capability
+ *     of the worker's process, sets its core limit to 0/0 and installs
+ *     the system-call filter (filter.c) just before execve, refusing to
+ *     start the worker if any of it fails; sipc-init itself stays
+ *     unfiltered and keeps what it needs to reap and signal;
  *   - reports the worker's exact wait status (code, signal, core dump),
  *     then exits: the kernel then kills whatever is left in the namespace
  *     and the supervisor sees one exit, with the tree already gone;
