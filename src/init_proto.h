@@ -19,6 +19,11 @@
  * --chdir, so sipc-init removes PWD and this marker before the worker
  * starts; the worker then gets the launch environment alone. */
 #define SIPC__INIT_NO_PWD "SIPC__INIT_NO_PWD"
+/* Set by the sandbox provider: sipc-init installs its system-call
+ * filter in the worker's process before execve, and refuses to start
+ * the worker when it cannot (src/init/filter.c).  Dropped before the
+ * worker runs. */
+#define SIPC__INIT_FILTER "SIPC__INIT_FILTER"
 
 enum sipc__init_kind {
 	SIPC__INIT_STARTED = 1,       /* worker exec'd; value = its pid

@@ -20,6 +20,11 @@
  *   - passes TERM (and INT, HUP, QUIT, USR1, USR2) on to every process of
  *     the namespace, so a graceful stop reaches the whole tree,
  *     setsid() escapees included;
+ *   - under the sandbox (SIPC__INIT_FILTER set), drops every capability
+ *     of the worker's process, sets its core limit to 0/0 and installs
+ *     the system-call filter (filter.c) just before execve, refusing to
+ *     start the worker if any of it fails; sipc-init itself stays
+ *     unfiltered and keeps what it needs to reap and signal;
  *   - reports the worker's exact wait status (code, signal, core dump),
  *     then exits: the kernel then kills whatever is left in the namespace
  *     and the supervisor sees one exit, with the tree already gone;
@@ -49,6 +54,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "init_filter.h"
 #include "init_proto.h"
 
 extern char **environ;
@@ -99,6 +105,8 @@ supervisor_gone(int timeout_ms)
 	return (p.revents & (POLLHUP | POLLERR | POLLIN | POLLNVAL)) != 0;
 }
 
+static int filtered;     /* SIPC__INIT_FILTER was set: filter the worker */
+
 static void __attribute__((noreturn))
 worker_side(char **argv, int errw, const sigset_t *none)
 {
@@ -119,6 +127,11 @@ worker_side(char **argv, int errw, const sigset_t *none)
 	 * (errw stays open until then). */
 	(void)syscall(SYS_close_range, SIPC__INIT_REPORT_FD, ~0U,
 	    CLOSE_RANGE_CLOEXEC);
+	/* Last before execve, so nothing of ours runs filtered; a filter
+	 * that cannot be installed stops the start (fail closed). */
+	if (filtered && ((err = -sipc__init_drop_privileges()) != 0 ||
+	    (err = -sipc__init_filter()) != 0))
+		goto fail;
 	(void)sigprocmask(SIG_SETMASK, none, NULL);
 	execve(argv[0], argv + 1, environ);
 	err = errno;
@@ -207,6 +220,10 @@ main(int argc, char **argv)
 	if (getenv(SIPC__INIT_NO_PWD) != NULL) {
 		(void)unsetenv(SIPC__INIT_NO_PWD);
 		(void)unsetenv("PWD");
+	}
+	if (getenv(SIPC__INIT_FILTER) != NULL) {
+		(void)unsetenv(SIPC__INIT_FILTER);
+		filtered = 1;
 	}
 	sigfillset(&all);
 	sigemptyset(&none);

@@ -243,6 +243,10 @@ sipc__sbx_argv_build(struct sipc__sbx_argv *a, const char *bwrap,
 	av_add(a, "--setenv");
 	av_add(a, SIPC__INIT_NO_PWD);
 	av_add(a, "1");
+	/* The worker runs under sipc-init's system-call filter. */
+	av_add(a, "--setenv");
+	av_add(a, SIPC__INIT_FILTER);
+	av_add(a, "1");
 	av_add(a, "--");
 	av_add(a, a->ipath);
 	av_add(a, a->wpath);
