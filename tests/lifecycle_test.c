@@ -200,6 +200,7 @@ test_lifecycle_exit_signal_segv(void)
  * worker with SIGSYS (the filter kills; it does not return an error the
  * worker could ignore).  Without the filter the call returns and the
  * fixture exits with status 4. */
+/* rules: PB25 */
 static void
 test_lifecycle_sandbox_filter_kills(void)
 {
@@ -233,6 +234,7 @@ test_lifecycle_sandbox_filter_kills(void)
 /* The worker program itself runs filtered (Seccomp 2: a filter mode)
  * with no_new_privs and no capability in any set, as read from its own
  * /proc/self/status. */
+/* rules: PB25 */
 static void
 test_lifecycle_sandbox_worker_filtered(void)
 {
