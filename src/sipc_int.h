@@ -651,6 +651,7 @@ void sipc__reject_req(struct sipc_supervisor *s, struct sipc__req *q, int err);
  * within that tick (dispatch.c), which also does the move. */
 #define SIPC__STEAL_TICK_MS 10
 void sipc__steal_scan(struct sipc_supervisor *s, int64_t now, int64_t *next);
+extern _Atomic bool sipc__steal_off; /* tests only */
 int sipc__dispatch_move(struct sipc_supervisor *s, struct sipc__req *q,
                         unsigned to, unsigned from);
 unsigned sipc__cancel_written(struct sipc__slot *sl);

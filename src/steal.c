@@ -95,6 +95,10 @@ richest(const struct steal_view *v, unsigned n, unsigned not)
 	return best;
 }
 
+/* Tests only: set, no request moves (a test of dispatch's own choice
+ * must not see a move made because its machine was slow). */
+_Atomic bool sipc__steal_off;
+
 void
 sipc__steal_scan(struct sipc_supervisor *s, int64_t now, int64_t *next)
 {
@@ -103,7 +107,8 @@ sipc__steal_scan(struct sipc_supervisor *s, int64_t now, int64_t *next)
 	unsigned i, give = 0;
 	int from;
 
-	if (s->nslots < 2 || atomic_load(&s->closing))
+	if (s->nslots < 2 || atomic_load(&s->closing) ||
+	    atomic_load(&sipc__steal_off))
 		return;
 	if ((v = calloc(s->nslots, sizeof(*v))) == NULL)
 		return;
