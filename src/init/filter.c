@@ -93,8 +93,8 @@ fail:
 }
 
 /* Every capability out of every set: bounding first (so execve cannot
- * grant root's full set back), ambient, then permitted, effective and
- * inheritable at once.  Core dumps off with a hard limit of 0, so the
+ * grant root's full set back; left as it is where it cannot be changed),
+ * ambient, then permitted, effective and inheritable at once.  Core dumps off with a hard limit of 0, so the
  * worker cannot turn them back on.  Drops stop at the first number the
  * kernel does not know (EINVAL): that is one past its last capability. */
 int
@@ -107,7 +107,11 @@ sipc__init_drop_privileges(void)
 
 	for (c = 0; c < 64; c++)
 		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0) {
-			if (errno == EINVAL)
+			/* EPERM: no CAP_SETPCAP (an unprivileged user's
+			 * sandbox), so the bounding set cannot change; with
+			 * the permitted set emptied below and no_new_privs,
+			 * execve grants none of it. */
+			if (errno == EINVAL || errno == EPERM)
 				break;
 			return -errno;
 		}
