@@ -232,7 +232,7 @@ enum sipc_guarantee {
 	SIPC_G_PID_NAMESPACE = 1u << 0,   /* worker cannot see/signal host pids */
 	SIPC_G_MOUNT_NAMESPACE = 1u << 1, /* host filesystem hidden */
 	SIPC_G_NETWORK_ISOLATION = 1u << 2, /* no network except the channel */
-	SIPC_G_NO_INHERITED_SECRETS = 1u << 3, /* no host env/fds/secret file */
+	SIPC_G_NO_INHERITED_SECRETS = 1u << 3, /* no host credentials/env/fds */
 	SIPC_G_RESOURCE_LIMITS = 1u << 4, /* cpu/memory/pids enforced by kernel */
 	SIPC_G_SEPARATE_USER = 1u << 5,   /* different uid/user namespace */
 	SIPC_G_TREE_CONTAINMENT = 1u << 6,/* no descendant can escape kill */

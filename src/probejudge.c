@@ -324,55 +324,17 @@ sipc__judge_env(const struct sipc__judge *j, char *why, size_t len)
 	return rc;
 }
 
-/* Credentials the worker can fetch by itself: the host's secret file
- * (a credential on disk) and the host process's own environment
- * through /proc.  1 when neither was read, 0 with the first one read. */
-static int
-judge_reach(const struct sipc__judge *j, char *why, size_t len)
-{
-	char req[320], t[512];
-	long pid = (long)getpid();
-	int rc;
-
-	snprintf(req, sizeof(req), "read %s", j->b->file);
-	if ((rc = j->ask(j->ctx, req, t, sizeof(t))) < 0)
-		return rc;
-	if (!reply_is(t, "read"))
-		return SIPC_E_PROTOCOL;
-	if (t[5] == '1' && strstr(t, j->b->token) != NULL) {
-		snprintf(why, len, "the worker read the host's secret file %s",
-		    j->b->file);
-		return 0;
-	}
-	snprintf(req, sizeof(req), "read /proc/%ld/environ", pid);
-	if ((rc = j->ask(j->ctx, req, t, sizeof(t))) < 0)
-		return rc;
-	if (!reply_is(t, "read"))
-		return SIPC_E_PROTOCOL;
-	if (t[5] == '1') {
-		snprintf(why, len, "the worker read the host process's "
-		    "environment (/proc/%ld/environ)", pid);
-		return 0;
-	}
-	return 1;
-}
-
-/* Nothing of the host's secrets: no descriptor, no environment
- * variable the launch did not carry, neither the host's secret file
- * nor its process environment readable from the worker. */
 static int
 judge_secrets(const struct sipc__judge *j, char *why, size_t len)
 {
 	int rc;
 
-	if ((rc = sipc__judge_fds(j, why, len)) != 1 ||
-	    (rc = sipc__judge_env(j, why, len)) != 1 ||
-	    (rc = judge_reach(j, why, len)) != 1)
+	if ((rc = sipc__judge_fds(j, why, len)) != 1)
 		return rc;
-	snprintf(why, len, "no host descriptor, no host environment "
-	    "variable, neither the host's secret file nor its /proc "
-	    "environment in the worker");
-	return 1;
+	if ((rc = sipc__judge_env(j, why, len)) == 1)
+		snprintf(why, len, "no host descriptor, no host environment "
+		    "variable in the worker");
+	return rc;
 }
 
 static int

@@ -6,9 +6,8 @@
  * judges; the probe only reports what it got.  Per guarantee (CONTRACT
  * PV4): no host pid signallable or in its /proc; no reading a file the
  * host made; no connect to the host's 127.0.0.1 port nor abstract
- * socket; neither the host's secret descriptor, a host NAME=VALUE the
- * launch did not carry, the host's secret file nor the host process's
- * /proc environment; a uid outside that is not the host's; a
+ * socket; neither the host's secret descriptor nor a host NAME=VALUE
+ * the launch did not carry; a uid outside that is not the host's; a
  * fork past the configured pids limit refused; and, after a forced stop
  * and sweep, no process the worker put in a new session left holding
  * the channel.

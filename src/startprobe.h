@@ -78,9 +78,8 @@ struct sipc__judge {
  * Returns 1 confirmed, 0 not confirmed (why says which either way), or
  * a negative error: no answer, or a reply outside the probe's grammar
  * (SIPC_E_PROTOCOL), which confirms nothing.  sipc__judge_fds and
- * sipc__judge_env are the first two parts of no_inherited_secrets (the
- * descriptor one first); the rule also requires that neither the
- * bait's secret file nor the host process's /proc environ be readable.  Caller's thread, with the probe's channel.
+ * sipc__judge_env are the two halves of no_inherited_secrets (the
+ * descriptor one first).  Caller's thread, with the probe's channel.
  */
 int sipc__judge(unsigned bit, const struct sipc__judge *j, char *why,
                 size_t len);

@@ -196,7 +196,7 @@ static const struct table_row {
 	    conf_verify_host_files },
 	[CONF_P_HOST_SOCKETS] = { "cannot open a socket to the host",
 	    conf_verify_host_sockets },
-	[CONF_P_SECRETS] = { "sees no host secret (env, fd, file)",
+	[CONF_P_SECRETS] = { "sees no inherited secret (env, fd)",
 	    conf_verify_no_inherited_secrets },
 	[CONF_P_TERMINATION] = { "cannot escape termination",
 	    conf_verify_tree_containment },

