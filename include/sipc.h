@@ -371,7 +371,8 @@ struct sipc_config {
 	size_t diag_line_max;         /* diagnostics line cap (1024) */
 	size_t diag_tail_bytes;       /* kept per worker for reports (4096) */
 
-	unsigned handshake_ms;        /* spawn to HELLO (5000) */
+	unsigned handshake_ms;        /* spawn to HELLO (30000: converters
+	                               * start slowly; sipc.conf(5)) */
 	unsigned grace_ms;            /* SIGTERM to SIGKILL (5000) */
 	unsigned drain_ms;            /* destroy: wait for in-flight (5000) */
 	unsigned stall_ms;            /* no progress with work pending (10000) */

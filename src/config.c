@@ -43,6 +43,12 @@ const struct sipc__cfg_key sipc__cfg_keys[] = {
 	NUM(mem_ceiling, SIPC_FRAME_HDR_LEN + SIPC_HELLO_LEN, SIZE_CAP),
 	NUM(diag_line_max, 16, MIB),
 	NUM(diag_tail_bytes, 64, 16 * MIB),
+	/* Default 30 s (config_defaults()): a converter (LibreOffice,
+	 * Ghostscript with fonts to load) may take seconds to start on a
+	 * loaded machine, and converter pools wait 20 to 240 s for theirs;
+	 * 5 s failed such workers as HANDSHAKE.  A dead or wedged start
+	 * is still seen at once (its exit, the start probe); only a
+	 * worker that lives and never says HELLO takes the whole time. */
 	NUM(handshake_ms, 1, 600000),
 	NUM(grace_ms, 0, 600000),
 	NUM(drain_ms, 0, 600000),
@@ -150,7 +156,7 @@ config_defaults(struct sipc_config *cfg)
 	cfg->mem_ceiling = (size_t)256 * 1024 * 1024;
 	cfg->diag_line_max = 1024;
 	cfg->diag_tail_bytes = 4096;
-	cfg->handshake_ms = 5000;
+	cfg->handshake_ms = 30000;  /* why: the key table above */
 	cfg->grace_ms = 5000;
 	cfg->drain_ms = 5000;
 	cfg->stall_ms = 10000;

@@ -59,7 +59,7 @@ test_config_defaults(void)
 	CU_ASSERT_EQUAL(c.mem_ceiling, (size_t)256 << 20);
 	CU_ASSERT_EQUAL(c.diag_line_max, 1024);
 	CU_ASSERT_EQUAL(c.diag_tail_bytes, 4096);
-	CU_ASSERT_EQUAL(c.handshake_ms, 5000);
+	CU_ASSERT_EQUAL(c.handshake_ms, 30000);
 	CU_ASSERT_EQUAL(c.grace_ms, 5000);
 	CU_ASSERT_EQUAL(c.drain_ms, 5000);
 	CU_ASSERT_EQUAL(c.stall_ms, 10000);
