@@ -125,7 +125,14 @@ test_cgend_slow_tree_does_not_stall_other_slots(void)
 	want = (struct st_gen_want){ a, wa.generation + 1 };
 	CU_ASSERT(st_stats_wait(s, st_pred_gen_ready, &want, WAIT_MS));
 	now_a = st_worker_stats(s, a);
-	CU_ASSERT_EQUAL(now_a.last_exit.kind, SIPC_EXIT_SIGNAL);
+	/* Killed either way: by the test's SIGKILL, or, when the
+	 * supervisor's own stop of a reached its grace before the thaw
+	 * (a slow build on a loaded machine), by the supervisor's. */
+	if (now_a.last_exit.kind == SIPC_EXIT_TERMINATED)
+		printf("(a ended by the supervisor, reason %d) ",
+		    (int)now_a.last_exit.reason);
+	else
+		CU_ASSERT_EQUAL(now_a.last_exit.kind, SIPC_EXIT_SIGNAL);
 	CU_ASSERT_EQUAL(now_a.last_exit.signo, SIGKILL);
 out:
 	(void)st_thaw(dir);
@@ -243,7 +250,14 @@ test_cgend_pidns_teardown_hang_bounded(void)
 	want = (struct st_gen_want){ a, wa.generation + 1 };
 	CU_ASSERT(st_stats_wait(s, st_pred_gen_ready, &want, WAIT_MS));
 	now_a = st_worker_stats(s, a);
-	CU_ASSERT_EQUAL(now_a.last_exit.kind, SIPC_EXIT_SIGNAL);
+	/* Killed either way: by the test's SIGKILL, or, when the
+	 * supervisor's own stop of a reached its grace before the thaw
+	 * (a slow build on a loaded machine), by the supervisor's. */
+	if (now_a.last_exit.kind == SIPC_EXIT_TERMINATED)
+		printf("(a ended by the supervisor, reason %d) ",
+		    (int)now_a.last_exit.reason);
+	else
+		CU_ASSERT_EQUAL(now_a.last_exit.kind, SIPC_EXIT_SIGNAL);
 	CU_ASSERT_EQUAL(now_a.last_exit.signo, SIGKILL);
 out:
 	(void)st_thaw(dir);
