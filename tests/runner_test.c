@@ -13,6 +13,7 @@
  * run registers the suites below and its tl_run() writes counts and XML
  * to temporary files the outer test reads.  Threads: CUnit's only.
  */
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -176,6 +177,37 @@ test_runner_isolates_suites_and_reports(void)
 	unlink(xml);
 }
 
+static void *
+joined_thread(void *arg)
+{
+	return arg;
+}
+
+/* A baseline waits only for threads a test started and joined, never
+ * for a helper thread the runtime keeps for the whole process (under
+ * ThreadSanitizer there is one): the wait ends well before its bound
+ * and gives the count the suite's process started with. */
+static void
+test_runner_thread_baseline_ignores_runtime_threads(void)
+{
+	int before = tl_settled_threads(20000), n, i;
+	int64_t t0;
+	pthread_t t;
+
+	for (i = 0; i < 3; i++) {
+		CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, joined_thread,
+		    NULL), 0);
+		CU_ASSERT_EQUAL(pthread_join(t, NULL), 0);
+	}
+	t0 = tl_now_ms();
+	n = tl_settled_threads(20000);
+	CU_ASSERT(tl_now_ms() - t0 < 20000);
+	CU_ASSERT_EQUAL(n, before);
+	if (tl_now_ms() - t0 >= 20000 || n != before)
+		fprintf(stderr, "settled %d (before %d) after %lld ms\n", n,
+		    before, (long long)(tl_now_ms() - t0));
+}
+
 int
 main(void)
 {
@@ -184,6 +216,8 @@ main(void)
 	tl_suite("runner", (tl_test[]){
 	    { "test_runner_isolates_suites_and_reports",
 	      test_runner_isolates_suites_and_reports },
+	    { "test_runner_thread_baseline_ignores_runtime_threads",
+	      test_runner_thread_baseline_ignores_runtime_threads },
 	    { NULL, NULL } });
 	return tl_run();
 }

@@ -80,20 +80,32 @@ tl_skip(const char *why)
 static void *
 noop_thread(void *arg)
 {
-	return arg;
+	*(pid_t *)arg = gettid();
+	return NULL;
 }
 
 /* Some runtimes (ThreadSanitizer) start a helper thread of their own at
- * the first pthread_create(); start one now so it is part of every
- * baseline a test measures.  In a child the runtime may start it again,
- * so the child calls this too. */
+ * the first pthread_create() and keep it for the life of the process;
+ * start one now so it is part of every baseline a test measures.  In a
+ * child the runtime may start it again, so the child calls this too.
+ * Once the joined thread has left /proc/self/task, what is listed is
+ * the floor tl_settled_threads() waits for. */
 static void
 settle_threads(void)
 {
+	char task[64];
+	pid_t tid = 0;
 	pthread_t t;
+	int64_t end;
 
-	if (pthread_create(&t, NULL, noop_thread, NULL) == 0)
-		pthread_join(t, NULL);
+	if (pthread_create(&t, NULL, noop_thread, &tid) != 0)
+		return;
+	pthread_join(t, NULL);
+	snprintf(task, sizeof(task), "/proc/self/task/%d", (int)tid);
+	end = tl_now_ms() + 10000;
+	while (access(task, F_OK) == 0 && tl_now_ms() < end)
+		usleep(1000);
+	tl_set_thread_floor(tl_count_threads());
 }
 
 /* Every test runs through here: a fatal assertion longjmps past the

@@ -56,12 +56,14 @@ int tl_count_fds_to(int pid, const char *needle);
 int tl_count_threads(void);
 /* The thread count to take as a baseline: waits (up to timeout_ms) for
  * the threads of earlier tests to be gone, i.e. for only the calling
- * thread to be listed, and returns the count then.  Tests run on their
+ * thread and the runtime's own helpers (the floor the runner set with
+ * tl_set_thread_floor()) to be listed, and returns the count then.  Tests run on their
  * suite's main thread, and a thread that was joined stays listed in
  * /proc/self/task for a moment after pthread_join() returned (the
  * kernel wakes the joiner before it releases the task), longer on a
  * loaded machine; a count taken at once can be one too high. */
 int tl_settled_threads(int timeout_ms);
+void tl_set_thread_floor(int n);
 /* Children of this process (any state) and zombie children. */
 int tl_count_children(void);
 int tl_count_zombie_children(void);
