@@ -61,6 +61,8 @@ void cv_docs_free(struct cv_docs *d);
 void cv_pool_start(const struct cv_opts *o, struct cv_pool *p);
 void cv_pool_stop(struct cv_pool *p);
 
+/* TIMEOUT, or sipc-exec's answer when it ended the converter first. */
+bool cv_at_deadline(const struct sipc_result *r);
 /* Is `r` what document d must come to?  `how` (may be NULL) receives a
  * few words on how it ended. */
 bool cv_judge(const struct cv_doc *d, const struct sipc_result *r,

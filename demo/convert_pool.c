@@ -277,6 +277,16 @@ only_own_tokens(const struct cv_doc *d, const struct sipc_result *r)
 	return true;
 }
 
+/* Ended at its deadline: TIMEOUT, or sipc-exec's own answer (code 516,
+ * sipc-exec(1)) when it ended the converter and replied first. */
+bool
+cv_at_deadline(const struct sipc_result *r)
+{
+	return r->outcome == SIPC_OUTCOME_TIMEOUT ||
+	    (r->outcome == SIPC_OUTCOME_WORKER_ERROR &&
+	    r->worker_error_code == 516);
+}
+
 static bool
 judge_memory(const struct sipc_result *r, enum cv_mem mem, char *how,
              size_t len)
@@ -302,7 +312,7 @@ judge_memory(const struct sipc_result *r, enum cv_mem mem, char *how,
 		    (has(r, "VMerror") || r->worker_error_code > 256);
 	default:
 		snprintf(how, len, "deadline");
-		return r->outcome == SIPC_OUTCOME_TIMEOUT;
+		return cv_at_deadline(r);
 	}
 }
 
@@ -327,7 +337,7 @@ cv_judge(const struct cv_doc *d, const struct sipc_result *r,
 		    r->worker_error_code >= 1 && r->worker_error_code <= 255;
 	}
 	if (strcmp(d->expect, "timeout") == 0)
-		return r->outcome == SIPC_OUTCOME_TIMEOUT;
+		return cv_at_deadline(r);
 	if (strcmp(d->expect, "memory") == 0)
 		return judge_memory(r, mem, how, howlen);
 	return false;

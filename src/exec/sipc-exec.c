@@ -24,7 +24,11 @@
  * The command and whatever it forks stay in the worker's process tree
  * (its group, namespace and cgroup), so the supervisor's end of the
  * worker ends them all; the command also gets SIGKILL as its
- * parent-death signal.  Between fork and exec the child resets every
+ * parent-death signal.  sipc-exec is their child subreaper: when the
+ * request is cancelled or its deadline passes (the runtime's cancel
+ * descriptor), it ends the command's whole tree itself and answers
+ * XE_CANCELLED, so the worker stays up; whatever the command left
+ * running ends when its request does.  Between fork and exec the child resets every
  * signal disposition and its mask (the worker runtime ignores SIGPIPE,
  * and an ignored disposition survives exec), marks every descriptor
  * above 2 close-on-exec (the protocol channel among them), applies
@@ -36,6 +40,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <dirent.h>
 #include <ftw.h>
 #include <getopt.h>
 #include <limits.h>
@@ -65,6 +70,7 @@
 #define XE_OUTPUT 513            /* output larger than --max-output */
 #define XE_NOOUT 514             /* {out} given, no output file made */
 #define XE_SCRATCH 515           /* scratch directory or input file */
+#define XE_CANCELLED 516         /* cancelled or past its deadline */
 
 #define EHEAD_MAX 1024           /* start of stderr kept for the error */
 #define MSG_MAX (EHEAD_MAX + 256)
@@ -96,6 +102,7 @@ struct job {
 	int pidfd, fd_in, fd_out, fd_err;
 	int status;
 	bool exited, cut;
+	bool cancelled;               /* deadline or CANCEL: tree ended */
 	uint8_t *obuf;
 	size_t olen, ocap;
 	bool over;                    /* output passed --max-output */
@@ -570,6 +577,90 @@ reap(struct job *j)
 	close_fd(&j->pidfd);
 }
 
+/* ------------------------------------------------------------- tree */
+
+enum { TREE_MAX = 1024, TREE_MS = 2000 };
+
+/* Append the children of `pid` (every thread's list) to set[*n]. */
+static void
+tree_children(pid_t pid, pid_t *set, size_t *n)
+{
+	char path[320], buf[4096];
+	struct dirent *e;
+	ssize_t k;
+	DIR *d;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	if ((d = opendir(path)) == NULL)
+		return;
+	while ((e = readdir(d)) != NULL && *n < TREE_MAX) {
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/children",
+		    (int)pid, e->d_name);
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+			continue;
+		k = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		buf[k > 0 ? k : 0] = '\0';
+		for (char *q = buf, *end; *n < TREE_MAX; q = end) {
+			long c = strtol(q, &end, 10);
+
+			if (end == q)
+				break;
+			set[(*n)++] = (pid_t)c;
+		}
+	}
+	closedir(d);
+}
+
+/* Reap what has ended among our children, keeping the command's own
+ * status when it is among them. */
+static void
+tree_reap(struct job *j)
+{
+	pid_t p;
+	int st;
+
+	while ((p = waitpid(-1, &st, WNOHANG)) > 0)
+		if (p == j->pid && !j->exited) {
+			j->status = st;
+			j->exited = true;
+			close_fd(&j->pidfd);
+		}
+}
+
+/*
+ * End every process below this worker: the command and whatever it
+ * forked.  sipc-exec is a child subreaper (main()), so a descendant
+ * whose parent died is reparented here, never lost to an init outside;
+ * the walk takes the whole tree first, then kills it, then reaps, until
+ * nothing is left (bounded: a process stuck in the kernel is left to
+ * the supervisor's end of the worker).  One job runs at a time, so
+ * everything below us is the running job's.
+ */
+static void
+tree_end(struct job *j)
+{
+	static pid_t set[TREE_MAX];
+	uint64_t until = now_ms() + TREE_MS;
+	size_t n, i;
+
+	for (;;) {
+		n = 0;
+		tree_children(getpid(), set, &n);
+		for (i = 0; i < n && n < TREE_MAX; i++)
+			tree_children(set[i], set, &n);
+		for (i = 0; i < n; i++)
+			(void)kill(set[i], SIGKILL);
+		tree_reap(j);
+		if (n == 0 || now_ms() >= until)
+			return;
+		(void)poll(NULL, 0, 1);
+	}
+}
+
 /* One poll() over every open direction and the child's pidfd until the
  * child has exited and its pipes are closed (or held open past
  * DRAIN_MS by something it left behind: j->cut). */
@@ -577,7 +668,8 @@ static void
 job_pump(const struct xopts *o, struct job *j, sipc_worker *w)
 {
 	uint64_t exit_at = 0, beat = now_ms();
-	struct pollfd p[4];
+	int cfd = sipc_worker_cancel_fd(w);
+	struct pollfd p[5];
 	int n, r;
 
 	for (;;) {
@@ -592,6 +684,7 @@ job_pump(const struct xopts *o, struct job *j, sipc_worker *w)
 		p[n++] = (struct pollfd){ j->fd_out, POLLIN, 0 };
 		p[n++] = (struct pollfd){ j->fd_err, POLLIN, 0 };
 		p[n++] = (struct pollfd){ j->exited ? -1 : j->pidfd, POLLIN, 0 };
+		p[n++] = (struct pollfd){ j->cancelled ? -1 : cfd, POLLIN, 0 };
 		r = poll(p, (nfds_t)n, exit_at ? (int)DRAIN_MS : HEARTBEAT_MS);
 		if (r < 0 && errno != EINTR)
 			return;
@@ -605,6 +698,17 @@ job_pump(const struct xopts *o, struct job *j, sipc_worker *w)
 			pump_out(o, j);
 		if (p[2].revents)
 			pump_err(o, j);
+		/* The deadline passed or the supervisor cancelled: end the
+		 * command's tree now and answer, rather than be ended with
+		 * it at cancel_grace_ms (a restart).  The pipes then close. */
+		if (p[4].revents && !j->cancelled) {
+			j->cancelled = true;
+			tree_end(j);
+			if (j->exited && exit_at == 0) {
+				exit_at = now_ms();
+				close_fd(&j->fd_in);
+			}
+		}
 		/* Without a pidfd (an old kernel): the pipes' EOF, then wait. */
 		if ((p[3].revents || (j->pidfd < 0 && j->fd_out < 0 &&
 		    j->fd_err < 0)) && !j->exited) {
@@ -669,7 +773,11 @@ job_reply(const struct xopts *o, struct job *j, sipc_worker *w, uint64_t id)
 	if (j->cut)
 		fprintf(stderr, "sipc-exec: a descendant of the command kept "
 		    "its output open after it exited; replied without it\n");
-	if (WIFSIGNALED(j->status)) {
+	if (j->cancelled) {
+		reply_error(w, id, XE_CANCELLED, "cancelled or past its "
+		    "deadline: the command and every process it started were "
+		    "ended", j);
+	} else if (WIFSIGNALED(j->status)) {
 		sig = WTERMSIG(j->status);
 		snprintf(head, sizeof(head), "killed by signal %d (%s)", sig,
 		    sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
@@ -722,6 +830,8 @@ handle(sipc_worker *w, uint64_t id, const uint8_t *payload, size_t len,
 		}
 		job_reply(o, &j, w, id);
 	}
+	/* Whatever the command left running ends with its request. */
+	tree_end(&j);
 	job_cleanup(&j);
 }
 
@@ -733,6 +843,9 @@ main(int argc, char **argv)
 	int r;
 
 	parse_opts(argc, argv, &o);
+	/* The command's orphans come to us, so a request's tree can be
+	 * ended whole (tree_end()). */
+	(void)prctl(PR_SET_CHILD_SUBREAPER, 1);
 	if ((r = sipc_worker_open(&w)) < 0) {
 		fprintf(stderr, "sipc-exec: sipc_worker_open: %s (run it as a "
 		    "sipc worker: sipc-exec(1))\n", sipc_strerror(r));
