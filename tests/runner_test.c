@@ -85,6 +85,19 @@ test_inner_after_crash(void)
 	CU_PASS("a later suite still runs");
 }
 
+/* Both value-printing assertions fail, each saying both sides. */
+static void
+test_inner_prints_values(void)
+{
+	int three = 3;
+	const char *word = "abc";
+
+	TL_EQ(three, 4);
+	TL_STREQ(word, "abd");
+	TL_STREQ(NULL, word);
+	TL_EQ(three, 3);
+}
+
 static int
 inner_main(void)
 {
@@ -101,6 +114,9 @@ inner_main(void)
 	tl_suite("abandoner", (tl_test[]){
 	    { "test_inner_abandoned", test_inner_abandoned },
 	    { "test_inner_after_abandoned", test_inner_after_abandoned },
+	    { NULL, NULL } });
+	tl_suite("printer", (tl_test[]){
+	    { "test_inner_prints_values", test_inner_prints_values },
 	    { NULL, NULL } });
 	tl_suite("skipper", (tl_test[]){
 	    { "test_inner_skips", test_inner_skips }, { NULL, NULL } });
@@ -152,15 +168,16 @@ test_runner_isolates_suites_and_reports(void)
 		_exit(127);
 	}
 	CU_ASSERT_FATAL(waitpid(pid, &st, 0) == pid);
-	/* Two tests failed (the killed one, the abandoned one): the run
-	 * fails, as a whole. */
+	/* Three tests failed (the killed one, the abandoned one, the
+	 * printer): the run fails, as a whole. */
 	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 1);
 	/* ran passed failed skipped: changer, checker, after_abandoned
 	 * (in a process of its own) and after pass; the killed and the
-	 * abandoned test fail; the killed suite's second test never ran. */
-	CU_ASSERT_STRING_EQUAL(slurp(counts), "7 4 2 1\n");
+	 * abandoned test and the printer fail; the killed suite's second
+	 * test never ran. */
+	TL_STREQ(slurp(counts), "8 4 3 1\n");
 	x = slurp(xml);
-	CU_ASSERT_PTR_NOT_NULL(strstr(x, "tests=\"7\" failures=\"2\" "
+	CU_ASSERT_PTR_NOT_NULL(strstr(x, "tests=\"8\" failures=\"3\" "
 	    "skipped=\"1\""));
 	CU_ASSERT_PTR_NOT_NULL(strstr(x, "getenv(&quot;RUNNER_NOT_SET&quot;) "
 	    "!= NULL\"/>"));
@@ -173,6 +190,15 @@ test_runner_isolates_suites_and_reports(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(x, "<skipped message=\"cannot run "
 	    "here\""));
 	CU_ASSERT_PTR_NULL(strstr(x, "test_inner_never_runs"));
+	/* TL_EQ and TL_STREQ print both sides; a passing one prints
+	 * nothing. */
+	CU_ASSERT_PTR_NOT_NULL(strstr(x, "TL_EQ(three, 4): three is 3 (0x3), "
+	    "4 is 4 (0x4)"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(x, "TL_STREQ(word, &quot;abd&quot;): "
+	    "word is &quot;abc&quot;, &quot;abd&quot; is &quot;abd&quot;"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(x, "TL_STREQ(NULL, word): NULL is NULL, "
+	    "word is &quot;abc&quot;"));
+	CU_ASSERT_PTR_NULL(strstr(x, "TL_EQ(three, 3)"));
 	unlink(counts);
 	unlink(xml);
 }

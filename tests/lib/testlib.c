@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -348,4 +349,43 @@ bool
 tl_thread_named(void *name)
 {
 	return tl_thread_switches(name) >= 0;
+}
+
+bool
+tl_check_eq(intmax_t a, intmax_t b, const char *sa, const char *sb,
+            unsigned line, const char *file, bool fatal)
+{
+	char msg[512];
+
+	if (a == b) {
+		CU_assertImplementation(CU_TRUE, line, "TL_EQ", file, "",
+		    CU_FALSE);
+		return true;
+	}
+	snprintf(msg, sizeof(msg), "TL_EQ(%s, %s): %s is %" PRIdMAX
+	    " (%#" PRIxMAX "), %s is %" PRIdMAX " (%#" PRIxMAX ")", sa, sb,
+	    sa, a, (uintmax_t)a, sb, b, (uintmax_t)b);
+	CU_assertImplementation(CU_FALSE, line, msg, file, "",
+	    fatal ? CU_TRUE : CU_FALSE);
+	return false;
+}
+
+bool
+tl_check_streq(const char *a, const char *b, const char *sa, const char *sb,
+               unsigned line, const char *file, bool fatal)
+{
+	char msg[640];
+
+	if ((a == NULL && b == NULL) ||
+	    (a != NULL && b != NULL && strcmp(a, b) == 0)) {
+		CU_assertImplementation(CU_TRUE, line, "TL_STREQ", file, "",
+		    CU_FALSE);
+		return true;
+	}
+	snprintf(msg, sizeof(msg), "TL_STREQ(%s, %s): %s is %s%.200s%s, "
+	    "%s is %s%.200s%s", sa, sb, sa, a ? "\"" : "", a ? a : "NULL",
+	    a ? "\"" : "", sb, b ? "\"" : "", b ? b : "NULL", b ? "\"" : "");
+	CU_assertImplementation(CU_FALSE, line, msg, file, "",
+	    fatal ? CU_TRUE : CU_FALSE);
+	return false;
 }

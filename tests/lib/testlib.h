@@ -26,6 +26,26 @@
  */
 int tl_run(void);
 
+/*
+ * Equality assertions that print both sides on failure (CU_ASSERT_EQUAL
+ * prints only the expression): "TL_EQ(a, b): a is 3, b is 4".  Integers
+ * and pointers compare as intmax_t; strings with strcmp, NULL equal
+ * only to NULL.  The _FATAL forms end the test, as CUnit's do.
+ */
+bool tl_check_eq(intmax_t a, intmax_t b, const char *sa, const char *sb,
+                 unsigned line, const char *file, bool fatal);
+bool tl_check_streq(const char *a, const char *b, const char *sa,
+                    const char *sb, unsigned line, const char *file,
+                    bool fatal);
+#define TL_EQ(a, b) tl_check_eq((intmax_t)(a), (intmax_t)(b), #a, #b, \
+    __LINE__, __FILE__, false)
+#define TL_EQ_FATAL(a, b) tl_check_eq((intmax_t)(a), (intmax_t)(b), #a, \
+    #b, __LINE__, __FILE__, true)
+#define TL_STREQ(a, b) tl_check_streq((a), (b), #a, #b, __LINE__, \
+    __FILE__, false)
+#define TL_STREQ_FATAL(a, b) tl_check_streq((a), (b), #a, #b, __LINE__, \
+    __FILE__, true)
+
 /* Add a suite with tests: tl_suite("frame", (tl_test[]){{"x", fn}, {0}}). */
 typedef struct { const char *name; void (*fn)(void); } tl_test;
 void tl_suite(const char *name, const tl_test *tests);

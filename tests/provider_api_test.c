@@ -1,12 +1,10 @@
 /*
- * outside_test.c - a second round of promises of the public documents
- * (sipc_provider.h, sipc_provider_register(3), sipc_stats_get(3),
+ * provider_api_test.c - the provider interface as a host provider sees
+ * it (sipc_provider.h, sipc_provider_register(3), sipc_stats_get(3),
  * CONTRACT.md PV1-PV4 and SB1-SB9, PRODUCTION_BOUNDARY.md section 13)
  * checked from outside: only the public headers, the fixtures and the
- * installed programs, no internal header.  public_accept_test.c holds
- * the first round, outside_conf_test.c the configuration file; nothing
- * here repeats it or another test.  Each test names the document it
- * checks.
+ * installed programs, no internal header.  Each test names the document
+ * it checks.
  *
  * The first host provider, "fake", launches nothing: its launch fails
  * the way a test asks, which is enough for every rule that concerns
@@ -233,7 +231,7 @@ fake_cfg(struct sipc_config *c, const char *provider)
  * the ABI, the pair, 32 characters and -EEXIST.) */
 /* rules: PV1 */
 static void
-test_outside_provider_register_required_ops(void)
+test_provider_api_provider_register_required_ops(void)
 {
 	static struct sipc_provider_ops miss[6], longest, upper;
 	static const char *const names[6] = { "out-no-create",
@@ -256,29 +254,29 @@ test_outside_provider_register_required_ops(void)
 	miss[4].stop = NULL;
 	miss[5].release = NULL;
 	for (i = 0; i < 6; i++) {
-		CU_ASSERT_EQUAL(sipc_provider_register(&miss[i]),
+		TL_EQ(sipc_provider_register(&miss[i]),
 		    SIPC_E_CONFIG);
 		fake_cfg(&c, names[i]);
 		err[0] = '\0';
-		CU_ASSERT_EQUAL(sipc_create(&c, err, sizeof(err), &s),
+		TL_EQ(sipc_create(&c, err, sizeof(err), &s),
 		    SIPC_E_CONFIG);
 		CU_ASSERT_PTR_NOT_NULL(strstr(err, "unknown provider"));
 	}
 	upper = fake_base;
 	upper.name = "Out-upper";
-	CU_ASSERT_EQUAL(sipc_provider_register(&upper), SIPC_E_CONFIG);
+	TL_EQ(sipc_provider_register(&upper), SIPC_E_CONFIG);
 
 	memset(name31, 'z', SIPC_PROVIDER_NAME_MAX);
 	memcpy(name31, "out_31-", 7);
 	longest = fake_base;
 	longest.name = name31;
 	longest.create = fake_create_fails;
-	CU_ASSERT_EQUAL_FATAL(sipc_provider_register(&longest), 0);
+	TL_EQ_FATAL(sipc_provider_register(&longest), 0);
 	/* selected: its own create ran and said why it failed */
 	creates = atomic_load(&n_create);
 	fake_cfg(&c, name31);
-	CU_ASSERT_EQUAL(sipc_create(&c, err, sizeof(err), &s), -ENODEV);
-	CU_ASSERT_EQUAL(atomic_load(&n_create), creates + 1);
+	TL_EQ(sipc_create(&c, err, sizeof(err), &s), -ENODEV);
+	TL_EQ(atomic_load(&n_create), creates + 1);
 	CU_ASSERT_PTR_NULL(s);
 }
 
@@ -287,7 +285,7 @@ test_outside_provider_register_required_ops(void)
  * while another supervisor exists; the running one is not disturbed. */
 /* rules: PV1 */
 static void
-test_outside_provider_register_while_supervisor_runs(void)
+test_provider_api_provider_register_while_supervisor_runs(void)
 {
 	static struct sipc_provider_ops late;
 	struct sipc_config c, lc;
@@ -301,23 +299,23 @@ test_outside_provider_register_while_supervisor_runs(void)
 	late = fake_base;
 	late.name = "out-late";
 	late.create = fake_create_fails;
-	CU_ASSERT_EQUAL(sipc_provider_register(&late), 0);
+	TL_EQ(sipc_provider_register(&late), 0);
 	creates = atomic_load(&n_create);
 	fake_cfg(&lc, "out-late");
-	CU_ASSERT_EQUAL(sipc_create(&lc, err, sizeof(err), &s2), -ENODEV);
-	CU_ASSERT_EQUAL(atomic_load(&n_create), creates + 1);
+	TL_EQ(sipc_create(&lc, err, sizeof(err), &s2), -ENODEV);
+	TL_EQ(atomic_load(&n_create), creates + 1);
 	CU_ASSERT_PTR_NULL(s2);
 	st_call_cmd(s, NULL, WAIT_MS, 0, &r);
-	CU_ASSERT_EQUAL(r.outcome, SIPC_OUTCOME_OK);
+	TL_EQ(r.outcome, SIPC_OUTCOME_OK);
 	sipc_result_release(&r);
-	CU_ASSERT_EQUAL(sipc_destroy(s), 0);
+	TL_EQ(sipc_destroy(s), 0);
 }
 
 /* sipc_provider.h, create: "a negative error with a reason in errbuf":
  * sipc_create() returns that error and that reason, leaves *ret alone,
  * never calls destroy for a state that was not made, launches nothing. */
 static void
-test_outside_provider_create_error_reaches_caller(void)
+test_provider_api_provider_create_error_reaches_caller(void)
 {
 	static struct sipc_provider_ops o;
 	struct sipc_config c;
@@ -329,14 +327,14 @@ test_outside_provider_create_error_reaches_caller(void)
 	o = fake_base;
 	o.name = "out-create-fails";
 	o.create = fake_create_fails;
-	CU_ASSERT_EQUAL_FATAL(sipc_provider_register(&o), 0);
+	TL_EQ_FATAL(sipc_provider_register(&o), 0);
 	fake_cfg(&c, "out-create-fails");
-	CU_ASSERT_EQUAL(sipc_create(&c, err, sizeof(err), &s), -ENODEV);
+	TL_EQ(sipc_create(&c, err, sizeof(err), &s), -ENODEV);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "fake backend: not attached"));
 	CU_ASSERT(s == sentinel);
-	CU_ASSERT_EQUAL(atomic_load(&n_destroy), destroys);
-	CU_ASSERT_EQUAL(atomic_load(&n_launch), launches);
-	CU_ASSERT_EQUAL(tl_count_children(), children);
+	TL_EQ(atomic_load(&n_destroy), destroys);
+	TL_EQ(atomic_load(&n_launch), launches);
+	TL_EQ(tl_count_children(), children);
 }
 
 /* sipc_provider.h, declared "May be NULL (none)", CONTRACT.md PV2: a
@@ -344,7 +342,7 @@ test_outside_provider_create_error_reaches_caller(void)
  * guarantee is required (in test, by required_guarantees; in production,
  * all seven, each named), before its create runs. */
 static void
-test_outside_provider_without_declared_declares_nothing(void)
+test_provider_api_provider_without_declared_declares_nothing(void)
 {
 	static struct sipc_provider_ops o;
 	struct sipc_config c;
@@ -355,23 +353,23 @@ test_outside_provider_without_declared_declares_nothing(void)
 
 	o = fake_base;
 	o.name = "out-undeclared";
-	CU_ASSERT_EQUAL_FATAL(sipc_provider_register(&o), 0);
+	TL_EQ_FATAL(sipc_provider_register(&o), 0);
 	fake_cfg(&c, "out-undeclared");
 	c.required_guarantees = SIPC_G_NETWORK_ISOLATION;
-	CU_ASSERT_EQUAL(sipc_create(&c, err, sizeof(err), &s),
+	TL_EQ(sipc_create(&c, err, sizeof(err), &s),
 	    SIPC_E_PRODUCTION);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "out-undeclared"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "network_isolation"));
 	CU_ASSERT_PTR_NULL(strstr(err, "pid_namespace"));
 	c.required_guarantees = 0;
 	c.environment = SIPC_ENV_PRODUCTION;
-	CU_ASSERT_EQUAL(sipc_create(&c, err, sizeof(err), &s),
+	TL_EQ(sipc_create(&c, err, sizeof(err), &s),
 	    SIPC_E_PRODUCTION);
 	for (bit = 1; bit <= SIPC_G_ALL && bit != 0; bit <<= 1)
 		if (bit & SIPC_G_ALL)
 			CU_ASSERT_PTR_NOT_NULL(strstr(err,
 			    sipc_guarantee_name(bit)));
-	CU_ASSERT_EQUAL(atomic_load(&n_create), creates);
+	TL_EQ(atomic_load(&n_create), creates);
 	CU_ASSERT_PTR_NULL(s);
 }
 
@@ -382,7 +380,7 @@ test_outside_provider_without_declared_declares_nothing(void)
  * state create made goes to destroy, once, at sipc_destroy(). */
 /* rules: H5 */
 static void
-test_outside_provider_launch_errors_reach_wait_ready(void)
+test_provider_api_provider_launch_errors_reach_wait_ready(void)
 {
 	static struct sipc_provider_ops o;
 	static const struct { int rc, eno, want, kind, code; } cases[] = {
@@ -398,22 +396,22 @@ test_outside_provider_launch_errors_reach_wait_ready(void)
 
 	o = fake_base;
 	o.name = "out-launch-fails";
-	CU_ASSERT_EQUAL_FATAL(sipc_provider_register(&o), 0);
+	TL_EQ_FATAL(sipc_provider_register(&o), 0);
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		atomic_store(&launch_rc, cases[i].rc);
 		atomic_store(&launch_errno, cases[i].eno);
 		fake_cfg(&c, "out-launch-fails");
 		s = st_start(&c, 0, 0);
 		rc = sipc_wait_ready(s, 1, WAIT_MS);
-		CU_ASSERT_EQUAL(rc, cases[i].want);
+		TL_EQ(rc, cases[i].want);
 		w = st_worker_stats(s, 0);
-		CU_ASSERT_EQUAL(w.last_exit.kind, cases[i].kind);
-		CU_ASSERT_EQUAL(w.last_exit.code, cases[i].code);
+		TL_EQ(w.last_exit.kind, cases[i].kind);
+		TL_EQ(w.last_exit.code, cases[i].code);
 		CU_ASSERT(w.state != SIPC_WS_READY);
 		destroys = atomic_load(&n_destroy);
-		CU_ASSERT_EQUAL(sipc_destroy(s), 0);
-		CU_ASSERT_EQUAL(atomic_load(&n_destroy), destroys + 1);
-		CU_ASSERT_EQUAL(atomic_load(&destroyed_state),
+		TL_EQ(sipc_destroy(s), 0);
+		TL_EQ(atomic_load(&n_destroy), destroys + 1);
+		TL_EQ(atomic_load(&destroyed_state),
 		    (uintptr_t)&fake_state);
 	}
 	atomic_store(&launch_rc, -EIO);
@@ -426,7 +424,7 @@ test_outside_provider_launch_errors_reach_wait_ready(void)
  * is still settled once it does, each error in the log, and nothing of
  * the provider's is leaked (its descriptors close in release). */
 static void
-test_outside_provider_try_end_and_sweep_errors(void)
+test_provider_api_provider_try_end_and_sweep_errors(void)
 {
 	static struct sipc_provider_ops o;
 	struct sipc_config c;
@@ -442,7 +440,7 @@ test_outside_provider_try_end_and_sweep_errors(void)
 	o.stop = mute_stop;
 	o.sweep = mute_sweep;
 	o.release = mute_release;
-	CU_ASSERT_EQUAL_FATAL(sipc_provider_register(&o), 0);
+	TL_EQ_FATAL(sipc_provider_register(&o), 0);
 	st_cfg_base(&c, "echo", NULL, 1);
 	c.provider = "out-mute";
 	c.handshake_ms = 100;       /* it never says HELLO */
@@ -451,7 +449,7 @@ test_outside_provider_try_end_and_sweep_errors(void)
 	atomic_store(&mute_try_fails, 3);
 	tries = atomic_load(&n_try_end);
 	s = st_start(&c, 0, 0);
-	CU_ASSERT_EQUAL(sipc_wait_ready(s, 1, WAIT_MS), SIPC_E_HANDSHAKE);
+	TL_EQ(sipc_wait_ready(s, 1, WAIT_MS), SIPC_E_HANDSHAKE);
 	CU_ASSERT(st_stats_wait(s, st_pred_exit_kind, &want, WAIT_MS));
 	CU_ASSERT(atomic_load(&n_try_end) >= tries + 4);
 	CU_ASSERT(st_log_has("observing worker: "));
@@ -459,8 +457,8 @@ test_outside_provider_try_end_and_sweep_errors(void)
 	CU_ASSERT(st_log_has("sweeping worker: "));
 	CU_ASSERT(st_log_has(strerror(ENOTRECOVERABLE)));
 	CU_ASSERT(atomic_load(&n_sweep) >= 1);
-	CU_ASSERT_EQUAL(sipc_destroy(s), 0);
-	CU_ASSERT_EQUAL(atomic_load(&n_release), releases + 1);
+	TL_EQ(sipc_destroy(s), 0);
+	TL_EQ(atomic_load(&n_release), releases + 1);
 	st_check_nothing_left(&base, WAIT_MS);
 }
 
@@ -469,7 +467,7 @@ test_outside_provider_try_end_and_sweep_errors(void)
  * provider without the (optional) info op left both empty: no path and
  * no reason. */
 static void
-test_outside_stats_cgroup_why_without_info_op(void)
+test_provider_api_stats_cgroup_why_without_info_op(void)
 {
 	static struct sipc_provider_ops o;
 	struct sipc_config c;
@@ -478,17 +476,17 @@ test_outside_stats_cgroup_why_without_info_op(void)
 
 	o = fake_base;
 	o.name = "out-no-info";
-	CU_ASSERT_EQUAL_FATAL(sipc_provider_register(&o), 0);
+	TL_EQ_FATAL(sipc_provider_register(&o), 0);
 	fake_cfg(&c, "out-no-info");
 	s = st_start(&c, 0, 0);
-	CU_ASSERT_EQUAL_FATAL(sipc_stats_get(s, &st), 0);
-	CU_ASSERT_STRING_EQUAL(st.cgroup_path, "");
+	TL_EQ_FATAL(sipc_stats_get(s, &st), 0);
+	TL_STREQ(st.cgroup_path, "");
 	CU_ASSERT(st.cgroup_why[0] != '\0');
 	CU_ASSERT_PTR_NOT_NULL(strstr(st.cgroup_why, "out-no-info"));
 	sipc_stats_release(&st);
-	CU_ASSERT_EQUAL(sipc_stats_get(s, NULL), -EINVAL);
-	CU_ASSERT_EQUAL(sipc_stats_get(NULL, &st), -EINVAL);
-	CU_ASSERT_EQUAL(sipc_destroy(s), 0);
+	TL_EQ(sipc_stats_get(s, NULL), -EINVAL);
+	TL_EQ(sipc_stats_get(NULL, &st), -EINVAL);
+	TL_EQ(sipc_destroy(s), 0);
 }
 
 /* -------------------------------------------------------------- sandbox */
@@ -508,8 +506,8 @@ probe_call(sipc_supervisor *s, const char *req, char *reply, size_t len)
 	struct sipc_result r;
 
 	reply[0] = '\0';
-	CU_ASSERT_EQUAL_FATAL(sipc_call(s, &q, &r), 0);
-	CU_ASSERT_EQUAL(r.outcome, SIPC_OUTCOME_OK);
+	TL_EQ_FATAL(sipc_call(s, &q, &r), 0);
+	TL_EQ(r.outcome, SIPC_OUTCOME_OK);
 	if (r.outcome == SIPC_OUTCOME_OK)
 		snprintf(reply, len, "%.*s", (int)r.reply_len,
 		    (const char *)r.reply);
@@ -528,7 +526,7 @@ probe_call(sipc_supervisor *s, const char *req, char *reply, size_t len)
  */
 /* rules: SB2 SB9 */
 static void
-test_outside_sandbox_worker_view_through_create(void)
+test_provider_api_sandbox_worker_view_through_create(void)
 {
 	static const char *const allow[] = { "OUTSIDE_ALLOWED", NULL };
 	static const char *const set[] = { "OUTSIDE_SET=2", NULL };
@@ -568,20 +566,20 @@ test_outside_sandbox_worker_view_through_create(void)
 			CU_FAIL("a variable the launch did not carry");
 		}
 	}
-	CU_ASSERT_EQUAL(seen, sizeof(want) / sizeof(want[0]) - 1);
+	TL_EQ(seen, sizeof(want) / sizeof(want[0]) - 1);
 	probe_call(s, "read /etc/passwd", reply, sizeof(reply));
-	CU_ASSERT_STRING_EQUAL(reply, "read=0 errno=2");
+	TL_STREQ(reply, "read=0 errno=2");
 	probe_call(s, "read /etc/hostname", reply, sizeof(reply));
-	CU_ASSERT_STRING_EQUAL(reply, "read=0 errno=2");
+	TL_STREQ(reply, "read=0 errno=2");
 	probe_call(s, "read /usr/bin/env", reply, sizeof(reply));
-	CU_ASSERT_STRING_EQUAL(reply, "read=0 errno=2");
+	TL_STREQ(reply, "read=0 errno=2");
 	probe_call(s, "read /proc/self/status", reply, sizeof(reply));
 	CU_ASSERT_PTR_NOT_NULL(strstr(reply, "\nPid:\t2\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(reply, "\nPPid:\t1\n"));
 	w = st_worker_stats(s, 0);
-	CU_ASSERT_EQUAL(w.containment, SIPC_CONTAIN_PID_NAMESPACE);
+	TL_EQ(w.containment, SIPC_CONTAIN_PID_NAMESPACE);
 	CU_ASSERT(w.pid > 1 && w.pid != getpid());
-	CU_ASSERT_EQUAL(sipc_destroy(s), 0);
+	TL_EQ(sipc_destroy(s), 0);
 	unsetenv("OUTSIDE_ALLOWED");
 	unsetenv("OUTSIDE_SECRET");
 }
@@ -596,7 +594,7 @@ test_outside_sandbox_worker_view_through_create(void)
  */
 /* rules: PV4 */
 static void
-test_outside_probe_path_not_executable_refused(void)
+test_provider_api_probe_path_not_executable_refused(void)
 {
 	static const char *const gnames[] = { "pid_namespace",
 	    "mount_namespace", "network_isolation", "no_inherited_secrets",
@@ -630,7 +628,7 @@ test_outside_probe_path_not_executable_refused(void)
 		c.probe_path = paths[k];
 		s = NULL;
 		err[0] = '\0';
-		CU_ASSERT_EQUAL(sipc_create(&c, err, sizeof(err), &s),
+		TL_EQ(sipc_create(&c, err, sizeof(err), &s),
 		    SIPC_E_PRODUCTION);
 		CU_ASSERT_PTR_NULL(s);
 		for (i = 0; gnames[i] != NULL; i++)
@@ -649,25 +647,25 @@ int
 main(void)
 {
 	st_no_core_files();
-	tl_suite("outside", (tl_test[]){
-	    { "test_outside_provider_register_required_ops",
-	      test_outside_provider_register_required_ops },
-	    { "test_outside_provider_register_while_supervisor_runs",
-	      test_outside_provider_register_while_supervisor_runs },
-	    { "test_outside_provider_create_error_reaches_caller",
-	      test_outside_provider_create_error_reaches_caller },
-	    { "test_outside_provider_without_declared_declares_nothing",
-	      test_outside_provider_without_declared_declares_nothing },
-	    { "test_outside_provider_launch_errors_reach_wait_ready",
-	      test_outside_provider_launch_errors_reach_wait_ready },
-	    { "test_outside_provider_try_end_and_sweep_errors",
-	      test_outside_provider_try_end_and_sweep_errors },
-	    { "test_outside_stats_cgroup_why_without_info_op",
-	      test_outside_stats_cgroup_why_without_info_op },
-	    { "test_outside_sandbox_worker_view_through_create",
-	      test_outside_sandbox_worker_view_through_create },
-	    { "test_outside_probe_path_not_executable_refused",
-	      test_outside_probe_path_not_executable_refused },
+	tl_suite("provider_api", (tl_test[]){
+	    { "test_provider_api_provider_register_required_ops",
+	      test_provider_api_provider_register_required_ops },
+	    { "test_provider_api_provider_register_while_supervisor_runs",
+	      test_provider_api_provider_register_while_supervisor_runs },
+	    { "test_provider_api_provider_create_error_reaches_caller",
+	      test_provider_api_provider_create_error_reaches_caller },
+	    { "test_provider_api_provider_without_declared_declares_nothing",
+	      test_provider_api_provider_without_declared_declares_nothing },
+	    { "test_provider_api_provider_launch_errors_reach_wait_ready",
+	      test_provider_api_provider_launch_errors_reach_wait_ready },
+	    { "test_provider_api_provider_try_end_and_sweep_errors",
+	      test_provider_api_provider_try_end_and_sweep_errors },
+	    { "test_provider_api_stats_cgroup_why_without_info_op",
+	      test_provider_api_stats_cgroup_why_without_info_op },
+	    { "test_provider_api_sandbox_worker_view_through_create",
+	      test_provider_api_sandbox_worker_view_through_create },
+	    { "test_provider_api_probe_path_not_executable_refused",
+	      test_provider_api_probe_path_not_executable_refused },
 	    { NULL, NULL } });
 	return tl_run();
 }

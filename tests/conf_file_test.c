@@ -1,10 +1,10 @@
 /*
- * outside_conf_test.c - sipc.conf(5) checked from outside, second round:
- * the manual's own table of numbers (range and default of every key)
+ * conf_file_test.c - sipc.conf(5) checked from outside: the manual's own
+ * table of numbers (range and default of every key)
  * and its EXAMPLE are read from the page and held against the loader
  * and sipc_config_init(), and the keys no other test loads (cgroup, the
  * three limits, probe_path) go through the file and the SIPC_*
- * variables.  Only the public headers; public_accept_test.c and
+ * variables.  Only the public headers; api_edges_test.c and
  * config_test.c hold what is not repeated here.
  *
  * Threads: the CUnit thread only.
@@ -142,7 +142,7 @@ man_default(const char *w)
  * range or default test at all). */
 /* rules: CF1 */
 static void
-test_outside_conf_man_ranges_are_enforced(void)
+test_conf_file_man_ranges_are_enforced(void)
 {
 	char buf[PATH_MAX], line[256], key[64], lo[32], hi[32], def[32];
 	const char *path = tree_file("man/sipc.conf.5", buf, sizeof(buf));
@@ -181,14 +181,14 @@ test_outside_conf_man_ranges_are_enforced(void)
 		}
 	}
 	fclose(f);
-	CU_ASSERT_EQUAL(rows, 27);   /* every numeric key of the table */
+	TL_EQ(rows, 27);   /* every numeric key of the table */
 }
 
 /* sipc.conf(5), EXAMPLE: the example file loads as printed and means
  * what it says. */
 /* rules: CF2 */
 static void
-test_outside_conf_man_example_loads(void)
+test_conf_file_man_example_loads(void)
 {
 	char buf[PATH_MAX], line[512], text[4096] = "", err[256] = "";
 	const char *path = tree_file("man/sipc.conf.5", buf, sizeof(buf));
@@ -217,24 +217,24 @@ test_outside_conf_man_example_loads(void)
 	}
 	fclose(f);
 	CU_ASSERT_FATAL(strstr(text, "path = ") != NULL);
-	CU_ASSERT_EQUAL_FATAL(load_text(text, &c, &st, err, sizeof(err)), 0);
-	CU_ASSERT_EQUAL(c.environment, SIPC_ENV_DEVELOPMENT);
-	CU_ASSERT_STRING_EQUAL(c.path, "/usr/libexec/converter/worker");
+	TL_EQ_FATAL(load_text(text, &c, &st, err, sizeof(err)), 0);
+	TL_EQ(c.environment, SIPC_ENV_DEVELOPMENT);
+	TL_STREQ(c.path, "/usr/libexec/converter/worker");
 	CU_ASSERT_FATAL(c.argv != NULL);
-	CU_ASSERT_STRING_EQUAL(c.argv[0], "worker");
-	CU_ASSERT_STRING_EQUAL(c.argv[1], "--mode");
-	CU_ASSERT_STRING_EQUAL(c.argv[2], "fast path");
+	TL_STREQ(c.argv[0], "worker");
+	TL_STREQ(c.argv[1], "--mode");
+	TL_STREQ(c.argv[2], "fast path");
 	CU_ASSERT_PTR_NULL(c.argv[3]);
-	CU_ASSERT_EQUAL(c.workers, 4);
-	CU_ASSERT_EQUAL(c.grace_ms, 2000);
+	TL_EQ(c.workers, 4);
+	TL_EQ(c.grace_ms, 2000);
 	CU_ASSERT_FATAL(c.env_allow != NULL);
-	CU_ASSERT_STRING_EQUAL(c.env_allow[0], "LANG");
-	CU_ASSERT_STRING_EQUAL(c.env_allow[1], "TZ");
+	TL_STREQ(c.env_allow[0], "LANG");
+	TL_STREQ(c.env_allow[1], "TZ");
 	CU_ASSERT_FATAL(c.env_set != NULL);
-	CU_ASSERT_STRING_EQUAL(c.env_set[0],
+	TL_STREQ(c.env_set[0],
 	    "CONVERTER_CACHE=/var/cache/converter");
-	CU_ASSERT_STRING_EQUAL(c.state_dir, "/var/lib/converter/sipc");
-	CU_ASSERT_EQUAL(c.durability, SIPC_DURABLE_EACH);
+	TL_STREQ(c.state_dir, "/var/lib/converter/sipc");
+	TL_EQ(c.durability, SIPC_DURABLE_EACH);
 	sipc_config_store_free(st);
 }
 
@@ -244,7 +244,7 @@ test_outside_conf_man_example_loads(void)
  * variable, means none (the default search). */
 /* rules: CF2 */
 static void
-test_outside_conf_cgroup_limit_and_probe_keys(void)
+test_conf_file_cgroup_limit_and_probe_keys(void)
 {
 	static const char text[] = "cgroup = required\npids_max = 64\n"
 	    "memory_max = 1048576\ncpu_max_percent = 50\n"
@@ -257,26 +257,26 @@ test_outside_conf_cgroup_limit_and_probe_keys(void)
 	sipc_config_store *st = NULL;
 	char err[256] = "";
 
-	CU_ASSERT_EQUAL_FATAL(load_text(text, &c, &st, err, sizeof(err)), 0);
-	CU_ASSERT_EQUAL(c.cgroup, SIPC_CGROUP_REQUIRED);
-	CU_ASSERT_EQUAL(c.pids_max, 64);
-	CU_ASSERT_EQUAL(c.memory_max, 1048576);
-	CU_ASSERT_EQUAL(c.cpu_max_percent, 50);
-	CU_ASSERT_STRING_EQUAL(c.probe_path, "/opt/x/sipc-probe");
-	CU_ASSERT_EQUAL_FATAL(sipc_config_load_env(envp, &c, &st, err,
+	TL_EQ_FATAL(load_text(text, &c, &st, err, sizeof(err)), 0);
+	TL_EQ(c.cgroup, SIPC_CGROUP_REQUIRED);
+	TL_EQ(c.pids_max, 64);
+	TL_EQ(c.memory_max, 1048576);
+	TL_EQ(c.cpu_max_percent, 50);
+	TL_STREQ(c.probe_path, "/opt/x/sipc-probe");
+	TL_EQ_FATAL(sipc_config_load_env(envp, &c, &st, err,
 	    sizeof(err)), 0);
-	CU_ASSERT_EQUAL(c.cgroup, SIPC_CGROUP_OFF);
-	CU_ASSERT_EQUAL(c.pids_max, 0);
-	CU_ASSERT_EQUAL(c.memory_max, 2097152);
-	CU_ASSERT_EQUAL(c.cpu_max_percent, 100000);
+	TL_EQ(c.cgroup, SIPC_CGROUP_OFF);
+	TL_EQ(c.pids_max, 0);
+	TL_EQ(c.memory_max, 2097152);
+	TL_EQ(c.cpu_max_percent, 100000);
 	CU_ASSERT_PTR_NULL(c.probe_path);
-	CU_ASSERT_EQUAL(sipc_config_load_env(bad, &c, &st, err, sizeof(err)),
+	TL_EQ(sipc_config_load_env(bad, &c, &st, err, sizeof(err)),
 	    SIPC_E_CONFIG);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "SIPC_CGROUP"));
-	CU_ASSERT_EQUAL(c.cgroup, SIPC_CGROUP_OFF);   /* nothing applied */
+	TL_EQ(c.cgroup, SIPC_CGROUP_OFF);   /* nothing applied */
 	sipc_config_store_free(st);
 	st = NULL;
-	CU_ASSERT_EQUAL(load_text("probe_path =\n", &c, &st, err,
+	TL_EQ(load_text("probe_path =\n", &c, &st, err,
 	    sizeof(err)), 0);
 	CU_ASSERT_PTR_NULL(c.probe_path);
 	sipc_config_store_free(st);
@@ -285,13 +285,13 @@ test_outside_conf_cgroup_limit_and_probe_keys(void)
 int
 main(void)
 {
-	tl_suite("outside_conf", (tl_test[]){
-	    { "test_outside_conf_man_ranges_are_enforced",
-	      test_outside_conf_man_ranges_are_enforced },
-	    { "test_outside_conf_man_example_loads",
-	      test_outside_conf_man_example_loads },
-	    { "test_outside_conf_cgroup_limit_and_probe_keys",
-	      test_outside_conf_cgroup_limit_and_probe_keys },
+	tl_suite("conf_file", (tl_test[]){
+	    { "test_conf_file_man_ranges_are_enforced",
+	      test_conf_file_man_ranges_are_enforced },
+	    { "test_conf_file_man_example_loads",
+	      test_conf_file_man_example_loads },
+	    { "test_conf_file_cgroup_limit_and_probe_keys",
+	      test_conf_file_cgroup_limit_and_probe_keys },
 	    { NULL, NULL } });
 	return tl_run();
 }

@@ -1,5 +1,5 @@
 /*
- * public_accept_test.c - promises of the public documents (sipc.h,
+ * api_edges_test.c - the edges of the public API as documented (sipc.h,
  * README.md, CONTRACT.md, the manual pages) checked from outside, the way
  * a user of the installed library sees them: only the public headers and
  * the fixture workers, no internal header.  One test per promise that no
@@ -34,7 +34,7 @@ never_done(void *arg, struct sipc_result *res)
  * executed: it must be refused up front, not found out by every start. */
 /* rules: D4 */
 static void
-test_public_accept_create_refuses_directory_as_worker(void)
+test_api_edges_create_refuses_directory_as_worker(void)
 {
 	struct sipc_config c;
 	sipc_supervisor *sentinel = (sipc_supervisor *)&sentinel, *s = sentinel;
@@ -44,11 +44,11 @@ test_public_accept_create_refuses_directory_as_worker(void)
 	CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
 	st_cfg_init(&c, "echo", NULL, 1);
 	c.path = dir;
-	CU_ASSERT_EQUAL(sipc_create(&c, err, sizeof(err), &s), SIPC_E_EXEC);
+	TL_EQ(sipc_create(&c, err, sizeof(err), &s), SIPC_E_EXEC);
 	CU_ASSERT(s == sentinel);                /* *ret untouched */
 	CU_ASSERT(strstr(err, dir) != NULL);     /* names the path ... */
 	CU_ASSERT(strstr(err, strerror(EACCES)) != NULL); /* ... and why */
-	CU_ASSERT_EQUAL(tl_count_children(), children);   /* nothing spawned */
+	TL_EQ(tl_count_children(), children);   /* nothing spawned */
 	if (s != sentinel)
 		sipc_destroy(s);
 	rmdir(dir);
@@ -59,7 +59,7 @@ test_public_accept_create_refuses_directory_as_worker(void)
  * directory) is SIPC_E_EXEC at sipc_create(). */
 /* rules: D4 */
 static void
-test_public_accept_path_is_not_searched(void)
+test_api_edges_path_is_not_searched(void)
 {
 	struct sipc_config c;
 	sipc_supervisor *s = NULL;
@@ -68,7 +68,7 @@ test_public_accept_path_is_not_searched(void)
 	CU_ASSERT_FATAL(access("sh", F_OK) != 0);     /* not in the cwd */
 	st_cfg_init(&c, "echo", NULL, 1);
 	c.path = "sh";
-	CU_ASSERT_EQUAL(sipc_create(&c, err, sizeof(err), &s), SIPC_E_EXEC);
+	TL_EQ(sipc_create(&c, err, sizeof(err), &s), SIPC_E_EXEC);
 	CU_ASSERT(strstr(err, "sh") != NULL);
 	if (s != NULL)
 		sipc_destroy(s);
@@ -78,7 +78,7 @@ test_public_accept_path_is_not_searched(void)
  * become ready: -EINVAL at once, not a wait for the deadline. */
 /* rules: H5 */
 static void
-test_public_accept_wait_ready_more_than_pool_is_einval(void)
+test_api_edges_wait_ready_more_than_pool_is_einval(void)
 {
 	struct sipc_config c;
 	sipc_supervisor *s;
@@ -87,11 +87,11 @@ test_public_accept_wait_ready_more_than_pool_is_einval(void)
 	st_cfg_init(&c, "echo", NULL, 2);
 	s = st_start(&c, 2, WAIT_MS);
 	t0 = tl_now_ms();
-	CU_ASSERT_EQUAL(sipc_wait_ready(s, 3, WAIT_MS), -EINVAL);
+	TL_EQ(sipc_wait_ready(s, 3, WAIT_MS), -EINVAL);
 	CU_ASSERT(tl_now_ms() - t0 < WAIT_MS / 2);
-	CU_ASSERT_EQUAL(sipc_wait_ready(s, 2, 0), 0);
-	CU_ASSERT_EQUAL(sipc_wait_ready(s, 0, 0), 0);
-	CU_ASSERT_EQUAL(sipc_destroy(s), 0);
+	TL_EQ(sipc_wait_ready(s, 2, 0), 0);
+	TL_EQ(sipc_wait_ready(s, 0, 0), 0);
+	TL_EQ(sipc_destroy(s), 0);
 }
 
 /* sipc.h sipc_wait_ready(), CONTRACT.md H5 and 12: when a start fails,
@@ -102,7 +102,7 @@ test_public_accept_wait_ready_more_than_pool_is_einval(void)
  * -errno of the launch (-ENOENT) leaked out of wait_ready before. */
 /* rules: H5 */
 static void
-test_public_accept_wait_ready_launch_failure_is_documented_code(void)
+test_api_edges_wait_ready_launch_failure_is_documented_code(void)
 {
 	struct sipc_config c;
 	struct sipc_worker_stats w;
@@ -120,10 +120,10 @@ test_public_accept_wait_ready_launch_failure_is_documented_code(void)
 		fprintf(stderr, "    wait_ready: %d (%s)\n", rc,
 		    sipc_strerror(rc));
 	w = st_worker_stats(s, 0);
-	CU_ASSERT_EQUAL(w.last_exit.kind, rc == SIPC_E_EXEC ?
+	TL_EQ(w.last_exit.kind, rc == SIPC_E_EXEC ?
 	    SIPC_EXIT_EXEC_FAILED : SIPC_EXIT_HANDSHAKE);
 	CU_ASSERT(w.state != SIPC_WS_READY);
-	CU_ASSERT_EQUAL(sipc_destroy(s), 0);
+	TL_EQ(sipc_destroy(s), 0);
 }
 
 /* CONTRACT.md R7, sipc_submit(3), sipc_call(3): an idempotency key over
@@ -131,7 +131,7 @@ test_public_accept_wait_ready_launch_failure_is_documented_code(void)
  * untouched); 255 bytes is accepted. */
 /* rules: R7 */
 static void
-test_public_accept_idempotency_key_limit(void)
+test_api_edges_idempotency_key_limit(void)
 {
 	struct sipc_config c;
 	struct sipc_result r;
@@ -145,17 +145,17 @@ test_public_accept_idempotency_key_limit(void)
 	s = st_start(&c, 1, WAIT_MS);
 	memset(key, 'k', 255);
 	key[255] = '\0';
-	CU_ASSERT_EQUAL_FATAL(sipc_call(s, &q, &r), 0);
-	CU_ASSERT_EQUAL(r.outcome, SIPC_OUTCOME_OK);
+	TL_EQ_FATAL(sipc_call(s, &q, &r), 0);
+	TL_EQ(r.outcome, SIPC_OUTCOME_OK);
 	sipc_result_release(&r);
 	key[255] = 'k';
 	key[256] = '\0';
-	CU_ASSERT_EQUAL(sipc_submit(s, &q, never_done, NULL, &id), -EINVAL);
-	CU_ASSERT_EQUAL(id, 77);                 /* ret_id untouched */
+	TL_EQ(sipc_submit(s, &q, never_done, NULL, &id), -EINVAL);
+	TL_EQ(id, 77);                 /* ret_id untouched */
 	memset(&r, 0x5A, sizeof(r));
-	CU_ASSERT_EQUAL(sipc_call(s, &q, &r), -EINVAL);
-	CU_ASSERT_EQUAL(r.request_id, 0x5A5A5A5A5A5A5A5Aull); /* untouched */
-	CU_ASSERT_EQUAL(sipc_destroy(s), 0);
+	TL_EQ(sipc_call(s, &q, &r), -EINVAL);
+	TL_EQ(r.request_id, 0x5A5A5A5A5A5A5A5Aull); /* untouched */
+	TL_EQ(sipc_destroy(s), 0);
 }
 
 /* sipc.h sipc_submit(), CONTRACT.md 1.4: a payload of exactly
@@ -164,7 +164,7 @@ test_public_accept_idempotency_key_limit(void)
  * argument, no result), and ret_id is left untouched by the refusal. */
 /* rules: F10 R7 */
 static void
-test_public_accept_payload_size_edges(void)
+test_api_edges_payload_size_edges(void)
 {
 	struct sipc_config c;
 	struct sipc_result r;
@@ -181,24 +181,24 @@ test_public_accept_payload_size_edges(void)
 	c.max_payload = 4096;
 	s = st_start(&c, 1, WAIT_MS);
 	q.len = 4096;
-	CU_ASSERT_EQUAL_FATAL(sipc_call(s, &q, &r), 0);
-	CU_ASSERT_EQUAL(r.outcome, SIPC_OUTCOME_OK);
+	TL_EQ_FATAL(sipc_call(s, &q, &r), 0);
+	TL_EQ(r.outcome, SIPC_OUTCOME_OK);
 	CU_ASSERT(r.reply_len == 4096 && memcmp(r.reply, buf, 4096) == 0);
 	sipc_result_release(&r);
 	q.len = 0;
-	CU_ASSERT_EQUAL_FATAL(sipc_call(s, &q, &r), 0);
-	CU_ASSERT_EQUAL(r.outcome, SIPC_OUTCOME_OK);
-	CU_ASSERT_EQUAL(r.error, 0);
-	CU_ASSERT_EQUAL(r.reply_len, 0);
+	TL_EQ_FATAL(sipc_call(s, &q, &r), 0);
+	TL_EQ(r.outcome, SIPC_OUTCOME_OK);
+	TL_EQ(r.error, 0);
+	TL_EQ(r.reply_len, 0);
 	sipc_result_release(&r);
 	q.len = 4097;
 	memset(&r, 0x5A, sizeof(r));
-	CU_ASSERT_EQUAL(sipc_call(s, &q, &r), SIPC_E_TOOBIG);
-	CU_ASSERT_EQUAL(r.request_id, 0x5A5A5A5A5A5A5A5Aull); /* untouched */
-	CU_ASSERT_EQUAL(sipc_submit(s, &q, never_done, NULL, &id),
+	TL_EQ(sipc_call(s, &q, &r), SIPC_E_TOOBIG);
+	TL_EQ(r.request_id, 0x5A5A5A5A5A5A5A5Aull); /* untouched */
+	TL_EQ(sipc_submit(s, &q, never_done, NULL, &id),
 	    SIPC_E_TOOBIG);
-	CU_ASSERT_EQUAL(id, 77);
-	CU_ASSERT_EQUAL(sipc_destroy(s), 0);
+	TL_EQ(id, 77);
+	TL_EQ(sipc_destroy(s), 0);
 	free(buf);
 }
 
@@ -209,7 +209,7 @@ test_public_accept_payload_size_edges(void)
  * and serves a request of 16 bytes. */
 /* rules: CF1 */
 static void
-test_public_accept_smallest_max_payload_still_starts(void)
+test_api_edges_smallest_max_payload_still_starts(void)
 {
 	struct sipc_config c;
 	struct sipc_result r;
@@ -221,27 +221,27 @@ test_public_accept_smallest_max_payload_still_starts(void)
 	c.max_payload = 15;
 	c.ring_bytes = 15 + 24;
 	c.mem_ceiling = 15 + 24;
-	CU_ASSERT_EQUAL(sipc_create(&c, err, sizeof(err), &s), SIPC_E_CONFIG);
+	TL_EQ(sipc_create(&c, err, sizeof(err), &s), SIPC_E_CONFIG);
 	CU_ASSERT(strstr(err, "max_payload") != NULL);
 	if (s != NULL) {
-		CU_ASSERT_EQUAL(sipc_wait_ready(s, 1, 3000), 0); /* says why */
+		TL_EQ(sipc_wait_ready(s, 1, 3000), 0); /* says why */
 		sipc_destroy(s);
 	}
 	c.max_payload = 16;
 	c.ring_bytes = 16 + 24;
 	c.mem_ceiling = 16 + 24;
 	s = st_start(&c, 1, WAIT_MS);
-	CU_ASSERT_EQUAL_FATAL(sipc_call(s, &q, &r), 0);
-	CU_ASSERT_EQUAL(r.outcome, SIPC_OUTCOME_OK);
+	TL_EQ_FATAL(sipc_call(s, &q, &r), 0);
+	TL_EQ(r.outcome, SIPC_OUTCOME_OK);
 	CU_ASSERT(r.reply_len == 16 && memcmp(r.reply, q.payload, 16) == 0);
 	sipc_result_release(&r);
-	CU_ASSERT_EQUAL(sipc_destroy(s), 0);
+	TL_EQ(sipc_destroy(s), 0);
 }
 
 /* CONTRACT.md 13: an OK result carries error 0, may_have_run, one
  * attempt and the slot, generation and pid of the worker that ran it. */
 static void
-test_public_accept_ok_result_names_its_worker(void)
+test_api_edges_ok_result_names_its_worker(void)
 {
 	struct sipc_config c;
 	struct sipc_worker_stats w;
@@ -252,17 +252,17 @@ test_public_accept_ok_result_names_its_worker(void)
 	s = st_start(&c, 1, WAIT_MS);
 	w = st_worker_stats(s, 0);
 	st_call_cmd(s, NULL, 0, 0, &r);
-	CU_ASSERT_EQUAL(r.outcome, SIPC_OUTCOME_OK);
-	CU_ASSERT_EQUAL(r.error, 0);
+	TL_EQ(r.outcome, SIPC_OUTCOME_OK);
+	TL_EQ(r.error, 0);
 	CU_ASSERT(r.may_have_run);
-	CU_ASSERT_EQUAL(r.attempts, 1);
-	CU_ASSERT_EQUAL(r.worker_id, 0);
-	CU_ASSERT_EQUAL(r.generation, 1);
+	TL_EQ(r.attempts, 1);
+	TL_EQ(r.worker_id, 0);
+	TL_EQ(r.generation, 1);
 	CU_ASSERT(r.pid > 0 && r.pid == w.pid);
 	CU_ASSERT(r.request_id != 0);
-	CU_ASSERT_EQUAL(r.exit.kind, SIPC_EXIT_NONE);
+	TL_EQ(r.exit.kind, SIPC_EXIT_NONE);
 	sipc_result_release(&r);
-	CU_ASSERT_EQUAL(sipc_destroy(s), 0);
+	TL_EQ(sipc_destroy(s), 0);
 }
 
 /* CONTRACT.md R7 and 13: sipc_call() with SIPC_REQ_NOWAIT on full
@@ -270,7 +270,7 @@ test_public_accept_ok_result_names_its_worker(void)
  * sent: may_have_run false, no attempt, worker 0/0/0. */
 /* rules: M2 R7 */
 static void
-test_public_accept_call_nowait_full_is_rejected_result(void)
+test_api_edges_call_nowait_full_is_rejected_result(void)
 {
 	static struct st_outbox box = { .mu = PTHREAD_MUTEX_INITIALIZER };
 	struct st_outslot o[2] = { { &box, 0 }, { &box, 1 } };
@@ -297,15 +297,15 @@ test_public_accept_call_nowait_full_is_rejected_result(void)
 	} while ((w.inflight != 1 || w.queued != 1) && tl_now_ms() < end &&
 	    usleep(2000) == 0);
 	CU_ASSERT_FATAL(w.inflight == 1 && w.queued == 1);
-	CU_ASSERT_EQUAL_FATAL(sipc_call(s, &q, &r), 0);
-	CU_ASSERT_EQUAL(r.outcome, SIPC_OUTCOME_REJECTED);
-	CU_ASSERT_EQUAL(r.error, SIPC_E_FULL);
+	TL_EQ_FATAL(sipc_call(s, &q, &r), 0);
+	TL_EQ(r.outcome, SIPC_OUTCOME_REJECTED);
+	TL_EQ(r.error, SIPC_E_FULL);
 	CU_ASSERT(!r.may_have_run);
-	CU_ASSERT_EQUAL(r.attempts, 0);
+	TL_EQ(r.attempts, 0);
 	CU_ASSERT(r.worker_id == 0 && r.generation == 0 && r.pid == 0);
 	CU_ASSERT(r.reply == NULL && r.reply_len == 0);
 	sipc_result_release(&r);
-	CU_ASSERT_EQUAL(sipc_destroy(s), 0);
+	TL_EQ(sipc_destroy(s), 0);
 	CU_ASSERT(st_outbox_wait(&box, 2, WAIT_MS));
 	st_outbox_release(&box);
 	st_outbox_reset(&box);
@@ -318,7 +318,7 @@ test_public_accept_call_nowait_full_is_rejected_result(void)
  * worker names the containment it got; a released snapshot is cleared
  * and releasing it again (or NULL) is harmless. */
 static void
-test_public_accept_stats_and_reconcile_without_state_dir(void)
+test_api_edges_stats_and_reconcile_without_state_dir(void)
 {
 	struct sipc_config c;
 	struct sipc_stats st;
@@ -333,34 +333,34 @@ test_public_accept_stats_and_reconcile_without_state_dir(void)
 	c.mem_ceiling = 96u << 20;
 	c.containment = SIPC_CONTAIN_PROCESS_GROUP;
 	s = st_start(&c, 3, WAIT_MS);
-	CU_ASSERT_EQUAL_FATAL(sipc_stats_get(s, &st), 0);
-	CU_ASSERT_EQUAL(st.nworkers, 3);
-	CU_ASSERT_EQUAL(st.mem_ceiling, (size_t)96 << 20);
-	CU_ASSERT_EQUAL(st.journal_error, 0);
-	CU_ASSERT_STRING_EQUAL(st.cgroup_path, "");
-	CU_ASSERT_STRING_EQUAL(st.cgroup_why, "off");
+	TL_EQ_FATAL(sipc_stats_get(s, &st), 0);
+	TL_EQ(st.nworkers, 3);
+	TL_EQ(st.mem_ceiling, (size_t)96 << 20);
+	TL_EQ(st.journal_error, 0);
+	TL_STREQ(st.cgroup_path, "");
+	TL_STREQ(st.cgroup_why, "off");
 	for (i = 0; i < st.nworkers; i++) {
-		CU_ASSERT_EQUAL(st.workers[i].worker_id, i);
-		CU_ASSERT_EQUAL(st.workers[i].state, SIPC_WS_READY);
+		TL_EQ(st.workers[i].worker_id, i);
+		TL_EQ(st.workers[i].state, SIPC_WS_READY);
 		/* what the worker got: the sandbox always gives a PID
 		 * namespace (CONTRACT SB7) */
-		CU_ASSERT_EQUAL(st.workers[i].containment,
+		TL_EQ(st.workers[i].containment,
 		    strcmp(st_provider(), "sandbox") == 0 ?
 		    SIPC_CONTAIN_PID_NAMESPACE : SIPC_CONTAIN_PROCESS_GROUP);
 		CU_ASSERT(!st.workers[i].cgroup);
-		CU_ASSERT_EQUAL(st.workers[i].limits, 0);
+		TL_EQ(st.workers[i].limits, 0);
 	}
 	sipc_stats_release(&st);
 	CU_ASSERT(st.workers == NULL && st.nworkers == 0);
 	sipc_stats_release(&st);                 /* twice is harmless */
 	sipc_stats_release(NULL);
-	CU_ASSERT_EQUAL(sipc_reconcile_list(s, &u, &n), SIPC_E_CONFIG);
-	CU_ASSERT_EQUAL(sipc_reconcile_leftovers(s, &l, &n), SIPC_E_CONFIG);
+	TL_EQ(sipc_reconcile_list(s, &u, &n), SIPC_E_CONFIG);
+	TL_EQ(sipc_reconcile_leftovers(s, &l, &n), SIPC_E_CONFIG);
 	CU_ASSERT(u == (struct sipc_unresolved *)&u);  /* outputs untouched */
 	CU_ASSERT(l == (struct sipc_leftover *)&l && n == 99);
 	memset(&one, 0, sizeof(one));
-	CU_ASSERT_EQUAL(sipc_reconcile_resolve(s, &one), SIPC_E_CONFIG);
-	CU_ASSERT_EQUAL(sipc_destroy(s), 0);
+	TL_EQ(sipc_reconcile_resolve(s, &one), SIPC_E_CONFIG);
+	TL_EQ(sipc_destroy(s), 0);
 }
 
 /* Write "path = /aaa..." as one line of `len` bytes (newline not
@@ -398,18 +398,18 @@ load_long_line(size_t len, bool newline, char *err, size_t errlen)
  * and accepted as the file's last line without one. */
 /* rules: CF2 */
 static void
-test_public_accept_config_line_of_64k(void)
+test_api_edges_config_line_of_64k(void)
 {
 	char err[256] = "";
 
-	CU_ASSERT_EQUAL(load_long_line(65536, false, err, sizeof(err)), 0);
-	CU_ASSERT_EQUAL(load_long_line(65536, true, err, sizeof(err)), 0);
+	TL_EQ(load_long_line(65536, false, err, sizeof(err)), 0);
+	TL_EQ(load_long_line(65536, true, err, sizeof(err)), 0);
 	if (err[0] != '\0')
 		fprintf(stderr, "    %s\n", err);
-	CU_ASSERT_EQUAL(load_long_line(65537, true, err, sizeof(err)),
+	TL_EQ(load_long_line(65537, true, err, sizeof(err)),
 	    SIPC_E_CONFIG);
 	CU_ASSERT(strstr(err, ":1: ") != NULL && strstr(err, "longer") != NULL);
-	CU_ASSERT_EQUAL(load_long_line(65537, false, err, sizeof(err)),
+	TL_EQ(load_long_line(65537, false, err, sizeof(err)),
 	    SIPC_E_CONFIG);
 }
 
@@ -417,7 +417,7 @@ test_public_accept_config_line_of_64k(void)
  * message, and no value gets NULL; sipc_exit_format() returns the length
  * snprintf() would have produced, whatever the buffer. */
 static void
-test_public_accept_strerror_and_exit_format_edges(void)
+test_api_edges_strerror_and_exit_format_edges(void)
 {
 	static const struct { int code; const char *msg; } tab[] = {
 #define ROW(name, val, msg) { (val), (msg) },
@@ -433,52 +433,52 @@ test_public_accept_strerror_and_exit_format_edges(void)
 
 	CU_ASSERT(sizeof(tab) / sizeof(tab[0]) >= 23);
 	for (i = 0; i < sizeof(tab) / sizeof(tab[0]); i++)
-		CU_ASSERT_STRING_EQUAL(sipc_strerror(tab[i].code), tab[i].msg);
-	CU_ASSERT_STRING_EQUAL(sipc_strerror(SIPC_E_CGROUP),
+		TL_STREQ(sipc_strerror(tab[i].code), tab[i].msg);
+	TL_STREQ(sipc_strerror(SIPC_E_CGROUP),
 	    "cgroup or resource limit cannot be enforced here");
 	for (i = 0; i < sizeof(odd) / sizeof(odd[0]); i++)
 		CU_ASSERT(sipc_strerror(odd[i]) != NULL &&
 		    sipc_strerror(odd[i])[0] != '\0');
 	n = sipc_exit_format(&e, full, sizeof(full));
 	CU_ASSERT(n > (int)sizeof(small));
-	CU_ASSERT_EQUAL((size_t)n, strlen(full));
+	TL_EQ((size_t)n, strlen(full));
 	CU_ASSERT(strstr(full, "11") != NULL && strstr(full, "core") != NULL);
 	memset(small, 'x', sizeof(small));
-	CU_ASSERT_EQUAL(sipc_exit_format(&e, small, sizeof(small)), n);
+	TL_EQ(sipc_exit_format(&e, small, sizeof(small)), n);
 	CU_ASSERT(memchr(small, '\0', sizeof(small)) != NULL);
 	CU_ASSERT(strncmp(small, full, sizeof(small) - 1) == 0);
-	CU_ASSERT_EQUAL(sipc_exit_format(&e, NULL, 0), n);
+	TL_EQ(sipc_exit_format(&e, NULL, 0), n);
 }
 
 int
 main(void)
 {
 	st_no_core_files();
-	tl_suite("public_accept", (tl_test[]){
-	    { "test_public_accept_create_refuses_directory_as_worker",
-	      test_public_accept_create_refuses_directory_as_worker },
-	    { "test_public_accept_path_is_not_searched",
-	      test_public_accept_path_is_not_searched },
-	    { "test_public_accept_wait_ready_more_than_pool_is_einval",
-	      test_public_accept_wait_ready_more_than_pool_is_einval },
-	    { "test_public_accept_wait_ready_launch_failure_is_documented_code",
-	      test_public_accept_wait_ready_launch_failure_is_documented_code },
-	    { "test_public_accept_idempotency_key_limit",
-	      test_public_accept_idempotency_key_limit },
-	    { "test_public_accept_payload_size_edges",
-	      test_public_accept_payload_size_edges },
-	    { "test_public_accept_smallest_max_payload_still_starts",
-	      test_public_accept_smallest_max_payload_still_starts },
-	    { "test_public_accept_ok_result_names_its_worker",
-	      test_public_accept_ok_result_names_its_worker },
-	    { "test_public_accept_call_nowait_full_is_rejected_result",
-	      test_public_accept_call_nowait_full_is_rejected_result },
-	    { "test_public_accept_stats_and_reconcile_without_state_dir",
-	      test_public_accept_stats_and_reconcile_without_state_dir },
-	    { "test_public_accept_config_line_of_64k",
-	      test_public_accept_config_line_of_64k },
-	    { "test_public_accept_strerror_and_exit_format_edges",
-	      test_public_accept_strerror_and_exit_format_edges },
+	tl_suite("api_edges", (tl_test[]){
+	    { "test_api_edges_create_refuses_directory_as_worker",
+	      test_api_edges_create_refuses_directory_as_worker },
+	    { "test_api_edges_path_is_not_searched",
+	      test_api_edges_path_is_not_searched },
+	    { "test_api_edges_wait_ready_more_than_pool_is_einval",
+	      test_api_edges_wait_ready_more_than_pool_is_einval },
+	    { "test_api_edges_wait_ready_launch_failure_is_documented_code",
+	      test_api_edges_wait_ready_launch_failure_is_documented_code },
+	    { "test_api_edges_idempotency_key_limit",
+	      test_api_edges_idempotency_key_limit },
+	    { "test_api_edges_payload_size_edges",
+	      test_api_edges_payload_size_edges },
+	    { "test_api_edges_smallest_max_payload_still_starts",
+	      test_api_edges_smallest_max_payload_still_starts },
+	    { "test_api_edges_ok_result_names_its_worker",
+	      test_api_edges_ok_result_names_its_worker },
+	    { "test_api_edges_call_nowait_full_is_rejected_result",
+	      test_api_edges_call_nowait_full_is_rejected_result },
+	    { "test_api_edges_stats_and_reconcile_without_state_dir",
+	      test_api_edges_stats_and_reconcile_without_state_dir },
+	    { "test_api_edges_config_line_of_64k",
+	      test_api_edges_config_line_of_64k },
+	    { "test_api_edges_strerror_and_exit_format_edges",
+	      test_api_edges_strerror_and_exit_format_edges },
 	    { NULL, NULL } });
 	return tl_run();
 }
