@@ -19,10 +19,12 @@ SOAK_SEED    ?=
 SOAK_PROVIDER ?= local
 SOAK_BIN     := $(BUILD)/soak/soak
 
-$(SOAK_BIN): tests/soak/soak.c tests/soak/check.c tests/soak/soak.h $(LIB)
+$(SOAK_BIN): tests/soak/soak.c tests/soak/check.c tests/soak/soak.h \
+		tests/lib/proccount.c tests/lib/proccount.h $(LIB)
 	@mkdir -p $(@D)
-	$(COMPILE) -Itests/soak -o $@ tests/soak/soak.c \
-		tests/soak/check.c $(LIB) $(XLDFLAGS) $(LDLIBS_BSD)
+	$(COMPILE) -Itests/soak -Itests/lib -o $@ tests/soak/soak.c \
+		tests/soak/check.c tests/lib/proccount.c $(LIB) $(XLDFLAGS) \
+		$(LDLIBS_BSD)
 
 # The watchdog inside the soak fails a hang after 10 s; the outer
 # timeout only guards against a soak that cannot even run its watchdog.

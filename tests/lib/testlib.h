@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "proccount.h"
+
 /*
  * Run every registered suite, each in its own forked process, so a test
  * that changes process-wide state (signal mask and dispositions, the
@@ -68,12 +70,7 @@ int64_t tl_now_ms(void);
 /* Poll `cond(arg)` every few ms until true or `timeout_ms` passes. */
 bool tl_wait_until(bool (*cond)(void *), void *arg, int timeout_ms);
 
-/* Process resource counts for leak checks. */
-int tl_count_fds(void);
-/* Descriptors of process `pid` (0: this one) whose link target contains
- * `needle` ("memfd:name"); -1 if its fd directory cannot be read. */
-int tl_count_fds_to(int pid, const char *needle);
-int tl_count_threads(void);
+/* Process resource counts for leak checks: proccount.h. */
 /* The thread count to take as a baseline: waits (up to timeout_ms) for
  * the threads of earlier tests to be gone, i.e. for only the calling
  * thread and the runtime's own helpers (the floor the runner set with
@@ -84,9 +81,6 @@ int tl_count_threads(void);
  * loaded machine; a count taken at once can be one too high. */
 int tl_settled_threads(int timeout_ms);
 void tl_set_thread_floor(int n);
-/* Children of this process (any state) and zombie children. */
-int tl_count_children(void);
-int tl_count_zombie_children(void);
 /* Wait until the counts are back to the given baseline (or timeout). */
 bool tl_wait_baseline(int fds, int threads, int children, int timeout_ms);
 

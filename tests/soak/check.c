@@ -4,7 +4,6 @@
  * its outcome and the workers' execution log.  Runs on the main thread
  * after every other soak thread was joined and sipc_destroy returned.
  */
-#include <dirent.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -13,84 +12,19 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "proccount.h"
 #include "sipc.h"
 #include "soak.h"
 
 /* ------------------------------------------------------------ baseline */
 
-static int
-count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	int n = 0;
-
-	if (d == NULL)
-		return -1;
-	while ((e = readdir(d)) != NULL)
-		if (e->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n - 1;    /* the directory's own descriptor */
-}
-
-static int
-count_threads(void)
-{
-	char line[128];
-	int n = -1;
-	FILE *f = fopen("/proc/self/status", "re");
-
-	if (f == NULL)
-		return -1;
-	while (fgets(line, sizeof(line), f) != NULL)
-		if (sscanf(line, "Threads: %d", &n) == 1)
-			break;
-	fclose(f);
-	return n;
-}
-
-/* Children of this process; *ret_zombies of them are zombies. */
-static int
-count_children(int *ret_zombies)
-{
-	DIR *d = opendir("/proc");
-	struct dirent *e;
-	int n = 0, z = 0;
-
-	if (d == NULL)
-		return -1;
-	while ((e = readdir(d)) != NULL) {
-		char path[300], buf[512], *p, st;
-		int ppid;
-		FILE *f;
-
-		if (e->d_name[0] < '0' || e->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
-		if ((f = fopen(path, "re")) == NULL)
-			continue;
-		p = fgets(buf, sizeof(buf), f);
-		fclose(f);
-		if (p == NULL || (p = strrchr(buf, ')')) == NULL)
-			continue;
-		if (sscanf(p + 1, " %c %d", &st, &ppid) == 2 &&
-		    ppid == getpid()) {
-			n++;
-			z += st == 'Z';
-		}
-	}
-	closedir(d);
-	*ret_zombies = z;
-	return n;
-}
-
 void
 baseline_get(struct baseline *b)
 {
-	b->fds = count_fds();
-	b->threads = count_threads();
-	b->children = count_children(&b->zombies);
+	b->fds = tl_count_fds();
+	b->threads = tl_count_threads();
+	b->children = tl_count_children();
+	b->zombies = tl_count_zombie_children();
 }
 
 /* After destroy: back to baseline at once (allow 2 s for the kernel to
