@@ -9,6 +9,7 @@
  * deadlines; the one negative check ("no signal reached the kid") waits
  * a bounded time for a death that must not come.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -296,6 +298,46 @@ test_contain_sandbox_channel_held_by_worker_alone(void)
 }
 
 
+/* The sandbox tool is trusted only where nobody else could have put or
+ * changed it: a copy in a directory others may write, a group-writable
+ * copy, a relative path and a missing file are each refused; a copy
+ * owned by this uid in a private directory is accepted. */
+/* rules: SB1 */
+static void
+test_contain_sandbox_bwrap_path_trusted_only(void)
+{
+	char dir[] = "/tmp/sipc-bwrap-XXXXXX", sub[64], tool[96];
+	int fd;
+
+	CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
+	CU_ASSERT_FATAL(chmod(dir, 0700) == 0);
+	snprintf(sub, sizeof(sub), "%s/d", dir);
+	CU_ASSERT_FATAL(mkdir(sub, 0700) == 0);
+	snprintf(tool, sizeof(tool), "%s/bwrap", sub);
+	CU_ASSERT_FATAL((fd = open(tool, O_CREAT | O_WRONLY, 0700)) >= 0);
+	close(fd);
+	/* /tmp itself is writable by others (sticky): never trusted. */
+	CU_ASSERT_EQUAL(sipc__bwrap_trusted(tool), -EPERM);
+	CU_ASSERT_EQUAL(sipc__bwrap_trusted("bwrap"), -EINVAL);
+	CU_ASSERT_EQUAL(sipc__bwrap_trusted("/nonexistent/bwrap"), -ENOENT);
+	/* The installed one (when there) passes, the default path. */
+	if (access(SIPC__BWRAP_DEFAULT, X_OK) == 0)
+		CU_ASSERT_EQUAL(sipc__bwrap_trusted(SIPC__BWRAP_DEFAULT), 0);
+	/* Writable by group along the chain, or the file itself: refused. */
+	CU_ASSERT_FATAL(chmod(sub, 0770) == 0);
+	CU_ASSERT_EQUAL(sipc__bwrap_trusted(tool), -EPERM);
+	CU_ASSERT_FATAL(chmod(sub, 0700) == 0);
+	CU_ASSERT_FATAL(chmod(tool, 0720) == 0);
+	CU_ASSERT_EQUAL(sipc__bwrap_trusted(tool), -EPERM);
+	/* Not executable: refused as well. */
+	CU_ASSERT_FATAL(chmod(tool, 0600) == 0);
+	CU_ASSERT(sipc__bwrap_trusted(tool) < 0);
+	unlink(tool);
+	rmdir(sub);
+	rmdir(dir);
+}
+
+
 static const tl_test contain_tests[] = {
 	{ "test_contain_reaped_elsewhere_is_lost_and_group_spared",
 	  test_contain_reaped_elsewhere_is_lost_and_group_spared },
@@ -307,6 +349,8 @@ static const tl_test contain_tests[] = {
 	  test_contain_sandbox_release_unproven_init_bounded },
 	{ "test_contain_sandbox_channel_held_by_worker_alone",
 	  test_contain_sandbox_channel_held_by_worker_alone },
+	{ "test_contain_sandbox_bwrap_path_trusted_only",
+	  test_contain_sandbox_bwrap_path_trusted_only },
 	{ NULL, NULL },
 };
 

@@ -518,8 +518,10 @@ sbx_create(const struct sipc_config *cfg, void **ret_state, char *errbuf,
 	int rc;
 
 	if ((rc = sipc__sandbox_bwrap(&bwrap)) < 0) {
-		snprintf(errbuf, errlen, "provider sandbox: no bwrap on PATH "
-		    "(install bubblewrap): %s", strerror(-rc));
+		snprintf(errbuf, errlen, "provider sandbox: %s %s (install "
+		    "bubblewrap there, owned by root, not writable by group "
+		    "or others along its directories)", SIPC__BWRAP_DEFAULT,
+		    rc == -EPERM ? "is not to be trusted" : strerror(-rc));
 		return SIPC_E_EXEC;
 	}
 	if ((st = calloc(1, sizeof(*st))) == NULL)

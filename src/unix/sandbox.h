@@ -29,9 +29,15 @@ struct sipc__sbx_id {
 	char boot_id[SIPC__BOOT_ID_LEN + 1];
 };
 
-/* The bwrap this process uses: the first executable "bwrap" on $PATH,
- * looked up once.  0 with *ret set, or -ENOENT.  (sbxargv.c) */
+/* The bwrap this process uses: SIPC__BWRAP_DEFAULT, checked once by
+ * sipc__bwrap_trusted (never looked up on $PATH).  0 with *ret set, or
+ * that check's error.  (sbxargv.c) */
+#define SIPC__BWRAP_DEFAULT "/usr/bin/bwrap"
 int sipc__sandbox_bwrap(const char **ret);
+int sipc__bwrap_trusted(const char *path);
+/* Tests only: another path in place of the default, set before the
+ * first lookup of a process. */
+extern const char *sipc__bwrap_test_path;
 
 /* Room for the fixed arguments, the host's top-level links, two binds
  * and sipc-init's own arguments (added to the worker's); each file of a

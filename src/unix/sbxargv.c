@@ -27,30 +27,56 @@ static pthread_once_t bwrap_once = PTHREAD_ONCE_INIT;
 static char bwrap_path[PATH_MAX];
 static int bwrap_err;
 
-/* The first executable "bwrap" on $PATH (or the default path), once:
- * the sandbox tool must not change under a running supervisor. */
+/* Is path a tool this process may run as its sandbox: absolute, a
+ * regular executable file owned by root or by this uid, and neither it
+ * nor any directory above it writable by group or others (a directory
+ * with the sticky bit, like /tmp, is no exception)?  0, -ENOENT (or the
+ * stat's errno) when it is not there, -EINVAL for a relative path,
+ * -EPERM when it is there but not to be trusted. */
+int
+sipc__bwrap_trusted(const char *path)
+{
+	char dir[PATH_MAX], *slash;
+	struct stat sb;
+	uid_t me = geteuid();
+	size_t n;
+
+	if (path == NULL || path[0] != '/')
+		return -EINVAL;
+	if ((n = strlen(path)) >= sizeof(dir))
+		return -ENAMETOOLONG;
+	if (stat(path, &sb) < 0)
+		return -errno;
+	if (!S_ISREG(sb.st_mode) || access(path, X_OK) < 0)
+		return -EACCES;
+	memcpy(dir, path, n + 1);
+	for (;;) {
+		if ((sb.st_uid != 0 && sb.st_uid != me) ||
+		    (sb.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+			return -EPERM;
+		if (strcmp(dir, "/") == 0)
+			return 0;
+		slash = strrchr(dir, '/');
+		if (slash == dir)
+			slash[1] = '\0';
+		else
+			*slash = '\0';
+		if (stat(dir, &sb) < 0)
+			return -errno;
+	}
+}
+
+/* The fixed absolute path, checked once (never a $PATH lookup): the
+ * sandbox tool must not change under a running supervisor. */
+const char *sipc__bwrap_test_path;
+
 static void
 bwrap_find(void)
 {
-	const char *path = getenv("PATH"), *p, *end;
-	size_t n;
-
-	if (path == NULL || *path == '\0')
-		path = "/usr/local/bin:/usr/bin:/bin";
-	bwrap_err = ENOENT;
-	for (p = path; *p != '\0'; p = *end ? end + 1 : end) {
-		end = strchrnul(p, ':');
-		n = (size_t)(end - p);
-		if (n == 0 || p[0] != '/' || n + 7 >= sizeof(bwrap_path))
-			continue;       /* relative entries: never */
-		snprintf(bwrap_path, sizeof(bwrap_path), "%.*s/bwrap", (int)n,
-		    p);
-		if (access(bwrap_path, X_OK) == 0) {
-			bwrap_err = 0;
-			return;
-		}
-	}
-	bwrap_path[0] = '\0';
+	snprintf(bwrap_path, sizeof(bwrap_path), "%s",
+	    sipc__bwrap_test_path ? sipc__bwrap_test_path : SIPC__BWRAP_DEFAULT);
+	if ((bwrap_err = -sipc__bwrap_trusted(bwrap_path)) != 0)
+		bwrap_path[0] = '\0';
 }
 
 int

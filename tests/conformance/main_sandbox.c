@@ -51,14 +51,16 @@ test_conformance_sandbox_unavailable(void)
 }
 
 /*
- * Without bwrap on $PATH a launch fails as an exec failure, ENOENT.  In
- * a fresh process (this binary again, MISSING_BWRAP): the lookup happens
- * once per process, and this one has already found bwrap.
+ * Without a trusted bwrap a launch fails as an exec failure: ENOENT when
+ * it is missing, EPERM when it is a copy in a directory others may write
+ * (what is on $PATH is never looked at).  In a fresh process (this
+ * binary again, MISSING_BWRAP path errno): the lookup happens once per
+ * process, and this one has already found bwrap.
  */
 #define MISSING_BWRAP "--missing-bwrap"
 
 static int
-missing_bwrap_child(void)
+missing_bwrap_child(const char *path, int want)
 {
 	int eno = 0, r;
 	struct cw w;
@@ -68,6 +70,7 @@ missing_bwrap_child(void)
 	char err[256] = "";
 	int rc;
 
+	sipc__bwrap_test_path = path;
 	r = cw_launch_path(&w, tl_fixture("echo"), NULL, NULL, NULL, &eno);
 	if (r == 0)
 		cw_finish(&w);
@@ -83,7 +86,7 @@ missing_bwrap_child(void)
 	    sipc_strerror(rc), err);
 	if (rc == 0)
 		sipc_destroy(s);
-	return r == SIPC_E_EXEC && eno == ENOENT && rc == SIPC_E_EXEC &&
+	return r == SIPC_E_EXEC && eno == want && rc == SIPC_E_EXEC &&
 	    strstr(err, "bwrap") != NULL ? 0 : 1;
 }
 
@@ -91,19 +94,29 @@ missing_bwrap_child(void)
 static void
 test_conformance_sandbox_missing_bwrap_is_exec_failure(void)
 {
-	int st;
+	char dir[] = "/tmp/sipc-conf-bwrap-XXXXXX", copy[64], cmd[160];
+	const char *path[2] = { "/nonexistent-sipc-dir/bwrap", copy };
+	const char *want[2] = { "2", "1" };   /* ENOENT, EPERM */
+	int st, i;
 	pid_t pid;
 
-	fflush(stdout);
-	if ((pid = fork()) == 0) {
-		setenv("PATH", "/nonexistent-sipc-dir", 1);
-		execl("/proc/self/exe", "conformance_sandbox", MISSING_BWRAP,
-		    (char *)NULL);
-		_exit(127);
+	CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
+	snprintf(copy, sizeof(copy), "%s/bwrap", dir);
+	snprintf(cmd, sizeof(cmd), "cp %s %s", SIPC__BWRAP_DEFAULT, copy);
+	CU_ASSERT_FATAL(system(cmd) == 0);
+	for (i = 0; i < 2; i++) {
+		fflush(stdout);
+		if ((pid = fork()) == 0) {
+			execl("/proc/self/exe", "conformance_sandbox",
+			    MISSING_BWRAP, path[i], want[i], (char *)NULL);
+			_exit(127);
+		}
+		CU_ASSERT_FATAL(pid > 0);
+		CU_ASSERT_FATAL(waitpid(pid, &st, 0) == pid);
+		CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	}
-	CU_ASSERT_FATAL(pid > 0);
-	CU_ASSERT_FATAL(waitpid(pid, &st, 0) == pid);
-	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	unlink(copy);
+	rmdir(dir);
 }
 
 static uint64_t
@@ -466,7 +479,7 @@ sandbox_unavailable(void)
 	char cmd[PATH_MAX + 96];
 
 	if (sipc__sandbox_bwrap(&bwrap) < 0)
-		return "bwrap is not installed (no bwrap on PATH)";
+		return "no trusted /usr/bin/bwrap (missing, or writable by others)";
 	snprintf(cmd, sizeof(cmd), "%s --unshare-all --ro-bind / / /bin/true "
 	    ">/dev/null 2>&1", bwrap);
 	if (system(cmd) != 0)
@@ -484,8 +497,8 @@ main(int argc, char **argv)
 	conf_init_path = tl_init_path();
 	conf_contain = SIPC_CONTAIN_AUTO;
 	conf_prov = &sipc__provider_sandbox;
-	if (argc == 2 && strcmp(argv[1], MISSING_BWRAP) == 0)
-		return missing_bwrap_child();
+	if (argc == 4 && strcmp(argv[1], MISSING_BWRAP) == 0)
+		return missing_bwrap_child(argv[2], atoi(argv[3]));
 	if ((no_sandbox = sandbox_unavailable()) != NULL) {
 		printf("conformance: sandbox: skipped: %s\n", no_sandbox);
 		tl_suite("conformance_sandbox", (tl_test[]){
