@@ -518,7 +518,7 @@ sbx_create(const struct sipc_config *cfg, void **ret_state, char *errbuf,
 	int rc;
 
 	if ((rc = sipc__sandbox_bwrap(&bwrap)) < 0) {
-		snprintf(errbuf, errlen, "provider sandbox: %s %s (install "
+		snprintf(errbuf, errlen, "provider sandbox: %s: %s (install "
 		    "bubblewrap there, owned by root, not writable by group "
 		    "or others along its directories)", SIPC__BWRAP_DEFAULT,
 		    rc == -EPERM ? "is not to be trusted" : strerror(-rc));

@@ -73,9 +73,18 @@ const char *sipc__bwrap_test_path;
 static void
 bwrap_find(void)
 {
-	snprintf(bwrap_path, sizeof(bwrap_path), "%s",
-	    sipc__bwrap_test_path ? sipc__bwrap_test_path : SIPC__BWRAP_DEFAULT);
-	if ((bwrap_err = -sipc__bwrap_trusted(bwrap_path)) != 0)
+	const char *want = sipc__bwrap_test_path ? sipc__bwrap_test_path :
+	    SIPC__BWRAP_DEFAULT;
+
+	/* The file itself and its own directories are checked, and run by
+	 * that path: a link is resolved once, here, and never again. */
+	if (want[0] != '/')
+		bwrap_err = EINVAL;
+	else if (realpath(want, bwrap_path) == NULL)
+		bwrap_err = errno;
+	else
+		bwrap_err = -sipc__bwrap_trusted(bwrap_path);
+	if (bwrap_err != 0)
 		bwrap_path[0] = '\0';
 }
 
