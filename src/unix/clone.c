@@ -1,5 +1,6 @@
 /*
- * clone.c - clone3() with a pidfd and exit_signal = 0; see clone.h.
+ * clone.c - clone() (shared memory, vfork) or clone3() with a pidfd and
+ * exit_signal = 0; see clone.h.
  *
  * Why clone3 and not posix_spawn: the child comes with a pidfd that
  * names it from the first instruction (no pidfd_open race), is put into
