@@ -25,17 +25,6 @@
 
 static struct st_outbox box = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
-static bool
-pred_inflight1(const struct sipc_stats *st, void *arg)
-{
-	return st->nworkers == 1 && st->workers[0].inflight == 1;
-}
-
-static bool
-pred_settled(const struct sipc_stats *st, void *arg)
-{
-	return st->pending == 0 && st->mem_held == 0;
-}
 /* ------------------------------------------------------------ limits */
 
 /*
@@ -180,7 +169,7 @@ test_limits_ring_bytes_boundary(void)
 	s = st_start(&c, 1, WAIT_MS);
 	st_outbox_reset(&box);
 	st_submit_cmd(s, "hang", 0, &o[0]);
-	CU_ASSERT_FATAL(st_stats_wait(s, pred_inflight1, NULL, WAIT_MS));
+	CU_ASSERT_FATAL(st_stats_wait(s, st_pred_one_inflight, NULL, WAIT_MS));
 	TL_EQ(sipc_submit(s, &q64, st_outbox_done, &o[1], NULL), 0);
 	TL_EQ(sipc_submit(s, &q36, st_outbox_done, &o[2], NULL), 0);
 	TL_EQ(sipc_submit(s, &q1, never_done, NULL, NULL),
@@ -282,7 +271,7 @@ test_limits_callback_submit_memory_full_never_blocks(void)
 	CU_ASSERT(st_outbox_wait(&box, 1, WAIT_MS));
 	TL_EQ(box.res[0].outcome, SIPC_OUTCOME_OK);
 	st_outbox_release(&box);
-	CU_ASSERT(st_stats_wait(s, pred_settled, NULL, WAIT_MS));
+	CU_ASSERT(st_stats_wait(s, st_pred_settled, NULL, WAIT_MS));
 	sipc_destroy(s);
 }
 

@@ -41,17 +41,6 @@ start_narrow(void)
 	return st_start(&c, 1, WAIT_MS);
 }
 
-static bool
-pred_inflight1(const struct sipc_stats *st, void *arg)
-{
-	return st->nworkers == 1 && st->workers[0].inflight == 1;
-}
-
-static bool
-pred_settled(const struct sipc_stats *st, void *arg)
-{
-	return st->pending == 0 && st->mem_held == 0;
-}
 
 /*
  * sipc_stats_get(3), sipc.h "Every submitted request reaches exactly one
@@ -79,7 +68,7 @@ test_outcomes_outcome_counters_move_once(void)
 	CU_ASSERT(r.outcome == SIPC_OUTCOME_WORKER_ERROR);
 	sipc_result_release(&r);
 	st_submit_cmd(s, "sleep 1500", 0, &o[0]);          /* OK, later */
-	CU_ASSERT_FATAL(st_stats_wait(s, pred_inflight1, NULL, WAIT_MS));
+	CU_ASSERT_FATAL(st_stats_wait(s, st_pred_one_inflight, NULL, WAIT_MS));
 	st_call_cmd(s, NULL, 150, 0, &r);                  /* TIMEOUT, queued */
 	CU_ASSERT(r.outcome == SIPC_OUTCOME_TIMEOUT && !r.may_have_run);
 	sipc_result_release(&r);
@@ -97,7 +86,7 @@ test_outcomes_outcome_counters_move_once(void)
 	    r.error == SIPC_E_WORKER_DIED);
 	sipc_result_release(&r);
 	CU_ASSERT(st_stats_wait(s, st_pred_respawned, NULL, WAIT_MS));
-	CU_ASSERT(st_stats_wait(s, pred_settled, NULL, WAIT_MS));
+	CU_ASSERT(st_stats_wait(s, st_pred_settled, NULL, WAIT_MS));
 
 	CU_ASSERT_FATAL(sipc_stats_get(s, &st) == 0);
 	TL_EQ(st.completed_ok, 3);
@@ -152,7 +141,7 @@ test_outcomes_result_fields_worker_error_and_unsent_timeout(void)
 	sipc_result_release(&r);
 
 	st_submit_cmd(s, "sleep 1000", 0, &o);
-	CU_ASSERT_FATAL(st_stats_wait(s, pred_inflight1, NULL, WAIT_MS));
+	CU_ASSERT_FATAL(st_stats_wait(s, st_pred_one_inflight, NULL, WAIT_MS));
 	st_call_cmd(s, NULL, 100, 0, &r);
 	CU_ASSERT(r.outcome == SIPC_OUTCOME_TIMEOUT);
 	TL_EQ(r.error, SIPC_E_TIMEOUT);
@@ -209,7 +198,7 @@ test_outcomes_unknown_timeout_after_deadline_termination(void)
 	CU_ASSERT(box.res[1].exit.kind == SIPC_EXIT_TERMINATED &&
 	    box.res[1].exit.reason == SIPC_TERM_DEADLINE);
 	CU_ASSERT(st_stats_wait(s, st_pred_respawned, NULL, WAIT_MS));
-	CU_ASSERT(st_stats_wait(s, pred_settled, NULL, WAIT_MS));
+	CU_ASSERT(st_stats_wait(s, st_pred_settled, NULL, WAIT_MS));
 	CU_ASSERT_FATAL(sipc_stats_get(s, &st) == 0);
 	TL_EQ(st.timeouts, 1);
 	TL_EQ(st.unknown, 1);

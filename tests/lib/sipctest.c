@@ -616,3 +616,15 @@ st_reader_pid(pid_t pid)
 	}
 	return child > 0 ? (pid_t)child : pid;
 }
+
+bool
+st_pred_one_inflight(const struct sipc_stats *st, void *arg)
+{
+	return st->nworkers == 1 && st->workers[0].inflight == 1;
+}
+
+bool
+st_pred_settled(const struct sipc_stats *st, void *arg)
+{
+	return st->pending == 0 && st->mem_held == 0;
+}

@@ -162,6 +162,10 @@ struct st_gen_want { unsigned slot, gen; };
 bool st_pred_gen_ready(const struct sipc_stats *st, void *arg);
 /* Slot 0 came back as a new generation and is READY (arg unused). */
 bool st_pred_respawned(const struct sipc_stats *st, void *arg);
+/* The pool's one worker holds exactly one request (arg unused). */
+bool st_pred_one_inflight(const struct sipc_stats *st, void *arg);
+/* Nothing pending and nothing held against the ceiling (arg unused). */
+bool st_pred_settled(const struct sipc_stats *st, void *arg);
 
 /* ------------------------------------------------------------ processes */
 
