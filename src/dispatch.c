@@ -201,6 +201,9 @@ ring_put(struct sipc_supervisor *s, struct sipc__slot *sl, struct sipc__req *q,
 	 * when a reply makes some (reader.c); a writer busy sending, or a
 	 * caller on the direct path, looks at the ring again when done. */
 	wake = sl->ring.count == 0 && sl->inflight < s->cfg.max_inflight;
+	if (wake)
+		atomic_fetch_add_explicit(&sl->push_wakes, 1,
+		    memory_order_relaxed);
 	pthread_mutex_unlock(&s->table.lock);
 	if (!ok)
 		return 1;

@@ -293,6 +293,8 @@ on_reply(struct reader *r, struct sipc_frame *f)
 		return;
 	}
 	q->state = SIPC__R_GONE;
+	atomic_fetch_add_explicit(&sl->replies_by[r->caller], 1,
+	    memory_order_relaxed);
 	/* A writer without room sleeps until a reply makes some: that
 	 * wake is batched (writer_flush()). */
 	if (sl->inflight-- == s->cfg.max_inflight && !r->wake_writer) {

@@ -229,6 +229,12 @@ struct sipc__slot {
 	/* [atomic] progress, for stall detection and stats */
 	_Atomic int64_t last_progress_ms;
 	_Atomic uint64_t bytes_in, bytes_out, frames_in, frames_out;
+	/* Which path did the work, counted where it is decided (tests read
+	 * these: a mechanism shows in them, not in wake-ups, which depend
+	 * on scheduling): requests taken to send, by enum sipc__sender;
+	 * replies decoded by the reader [0] and by a calling thread [1];
+	 * pushes that signalled the writer. */
+	_Atomic uint64_t taken_by[4], replies_by[2], push_wakes;
 	_Atomic uint64_t completed, violations, restarts;
 	/* ---- process part: [reaper] */
 	bool deadline_stop;           /* a cancelled request outstayed its

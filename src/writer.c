@@ -251,6 +251,8 @@ writer_collect(struct sipc__slot *sl, unsigned room, struct sipc__wbatch *b,
 	while (sl->ncancels > 0 && b->ncancel < WRITE_BATCH)
 		b->cancels[b->ncancel++] = sl->cancels[--sl->ncancels];
 	b->nreq = writer_take(sl, room, b->req);
+	atomic_fetch_add_explicit(&sl->taken_by[who], (uint64_t)b->nreq,
+	    memory_order_relaxed);
 	sl->sending = who;
 }
 
@@ -498,6 +500,8 @@ sipc__direct_claim(struct sipc__slot *sl, struct sipc__req *q)
 		 * against an idle worker's old progress time. */
 		atomic_store(&sl->last_progress_ms, sipc__now_ms());
 		mark_written(sl, q);
+		atomic_fetch_add_explicit(&sl->taken_by[SIPC__SEND_CALLER], 1,
+		    memory_order_relaxed);
 		sl->sending = SIPC__SEND_CALLER;
 	}
 	pthread_mutex_unlock(&s->table.lock);

@@ -110,7 +110,10 @@ test_perf_path_event_cross_thread(void)
 
 
 /* The writer's context switches so far, once it has named itself: a
- * worker may be READY (its HELLO read) before its writer thread ran. */
+ * worker may be READY (its HELLO read) before its writer thread ran.
+ * Printed beside the mechanism's own counters, never bounded here: how
+ * often a thread sleeps depends on the machine's load (the bench/
+ * figures of switches per call are the measure). */
 static long
 writer_switches_now(void)
 {
@@ -118,16 +121,40 @@ writer_switches_now(void)
 	return tl_thread_switches("sipc-wr0");
 }
 
+/* Worker 0's requests taken to send by `who` so far (a count of the
+ * writer's, the callers' and the reader's decisions). */
+static uint64_t
+taken_by(sipc_supervisor *s, enum sipc__sender who)
+{
+	return atomic_load(&s->slots[0].taken_by[who]);
+}
+
+/* Worker 0 as the direct path wants it: nothing pending anywhere,
+ * nobody sending, the socket not held by a reading caller. */
+static bool
+direct_ready(void *arg)
+{
+	struct sipc_supervisor *s = arg;
+	struct sipc__slot *sl = &s->slots[0];
+	bool ok;
+
+	pthread_mutex_lock(&sl->lock);
+	pthread_mutex_lock(&s->table.lock);
+	ok = sl->state == SIPC_WS_READY && sl->sending == SIPC__SEND_NONE &&
+	    sl->ring.count == 0 && sl->inflight == 0 && s->table.pending == 0 &&
+	    sl->rd_owner != SIPC__RD_CALLER && sl->rest == NULL &&
+	    sl->handoff == NULL;
+	pthread_mutex_unlock(&s->table.lock);
+	pthread_mutex_unlock(&sl->lock);
+	return ok;
+}
+
 /*
  * A synchronous call on an idle worker is written by the caller itself:
- * the writer thread sleeps through all of them.  Before the direct
- * path, each call woke the writer (at least one switch a call).  That
- * the writer's count moves when the writer works is shown after the
- * calls: a burst of asynchronous submits, all but the first queued
- * behind one in flight, goes out through the writer.  (The two ends of
- * each round trip do not show it: the caller sleeps only when the reply
- * is not there yet when it looks, and a sandboxed worker's own count
- * cannot be read from here.)
+ * the writer takes none of them.  Before the direct path, the writer
+ * sent each call (and woke for it).  The control: a burst of
+ * asynchronous submits, all but the first queued behind one in flight,
+ * goes out through the writer.
  */
 static void
 test_perf_path_sync_call_leaves_writer_asleep(void)
@@ -137,16 +164,13 @@ test_perf_path_sync_call_leaves_writer_asleep(void)
 	struct sipc_config c;
 	struct sipc_result r;
 	sipc_supervisor *s;
-	long w0, w1, w2;
+	uint64_t c0, wr0;
+	long w0, w1;
 	const unsigned n = 500, nb = 128;
 	char buf[64];
 	unsigned i, ok = 0;
 
 	st_cfg_base(&c, "echo", NULL, 1);
-	/* The worker's own pid in its stats (in a PID namespace they name
-	 * its sipc-init); the sandbox provider has its own tree. */
-	if (!st_sandboxed())
-		c.containment = SIPC_CONTAIN_PROCESS_GROUP;
 	s = st_start(&c, 1, WAIT_MS);
 	memset(buf, 'x', sizeof(buf));
 	struct sipc_request req = { .payload = buf, .len = sizeof(buf),
@@ -154,20 +178,20 @@ test_perf_path_sync_call_leaves_writer_asleep(void)
 	CU_ASSERT_FATAL(sipc_call(s, &req, &r) == 0);
 	sipc_result_release(&r);
 	w0 = writer_switches_now();
-	CU_ASSERT_FATAL(w0 >= 0);
+	c0 = taken_by(s, SIPC__SEND_CALLER);
+	wr0 = taken_by(s, SIPC__SEND_WRITER);
 	for (i = 0; i < n; i++) {
+		CU_ASSERT_FATAL(tl_wait_until(direct_ready, s, WAIT_MS));
 		CU_ASSERT_FATAL(sipc_call(s, &req, &r) == 0);
 		ok += r.outcome == SIPC_OUTCOME_OK && r.reply_len == sizeof(buf);
 		sipc_result_release(&r);
 	}
 	w1 = tl_thread_switches("sipc-wr0");
 	CU_ASSERT_EQUAL(ok, n);
-	/* A handful, not one a call: nothing but the caller writes. */
-	CU_ASSERT(w1 - w0 < (long)n / 10);
-	if (w1 - w0 >= (long)n / 10)
-		fprintf(stderr, "writer woke %ld times in %u calls\n",
-		    w1 - w0, n);
-	/* The control: the writer's count moves once it has work. */
+	TL_EQ(taken_by(s, SIPC__SEND_CALLER) - c0, n);
+	TL_EQ(taken_by(s, SIPC__SEND_WRITER) - wr0, 0);
+	fprintf(stderr, "writer switched %ld times in %u calls\n", w1 - w0, n);
+	/* The control: the writer takes what the ring holds. */
 	st_outbox_reset(&box);
 	for (i = 0; i < nb; i++) {
 		o[i] = (struct st_outslot){ &box, i };
@@ -177,17 +201,23 @@ test_perf_path_sync_call_leaves_writer_asleep(void)
 	CU_ASSERT_FATAL(st_outbox_wait(&box, nb, WAIT_MS));
 	for (i = 0; i < nb; i++)
 		CU_ASSERT_EQUAL(box.res[i].outcome, SIPC_OUTCOME_OK);
-	w2 = tl_thread_switches("sipc-wr0");
-	CU_ASSERT(w2 > w1);
+	CU_ASSERT(taken_by(s, SIPC__SEND_WRITER) > wr0);
 	st_outbox_release(&box);
 	sipc_destroy(s);
 }
 
+/* Worker 0 has exactly one request in flight. */
+static bool
+one_inflight(void *arg)
+{
+	return st_worker_stats(arg, 0).inflight == 1;
+}
+
 /*
  * A writer with no room (max_inflight reached: the worker sleeps in its
- * one request) sleeps through the submits that fill its ring: a push
- * wakes it only when it could send.  Before, every push woke it for
- * nothing (one switch a submit).  Then everything is answered.
+ * one request) is not signalled by the submits that fill its ring: a
+ * push wakes it only when it could send.  Before, every push woke it for
+ * nothing.  Then everything is answered.
  */
 static void
 test_perf_path_full_writer_not_woken_per_submit(void)
@@ -197,7 +227,7 @@ test_perf_path_full_writer_not_woken_per_submit(void)
 	struct sipc_config c;
 	struct sipc_worker_stats ws;
 	sipc_supervisor *s;
-	long w0, w1;
+	uint64_t p0, p1;
 	char buf[64];
 	unsigned k;
 
@@ -209,8 +239,8 @@ test_perf_path_full_writer_not_woken_per_submit(void)
 	memset(buf, 'y', sizeof(buf));
 	slots[100] = (struct st_outslot){ &box, 100 };
 	st_submit_cmd(s, "sleep 3000", WAIT_MS, &slots[100]);
-	w0 = writer_switches_now();
-	CU_ASSERT_FATAL(w0 >= 0);
+	CU_ASSERT_FATAL(tl_wait_until(one_inflight, s, WAIT_MS));
+	p0 = atomic_load(&s->slots[0].push_wakes);
 	for (k = 0; k < 100; k++) {
 		struct sipc_request req = { .payload = buf, .len = sizeof(buf),
 		    .timeout_ms = WAIT_MS };
@@ -218,20 +248,13 @@ test_perf_path_full_writer_not_woken_per_submit(void)
 		slots[k] = (struct st_outslot){ &box, k };
 		CU_ASSERT_FATAL(sipc_submit(s, &req, st_outbox_done,
 		    &slots[k], NULL) == 0);
-		/* Pacing, not waiting for an event: a writer woken for
-		 * nothing gets the time to run and go back to sleep,
-		 * which is what is counted. */
-		usleep(2000);
 	}
-	w1 = tl_thread_switches("sipc-wr0");
+	p1 = atomic_load(&s->slots[0].push_wakes);
 	ws = st_worker_stats(s, 0);
-	/* Still in the sleep: the measure is only meaningful if so. */
-	if (ws.completed == 0) {
-		CU_ASSERT(w1 - w0 < 10);
-		if (w1 - w0 >= 10)
-			fprintf(stderr, "writer woke %ld times for 100 "
-			    "submits\n", w1 - w0);
-	}
+	/* Still in the sleep (100 submits against 3 s): no room all along. */
+	TL_EQ(ws.completed, 0);
+	TL_EQ(ws.queued, 100);
+	TL_EQ(p1 - p0, 0);
 	CU_ASSERT_FATAL(st_outbox_wait(&box, 101, WAIT_MS));
 	for (k = 0; k <= 100; k++)
 		CU_ASSERT(box.calls[k] == 1 &&
@@ -622,8 +645,8 @@ test_perf_path_call_payload_requeued_intact(void)
 /*
  * Asynchronous submits to an idle worker in a lightly loaded pool are
  * written by the submitting thread too: one request at a time, each
- * waited for, leaves the writer asleep.  Before, every such submit woke
- * the writer (one switch a submit).
+ * waited for, and the writer takes none.  Before, the writer sent every
+ * such submit (and woke for it).
  */
 static void
 test_perf_path_idle_submit_written_directly(void)
@@ -635,6 +658,7 @@ test_perf_path_idle_submit_written_directly(void)
 	sipc_supervisor *s;
 	char buf[64];
 	unsigned k, ok = 0;
+	uint64_t c0, wr0;
 	long w0, w1;
 
 	st_cfg_base(&c, "echo", NULL, 1);
@@ -642,11 +666,13 @@ test_perf_path_idle_submit_written_directly(void)
 	st_outbox_reset(&box);
 	memset(buf, 'z', sizeof(buf));
 	w0 = writer_switches_now();
-	CU_ASSERT_FATAL(w0 >= 0);
+	c0 = taken_by(s, SIPC__SEND_CALLER);
+	wr0 = taken_by(s, SIPC__SEND_WRITER);
 	for (k = 0; k < n; k++) {
 		struct sipc_request req = { .payload = buf,
 		    .len = sizeof(buf), .timeout_ms = WAIT_MS };
 
+		CU_ASSERT_FATAL(tl_wait_until(direct_ready, s, WAIT_MS));
 		slots[k] = (struct st_outslot){ &box, k };
 		CU_ASSERT_FATAL(sipc_submit(s, &req, st_outbox_done,
 		    &slots[k], NULL) == 0);
@@ -658,33 +684,55 @@ test_perf_path_idle_submit_written_directly(void)
 		    box.res[k].outcome == SIPC_OUTCOME_OK &&
 		    box.res[k].reply_len == sizeof(buf);
 	CU_ASSERT_EQUAL(ok, n);
-	CU_ASSERT(w1 - w0 < (long)n / 10);
-	if (w1 - w0 >= (long)n / 10)
-		fprintf(stderr, "writer woke %ld times for %u submits\n",
-		    w1 - w0, n);
+	TL_EQ(taken_by(s, SIPC__SEND_CALLER) - c0, n);
+	TL_EQ(taken_by(s, SIPC__SEND_WRITER) - wr0, 0);
+	fprintf(stderr, "writer switched %ld times for %u submits\n",
+	    w1 - w0, n);
 	st_outbox_release(&box);
 	sipc_destroy(s);
 }
 
 /* ------------------------------------------------------ reader refill */
 
-/* `n` requests of `len` bytes (byte j of request k is k * 31 + j),
- * submitted at once to one echo worker with a window of `inflight`;
- * every one must come back once, OK, with its own bytes.  Returns the
- * writer thread's context switches meanwhile. */
-static long
+/* What refill_run() waits for: every request but the window's in the
+ * ring, the window itself taken by the writer. */
+struct queued_want {
+	sipc_supervisor *s;
+	unsigned queued;
+};
+
+static bool
+queued_reached(void *arg)
+{
+	struct queued_want *w = arg;
+
+	return st_worker_stats(w->s, 0).queued == w->queued;
+}
+
+/* `n` requests of `len` bytes (byte j of request k is k * 31 + j) to one
+ * echo worker with a window of `inflight`, behind a first request that
+ * holds the worker for REFILL_GATE_MS: the writer fills the window and
+ * has no room, the rest waits in the ring, and only then do replies come
+ * back.  Every one must come back once, OK, with its own bytes.  Returns
+ * how many the reader took to send meanwhile. */
+#define REFILL_GATE_MS 2000
+
+static uint64_t
 refill_run(unsigned n, size_t len, unsigned inflight)
 {
 	static struct st_outbox box = { .mu = PTHREAD_MUTEX_INITIALIZER };
 	static struct st_outslot slots[ST_OUTBOX_MAX];
 	struct sipc_config c;
+	struct queued_want qw;
 	sipc_supervisor *s;
 	uint8_t *buf = malloc((size_t)n * len);
 	unsigned k, good = 0;
+	uint64_t t0[3], t1[3];
+	char gate[32];
 	long w0, w1;
 	size_t j;
 
-	CU_ASSERT_FATAL(buf != NULL && n <= ST_OUTBOX_MAX);
+	CU_ASSERT_FATAL(buf != NULL && n < ST_OUTBOX_MAX);
 	for (k = 0; k < n; k++)
 		for (j = 0; j < len; j++)
 			buf[k * len + j] = (uint8_t)(k * 31 + j);
@@ -694,7 +742,11 @@ refill_run(unsigned n, size_t len, unsigned inflight)
 	s = st_start(&c, 1, WAIT_MS);
 	st_outbox_reset(&box);
 	w0 = writer_switches_now();
-	CU_ASSERT_FATAL(w0 >= 0);
+	for (k = 0; k < 3; k++)
+		t0[k] = taken_by(s, (enum sipc__sender)(k + 1));
+	snprintf(gate, sizeof(gate), "sleep %d", REFILL_GATE_MS);
+	slots[n] = (struct st_outslot){ &box, n };
+	st_submit_cmd(s, gate, WAIT_MS, &slots[n]);
 	for (k = 0; k < n; k++) {
 		struct sipc_request req = { .payload = buf + k * len,
 		    .len = len, .timeout_ms = WAIT_MS };
@@ -703,38 +755,43 @@ refill_run(unsigned n, size_t len, unsigned inflight)
 		CU_ASSERT_FATAL(sipc_submit(s, &req, st_outbox_done,
 		    &slots[k], NULL) == 0);
 	}
-	CU_ASSERT_FATAL(st_outbox_wait(&box, n, WAIT_MS));
+	qw = (struct queued_want){ s, n + 1 - inflight };
+	CU_ASSERT(tl_wait_until(queued_reached, &qw, WAIT_MS));
+	/* The gate still holds (a generous bound on n submits). */
+	TL_EQ(st_worker_stats(s, 0).completed, 0);
+	CU_ASSERT_FATAL(st_outbox_wait(&box, n + 1, WAIT_MS));
 	w1 = tl_thread_switches("sipc-wr0");
+	for (k = 0; k < 3; k++)
+		t1[k] = taken_by(s, (enum sipc__sender)(k + 1)) - t0[k];
 	for (k = 0; k < n; k++)
 		good += box.calls[k] == 1 &&
 		    box.res[k].outcome == SIPC_OUTCOME_OK &&
 		    box.res[k].reply_len == len &&
 		    memcmp(box.res[k].reply, buf + k * len, len) == 0;
 	CU_ASSERT_EQUAL(good, n);
+	TL_EQ(t1[0] + t1[1] + t1[2], n + 1);
+	fprintf(stderr, "%u requests of %zu B: writer took %llu, callers %llu, "
+	    "reader %llu; writer switched %ld times\n", n, len,
+	    (unsigned long long)t1[0], (unsigned long long)t1[1],
+	    (unsigned long long)t1[2], w1 - w0);
 	st_outbox_release(&box);
 	sipc_destroy(s);
 	free(buf);
-	return w1 - w0;
+	return t1[SIPC__SEND_READER - 1];
 }
 
 /*
  * A deep pipeline on one worker: once the window is full, the replies
  * that give room back are followed by the reader sending the next
- * requests itself, half a window at a time, instead of waking the
- * writer each time a reply frees a place.  Before, the writer woke at
- * least once per window's worth of replies (480 / 8 = 60 times here,
- * in practice once or twice per reply read).
+ * requests itself, instead of waking the writer.  The first refill after
+ * the gate is always the reader's: the writer sleeps without room and
+ * nothing else wakes it.  Before, the reader only woke the writer
+ * (taken by the reader: none).
  */
 static void
 test_perf_path_pipeline_refilled_by_reader(void)
 {
-	const unsigned n = 480;
-	long woke = refill_run(n, 64, 8);
-
-	CU_ASSERT(woke < (long)n / 16);
-	if (woke >= (long)n / 16)
-		fprintf(stderr, "writer woke %ld times for %u requests\n",
-		    woke, n);
+	CU_ASSERT(refill_run(480, 64, 8) > 0);
 }
 
 /*
@@ -746,7 +803,7 @@ test_perf_path_pipeline_refilled_by_reader(void)
 static void
 test_perf_path_refill_rest_finished_by_writer(void)
 {
-	(void)refill_run(160, 60 * 1024, 8);
+	CU_ASSERT(refill_run(160, 60 * 1024, 8) > 0);
 }
 
 /*
