@@ -126,8 +126,8 @@ const char *sipc_strerror(int err);
  *   WORKER_ERROR  the worker replied with an error frame (code + bytes).
  *   REJECTED      the request was never written to any worker.  Safe to
  *                 resubmit.  `error` says why (FULL, UNAVAILABLE,
- *                 SHUTDOWN, JOURNAL: its record could not be
- *                 journalled).  An oversize payload is refused by
+ *                 SHUTDOWN, CANCELLED by sipc_cancel(), JOURNAL: its
+ *                 record could not be journalled).  An oversize payload is refused by
  *                 sipc_submit() itself (SIPC_E_TOOBIG), not a result.
  *   TIMEOUT       the deadline passed.  `may_have_run` says whether the
  *                 request had been written to a worker.
@@ -136,7 +136,8 @@ const char *sipc_strerror(int err);
  *                 never retried unless it was submitted SIPC_REQ_IDEMPOTENT.
  *                 `error` says why (WORKER_DIED, POISON, PROTOCOL, STALL,
  *                 SHUTDOWN, TIMEOUT after a deadline's termination,
- *                 UNAVAILABLE, JOURNAL; CONTRACT.md section 6).
+ *                 UNAVAILABLE, JOURNAL, CANCELLED: sipc_cancel() after
+ *                 it was written; CONTRACT.md section 6).
  */
 enum sipc_outcome {
 	SIPC_OUTCOME_OK = 0,
@@ -658,6 +659,24 @@ int sipc_submit(sipc_supervisor *s, const struct sipc_request *req,
  */
 int sipc_call(sipc_supervisor *s, const struct sipc_request *req,
               struct sipc_result *ret);
+
+/*
+ * Give up on request `id` (sipc_submit()'s *ret_id).  Exactly one outcome
+ * still reaches its callback, delivered before this returns 0:
+ *   not yet written to a worker: REJECTED / SIPC_E_CANCELLED, provably
+ *     never run (safe to resubmit);
+ *   written: UNKNOWN / SIPC_E_CANCELLED with may_have_run, never retried
+ *     (even SIPC_REQ_IDEMPOTENT).  The worker is sent a CANCEL; one that
+ *     still holds the request cancel_grace_ms later is ended, as after a
+ *     deadline (SIPC_TERM_DEADLINE).  A reply that comes meanwhile is
+ *     dropped.
+ * SIPC_E_NOTFOUND when the request already has its outcome (a reply,
+ * a deadline or an end that came first) or no such id was submitted;
+ * SIPC_E_SHUTDOWN once sipc_destroy() has begun.  The callback may run on
+ * this thread, under a callback's rules.  Any thread, including
+ * completion callbacks.
+ */
+int sipc_cancel(sipc_supervisor *s, uint64_t id);
 
 enum sipc_worker_state {
 	SIPC_WS_IDLE = 0,     /* slot empty (before spawn, backoff; exec

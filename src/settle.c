@@ -348,6 +348,90 @@ sipc__scan_deadlines(struct sipc_supervisor *s, int64_t now, int64_t *next)
 	*next = c.next;
 }
 
+/* ------------------------------------------------------------ cancel */
+
+/*
+ * sipc_cancel(): the host gives up on request `id`.  Never written (in a
+ * ring, or on its way to one): REJECTED / SIPC_E_CANCELLED now, provably
+ * never run (unless an earlier attempt reached a worker that died:
+ * finish() makes that UNKNOWN).  Written: UNKNOWN / SIPC_E_CANCELLED now
+ * (it may have run), and the worker is sent a CANCEL; the entry stays
+ * until it answers or ends, and a worker still holding it past
+ * cancel_grace_ms is ended, as after a deadline (collect_expired()).
+ * SIPC_E_NOTFOUND when no request of that id is waiting for an outcome.
+ * No lock held on entry.
+ */
+int
+sipc__cancel(struct sipc_supervisor *s, uint64_t id)
+{
+	struct sipc__slot *sl;
+	struct sipc__req *q;
+	bool was_queued;
+	int idx;
+
+	pthread_mutex_lock(&s->table.lock);
+	q = sipc__table_find(&s->table, id);
+	if (q == NULL || q->delivered || q->state == SIPC__R_GONE) {
+		pthread_mutex_unlock(&s->table.lock);
+		return SIPC_E_NOTFOUND;
+	}
+	sipc__req_ref(q);
+	for (;;) {
+		if (q->delivered || q->state == SIPC__R_GONE) {
+			pthread_mutex_unlock(&s->table.lock);
+			sipc__req_unref(s, q);
+			return SIPC_E_NOTFOUND;
+		}
+		if ((idx = q->slot) < 0) {
+			/* Not on any ring yet, or between two: whoever holds
+			 * it finds it answered and drops it (ring_put()). */
+			pthread_mutex_unlock(&s->table.lock);
+			finish(s, q, SIPC_OUTCOME_REJECTED, SIPC_E_CANCELLED,
+			    false, NULL);
+			sipc__req_unref(s, q);
+			return 0;
+		}
+		pthread_mutex_unlock(&s->table.lock);
+		sl = &s->slots[idx];
+		pthread_mutex_lock(&sl->lock);
+		pthread_mutex_lock(&s->table.lock);
+		if (q->slot == idx)
+			break;
+		pthread_mutex_unlock(&sl->lock);   /* moved meanwhile */
+	}
+	if (q->delivered || q->state == SIPC__R_GONE) {
+		pthread_mutex_unlock(&s->table.lock);
+		pthread_mutex_unlock(&sl->lock);
+		sipc__req_unref(s, q);
+		return SIPC_E_NOTFOUND;
+	}
+	if (q->state == SIPC__R_QUEUED) {
+		was_queued = sipc__ring_remove(&sl->ring, q);
+		pthread_mutex_unlock(&s->table.lock);
+		pthread_cond_broadcast(&sl->cv_space);
+		pthread_mutex_unlock(&sl->lock);
+		finish(s, q, SIPC_OUTCOME_REJECTED, SIPC_E_CANCELLED, false,
+		    NULL);
+		if (was_queued)
+			sipc__req_send_unref(s, q); /* the ring's reference */
+		sipc__req_unref(s, q);
+		return 0;
+	}
+	q->cancel_at_ms = sipc__now_ms();
+	if (sl->ncancels < sl->cancels_cap)
+		sl->cancels[sl->ncancels++] = q->id;
+	pthread_cond_signal(&sl->cv_writer);
+	pthread_mutex_unlock(&s->table.lock);
+	pthread_mutex_unlock(&sl->lock);
+	sipc__outcome(s, q, SIPC_OUTCOME_UNKNOWN, SIPC_E_CANCELLED, true, NULL,
+	    0, 0);
+	/* The grace is the reaper's to watch: it sleeps until the next
+	 * deadline it knew of, which may be later than this one. */
+	sipc__reaper_wake(s);
+	sipc__req_unref(s, q);
+	return 0;
+}
+
 /* ------------------------------------------------------------ end now */
 
 /* sipc_destroy_now(): every never-written request on this slot's ring

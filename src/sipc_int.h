@@ -661,6 +661,8 @@ extern _Atomic bool sipc__steal_off; /* tests only */
 int sipc__dispatch_move(struct sipc_supervisor *s, struct sipc__req *q,
                         unsigned to, unsigned from);
 unsigned sipc__cancel_written(struct sipc__slot *sl);
+/* sipc_cancel()'s work (settle.c); no lock held. */
+int sipc__cancel(struct sipc_supervisor *s, uint64_t id);
 /* Expire what passed its deadline; a slot whose worker must be stopped
  * for it gets deadline_stop set, for the reaper to act on. */
 void sipc__scan_deadlines(struct sipc_supervisor *s, int64_t now,

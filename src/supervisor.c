@@ -243,6 +243,24 @@ sipc_call(sipc_supervisor *s, const struct sipc_request *req,
 	return rc;
 }
 
+int
+sipc_cancel(sipc_supervisor *s, uint64_t id)
+{
+	int rc;
+	bool was;
+
+	if (s == NULL)
+		return -EINVAL;
+	if ((rc = sipc__api_enter(s)) < 0)
+		return rc;
+	/* An outcome delivered here runs its callback on this thread. */
+	was = sipc__callback_rules_begin();
+	rc = sipc__cancel(s, id);
+	sipc__lib_thread = was;
+	sipc__api_leave(s);
+	return rc;
+}
+
 /* ------------------------------------------------------------ create */
 
 static char *
