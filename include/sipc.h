@@ -104,7 +104,8 @@ const char *sipc_version_string(void);
 	X(SIPC_E_CANCELLED, -1020, "request cancelled")                       \
 	X(SIPC_E_STALL, -1021, "worker stalled")                              \
 	X(SIPC_E_NOTFOUND, -1022, "no such request")                          \
-	X(SIPC_E_CGROUP, -1023, "cgroup or resource limit cannot be enforced here")
+	X(SIPC_E_CGROUP, -1023, "cgroup or resource limit cannot be enforced here") \
+	X(SIPC_E_QUEUE_TIMEOUT, -1024, "request waited past its queue budget unwritten")
 
 enum sipc_error {
 #define SIPC__ERRENUM(name, val, msg) name = (val),
@@ -126,8 +127,9 @@ const char *sipc_strerror(int err);
  *   WORKER_ERROR  the worker replied with an error frame (code + bytes).
  *   REJECTED      the request was never written to any worker.  Safe to
  *                 resubmit.  `error` says why (FULL, UNAVAILABLE,
- *                 SHUTDOWN, CANCELLED by sipc_cancel(), JOURNAL: its
- *                 record could not be journalled).  An oversize payload is refused by
+ *                 SHUTDOWN, CANCELLED by sipc_cancel(), QUEUE_TIMEOUT:
+ *                 its queue budget passed before it was written,
+ *                 JOURNAL: its record could not be journalled).  An oversize payload is refused by
  *                 sipc_submit() itself (SIPC_E_TOOBIG), not a result.
  *   TIMEOUT       the deadline passed.  `may_have_run` says whether the
  *                 request had been written to a worker.
@@ -378,6 +380,11 @@ struct sipc_config {
 	unsigned drain_ms;            /* destroy: wait for in-flight (5000) */
 	unsigned stall_ms;            /* no progress with work pending (10000) */
 	unsigned cancel_grace_ms;     /* deadline to termination (2000) */
+	/* Queue budget: a request not yet written to any worker this long
+	 * after its submit ends REJECTED / SIPC_E_QUEUE_TIMEOUT (never
+	 * run, safe to resubmit elsewhere), apart from its run deadline.
+	 * Bounds only the wait before the first write.  0 = none (0). */
+	unsigned queue_timeout_ms;
 	unsigned idempotent_retries;  /* extra attempts for idempotent (2) */
 
 	unsigned restart_base_ms;     /* first backoff (100) */
@@ -610,6 +617,8 @@ struct sipc_request {
 	unsigned timeout_ms;        /* wall-clock deadline from submit; 0 = none */
 	unsigned flags;             /* enum sipc_req_flags */
 	const char *idempotency_key;/* optional, journalled for reconcile */
+	unsigned queue_timeout_ms;  /* queue budget from submit; 0 = the
+	                             * supervisor's cfg.queue_timeout_ms */
 };
 
 /*

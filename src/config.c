@@ -54,6 +54,7 @@ const struct sipc__cfg_key sipc__cfg_keys[] = {
 	NUM(drain_ms, 0, 600000),
 	NUM(stall_ms, 1, DAY_MS),
 	NUM(cancel_grace_ms, 0, 600000),
+	NUM(queue_timeout_ms, 0, DAY_MS),
 	NUM(idempotent_retries, 0, 100),
 	NUM(restart_base_ms, 1, 3600000),
 	NUM(restart_cap_ms, 1, DAY_MS),

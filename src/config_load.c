@@ -49,6 +49,7 @@
  *   handshake_ms 1..600000       grace_ms 0..600000
  *   drain_ms 0..600000           stall_ms 1..86400000
  *   cancel_grace_ms 0..600000    idempotent_retries 0..100
+ *   queue_timeout_ms 0..86400000 (0 = none)
  *   restart_base_ms 1..3600000   restart_cap_ms 1..86400000
  *   restart_reset_ms 0..86400000 restart_intensity 1..100
  *   restart_window_ms 1..86400000 pool_restart_budget 1..1000

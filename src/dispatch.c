@@ -294,7 +294,8 @@ sipc__dispatch_requeue(struct sipc_supervisor *s, struct sipc__req *q, int avoid
 
 /* Blocking (up to the request's deadline) or non-blocking dispatch of
  * a new request.  0: queued.  Else SIPC_E_FULL / _UNAVAILABLE /
- * _SHUTDOWN / SIPC_E_TIMEOUT (deadline passed while waiting for room). */
+ * _SHUTDOWN / SIPC_E_TIMEOUT (deadline passed while waiting for room) /
+ * SIPC_E_QUEUE_TIMEOUT (the queue budget did). */
 int
 sipc__dispatch_new(struct sipc_supervisor *s, struct sipc__req *q,
                    struct sipc__callread *cr)
@@ -348,6 +349,13 @@ sipc__dispatch_new(struct sipc_supervisor *s, struct sipc__req *q,
 				pthread_cond_signal(&sl->cv_writer);
 			return 0;
 		}
+		if (rc == 1) {
+			/* answered meanwhile (sipc_cancel()): nothing to
+			 * queue, and nothing more to wait for */
+			pthread_mutex_unlock(&sl->lock);
+			rc = 0;
+			break;
+		}
 		if ((q->flags & SIPC_REQ_NOWAIT) || sipc__lib_thread) {
 			pthread_mutex_unlock(&sl->lock);
 			rc = SIPC_E_FULL;
@@ -356,6 +364,12 @@ sipc__dispatch_new(struct sipc_supervisor *s, struct sipc__req *q,
 		if (q->deadline_ms != 0 && sipc__now_ms() >= q->deadline_ms) {
 			pthread_mutex_unlock(&sl->lock);
 			rc = SIPC_E_TIMEOUT;
+			break;
+		}
+		if (q->queue_deadline_ms != 0 &&
+		    sipc__now_ms() >= q->queue_deadline_ms) {
+			pthread_mutex_unlock(&sl->lock);
+			rc = SIPC_E_QUEUE_TIMEOUT;
 			break;
 		}
 		sipc__abstime(&ts, SIPC__WAIT_SLICE_MS);

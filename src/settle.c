@@ -257,6 +257,14 @@ sipc__settle(struct sipc__slot *sl, const struct sipc_exit *e,
 
 /* ------------------------------------------------------------ deadlines */
 
+/* Table lock held: does `q`'s queue budget still run? */
+static bool
+queue_budget_on(const struct sipc__req *q)
+{
+	return q->queue_deadline_ms != 0 && q->attempts == 0 &&
+	    q->state == SIPC__R_QUEUED;
+}
+
 static void
 collect_expired(struct sipc__req *q, void *arg)
 {
@@ -268,6 +276,15 @@ collect_expired(struct sipc__req *q, void *arg)
 			collect_push(c, q);
 		else
 			c->next = min64(c->next, q->deadline_ms);
+	}
+	/* The queue budget: only before the first write (attempts 0),
+	 * and not twice for one request already collected above. */
+	if (!q->delivered && queue_budget_on(q) &&
+	    (q->deadline_ms == 0 || q->deadline_ms > c->now)) {
+		if (q->queue_deadline_ms <= c->now)
+			collect_push(c, q);
+		else
+			c->next = min64(c->next, q->queue_deadline_ms);
 	}
 	if (q->delivered && q->cancel_at_ms != 0 &&
 	    (q->state == SIPC__R_WRITTEN || q->state == SIPC__R_ACCEPTED)) {
@@ -309,14 +326,35 @@ expire_one(struct sipc_supervisor *s, struct sipc__req *q, int64_t now)
 		return;
 	}
 	if (q->state == SIPC__R_QUEUED) {
-		bool was_queued = sipc__ring_remove(&sl->ring, q);
+		/* Its run deadline first: TIMEOUT says more than the
+		 * queue budget when both have passed. */
+		bool timeout = q->deadline_ms != 0 && q->deadline_ms <= now;
+		bool was_queued;
 
+		if (!timeout && !(queue_budget_on(q) &&
+		    q->queue_deadline_ms <= now)) {
+			pthread_mutex_unlock(&s->table.lock);
+			pthread_mutex_unlock(&sl->lock);
+			return;
+		}
+		was_queued = sipc__ring_remove(&sl->ring, q);
 		pthread_mutex_unlock(&s->table.lock);
 		pthread_cond_broadcast(&sl->cv_space);
 		pthread_mutex_unlock(&sl->lock);
-		finish(s, q, SIPC_OUTCOME_TIMEOUT, SIPC_E_TIMEOUT, false, NULL);
+		if (timeout)
+			finish(s, q, SIPC_OUTCOME_TIMEOUT, SIPC_E_TIMEOUT,
+			    false, NULL);
+		else
+			finish(s, q, SIPC_OUTCOME_REJECTED,
+			    SIPC_E_QUEUE_TIMEOUT, false, NULL);
 		if (was_queued)
 			sipc__req_send_unref(s, q); /* the ring's reference */
+		return;
+	}
+	if (q->deadline_ms == 0 || q->deadline_ms > now) {
+		/* collected for its queue budget, written since */
+		pthread_mutex_unlock(&s->table.lock);
+		pthread_mutex_unlock(&sl->lock);
 		return;
 	}
 	/* On a worker: tell the caller now, ask the worker to stop, and

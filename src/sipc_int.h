@@ -76,6 +76,7 @@ struct sipc__req {
 	struct sipc__late *late;      /* [const] NULL: not lent */
 	atomic_uint senders;
 	int64_t deadline_ms;          /* [const] monotonic; 0 = none */
+	int64_t queue_deadline_ms;    /* [const] queue budget's end; 0 = none */
 	sipc_done_fn done;            /* [const] */
 	void *done_arg;               /* [const] */
 	/* [table] */

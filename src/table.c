@@ -119,6 +119,7 @@ sipc__req_new(struct sipc_supervisor *s, const struct sipc_request *r,
 	bool mid = !lent && r->len >= SIPC__MIDC_MIN &&
 	    r->len <= SIPC__MIDC_MAX;
 	struct sipc__req *q;
+	unsigned qt;
 	size_t extra = lent ? sizeof(struct sipc__late) :
 	    large || mid ? 0 : r->len;
 
@@ -154,6 +155,9 @@ sipc__req_new(struct sipc_supervisor *s, const struct sipc_request *r,
 	q->len = (uint32_t)r->len;
 	q->flags = r->flags;
 	q->deadline_ms = r->timeout_ms ? sipc__now_ms() + r->timeout_ms : 0;
+	qt = r->queue_timeout_ms ? r->queue_timeout_ms :
+	    s->cfg.queue_timeout_ms;
+	q->queue_deadline_ms = qt ? sipc__now_ms() + qt : 0;
 	q->done = done;
 	q->done_arg = arg;
 	q->call = call;
