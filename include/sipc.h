@@ -214,6 +214,12 @@ struct sipc_result {
 	 * (escaped text, NUL-terminated, owned by the result; may be NULL). */
 	struct sipc_exit exit;
 	const char *diag_tail;
+	/* Where its time went (monotonic clock): submit to its first write
+	 * to a worker (the whole wait when never written), and that write
+	 * to the outcome (0 when never written; across a move to another
+	 * worker after an end it includes the wait between the two). */
+	uint64_t queue_us;
+	uint64_t run_us;
 };
 
 /* Free what a result owns (reply, diag_tail) and clear it.  Accepts NULL
@@ -748,6 +754,10 @@ struct sipc_stats {
 	 * hangs, a process that would not die, an init that never
 	 * reported); each is logged at SIPC_LOG_WARN. */
 	uint64_t bounds_expired;
+	/* struct sipc_result's queue_us and run_us summed over every
+	 * outcome so far (their count: completed_ok + worker_errors +
+	 * rejected + timeouts + unknown). */
+	uint64_t queue_us_sum, run_us_sum;
 };
 
 /* Snapshot of counters.  Allocates ret->workers; free with

@@ -16,10 +16,12 @@ sipc__outcome_set(struct sipc_supervisor *s, struct sipc__req *q,
                   struct sipc_result *res)
 {
 	struct sipc__slot *sl;
+	int64_t now;
 
 	if (q->delivered)
 		return false;
 	q->delivered = true;
+	now = sipc__now_ns();
 	/* only sipc_destroy() waits for pending to reach 0 */
 	if (--s->table.pending == 0 || atomic_load(&s->closing))
 		pthread_cond_broadcast(&s->table.cv);
@@ -30,6 +32,15 @@ sipc__outcome_set(struct sipc_supervisor *s, struct sipc__req *q,
 	res->request_id = q->id;
 	res->attempts = q->attempts;
 	res->exit = q->last_exit;
+	/* Submit to first write, and first write to now (the outcome). */
+	res->queue_us = (uint64_t)((q->written_ns ? q->written_ns : now) -
+	    q->submit_ns) / 1000;
+	res->run_us = q->written_ns ? (uint64_t)(now - q->written_ns) / 1000 :
+	    0;
+	atomic_fetch_add_explicit(&s->queue_us_sum, res->queue_us,
+	    memory_order_relaxed);
+	atomic_fetch_add_explicit(&s->run_us_sum, res->run_us,
+	    memory_order_relaxed);
 	if (q->attempts > 0 && q->slot >= 0) {
 		sl = &s->slots[q->slot];
 		res->worker_id = sl->idx;
@@ -210,7 +221,8 @@ sipc__outcome_unsend(struct sipc_supervisor *s, struct sipc__slot *sl,
 	    (q->state == SIPC__R_WRITTEN || q->state == SIPC__R_ACCEPTED);
 	if (mine) {
 		q->state = SIPC__R_GONE;
-		q->attempts--;
+		if (--q->attempts == 0)
+			q->written_ns = 0;     /* never written after all */
 		atomic_fetch_sub(&sl->inflight, 1);
 		sipc__table_remove(&s->table, q);
 		/* Not sent now; an earlier worker that died with it may

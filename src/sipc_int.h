@@ -77,6 +77,7 @@ struct sipc__req {
 	atomic_uint senders;
 	int64_t deadline_ms;          /* [const] monotonic; 0 = none */
 	int64_t queue_deadline_ms;    /* [const] queue budget's end; 0 = none */
+	int64_t submit_ns;            /* [const] monotonic */
 	sipc_done_fn done;            /* [const] */
 	void *done_arg;               /* [const] */
 	/* [table] */
@@ -87,6 +88,7 @@ struct sipc__req {
 	uint32_t gen;                 /* generation it was written to */
 	pid_t pid;
 	unsigned attempts;            /* times written */
+	int64_t written_ns;           /* first write; 0 = never written */
 	unsigned deaths;              /* workers that died with it in flight */
 	bool unstarted;               /* settle: provably never started */
 	uint64_t pos;                 /* its REQUEST frame's place on the
@@ -363,6 +365,7 @@ struct sipc_supervisor {
 	_Atomic uint64_t n_submitted, n_ok, n_werr, n_rejected, n_timeout,
 	    n_unknown, n_requeued, n_retried, n_violations, n_restarts;
 	_Atomic uint64_t n_bounds_expired;  /* sipc__bounds_take() */
+	_Atomic uint64_t queue_us_sum, run_us_sum;  /* over outcomes */
 };
 
 /* true in library threads (reader, writer, reaper), and on a host thread

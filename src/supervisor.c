@@ -138,10 +138,13 @@ submit(sipc_supervisor *s, const struct sipc_request *req, sipc_done_fn done,
 		goto out;
 	}
 	atomic_fetch_add(&s->n_submitted, 1);
-	/* In the table now: a deadline before the reaper's next wake-up
-	 * needs a wake-up of its own (X2: TIMEOUT at the deadline). */
-	if (q->deadline_ms != 0 &&
-	    q->deadline_ms < atomic_load(&s->timer_at_ms))
+	/* In the table now: a deadline or a queue budget that ends before
+	 * the reaper's next wake-up needs a wake-up of its own (X2:
+	 * TIMEOUT at the deadline). */
+	if ((q->deadline_ms != 0 &&
+	    q->deadline_ms < atomic_load(&s->timer_at_ms)) ||
+	    (q->queue_deadline_ms != 0 &&
+	    q->queue_deadline_ms < atomic_load(&s->timer_at_ms)))
 		sipc__reaper_wake(s);
 	/* Once dispatched, q may be answered and freed at any moment. */
 	id = q->id;
@@ -657,6 +660,8 @@ sipc_stats_get(sipc_supervisor *s, struct sipc_stats *ret)
 	ret->protocol_violations = atomic_load(&s->n_violations);
 	ret->restarts = atomic_load(&s->n_restarts);
 	ret->bounds_expired = atomic_load(&s->n_bounds_expired);
+	ret->queue_us_sum = atomic_load(&s->queue_us_sum);
+	ret->run_us_sum = atomic_load(&s->run_us_sum);
 	pthread_mutex_lock(&s->table.lock);
 	ret->mem_held = s->table.mem_held;
 	ret->pending = s->table.pending;

@@ -158,6 +158,7 @@ sipc__req_new(struct sipc_supervisor *s, const struct sipc_request *r,
 	qt = r->queue_timeout_ms ? r->queue_timeout_ms :
 	    s->cfg.queue_timeout_ms;
 	q->queue_deadline_ms = qt ? sipc__now_ms() + qt : 0;
+	q->submit_ns = sipc__now_ns();
 	q->done = done;
 	q->done_arg = arg;
 	q->call = call;

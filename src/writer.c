@@ -160,7 +160,8 @@ mark_written(struct sipc__slot *sl, struct sipc__req *q)
 	q->slot = (int)sl->idx;
 	q->gen = sl->generation;
 	q->pid = sl->pid;
-	q->attempts++;
+	if (q->attempts++ == 0)
+		q->written_ns = sipc__now_ns();
 	q->pos = 0;
 	if (sl->inflight++ == 0)
 		sl->svc_from_ns = sipc__now_ns();
