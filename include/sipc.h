@@ -168,6 +168,18 @@ enum sipc_exit_kind {
 	                           * own cgroup (memory_max reached; signo is
 	                           * SIGKILL); reason: ours, if we were also
 	                           * stopping it */
+	SIPC_EXIT_RECYCLED,       /* retired as planned (max_requests,
+	                           * max_age_ms), nothing in flight, and
+	                           * ended by us (reason POLICY, recycle
+	                           * says why); not a failure: no restart
+	                           * is counted against any limit */
+};
+
+/* Why a worker was recycled (SIPC_EXIT_RECYCLED). */
+enum sipc_recycle_reason {
+	SIPC_RECYCLE_NONE = 0,
+	SIPC_RECYCLE_REQUESTS,    /* max_requests written to it */
+	SIPC_RECYCLE_AGE,         /* max_age_ms since its start */
 };
 const char *sipc_exit_kind_name(enum sipc_exit_kind k);
 
@@ -189,6 +201,7 @@ struct sipc_exit {
 	int signo;                /* signal that ended it, if any */
 	bool core_dumped;
 	enum sipc_term_reason reason;
+	enum sipc_recycle_reason recycle; /* SIPC_EXIT_RECYCLED: why */
 };
 
 /* Format an exit classification ("killed by signal 11 (core dumped)").
@@ -391,6 +404,14 @@ struct sipc_config {
 	 * run, safe to resubmit elsewhere), apart from its run deadline.
 	 * Bounds only the wait before the first write.  0 = none (0). */
 	unsigned queue_timeout_ms;
+	/* Planned recycling (0 = off): a worker is retired once this many
+	 * requests were written to it, or this long after its start.  A
+	 * retiring worker takes no new request, finishes those in flight,
+	 * then is ended (TERM, grace, KILL) and started again at once:
+	 * SIPC_EXIT_RECYCLED, never counted against restart_intensity,
+	 * pool_restart_budget or POISON. */
+	unsigned max_requests;
+	unsigned max_age_ms;
 	unsigned idempotent_retries;  /* extra attempts for idempotent (2) */
 
 	unsigned restart_base_ms;     /* first backoff (100) */
@@ -717,6 +738,7 @@ struct sipc_worker_stats {
 	uint64_t completed;
 	uint64_t protocol_violations;
 	uint64_t restarts;
+	uint64_t recycles;        /* planned ends (SIPC_EXIT_RECYCLED) */
 	struct sipc_exit last_exit;
 	/* what the current (or last) generation got; AUTO before a start */
 	enum sipc_containment containment;
@@ -758,6 +780,8 @@ struct sipc_stats {
 	 * outcome so far (their count: completed_ok + worker_errors +
 	 * rejected + timeouts + unknown). */
 	uint64_t queue_us_sum, run_us_sum;
+	/* Planned recycles by reason (not in restarts). */
+	uint64_t recycled_requests, recycled_age;
 };
 
 /* Snapshot of counters.  Allocates ret->workers; free with

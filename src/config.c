@@ -55,6 +55,8 @@ const struct sipc__cfg_key sipc__cfg_keys[] = {
 	NUM(stall_ms, 1, DAY_MS),
 	NUM(cancel_grace_ms, 0, 600000),
 	NUM(queue_timeout_ms, 0, DAY_MS),
+	NUM(max_requests, 0, UINT32_MAX),
+	NUM(max_age_ms, 0, DAY_MS),
 	NUM(idempotent_retries, 0, 100),
 	NUM(restart_base_ms, 1, 3600000),
 	NUM(restart_cap_ms, 1, DAY_MS),

@@ -119,7 +119,10 @@ pick_slot(struct sipc_supervisor *s, int avoid, size_t len, bool gather)
 		 * checks them again under the chosen slot's lock.  One lock
 		 * per submit, whatever the pool size. */
 		switch (sl->state) {
-		case SIPC_WS_READY: rank = 0; break;
+		case SIPC_WS_READY:
+			/* retiring: ending soon, as a stopping one */
+			rank = atomic_load(&sl->retiring) ? 2 : 0;
+			break;
 		case SIPC_WS_STARTING:
 		case SIPC_WS_IDLE: rank = 1; break;
 		/* Its worker is ending; the slot restarts unless it cools

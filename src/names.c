@@ -34,6 +34,7 @@ sipc_exit_kind_name(enum sipc_exit_kind k)
 	case SIPC_EXIT_HANDSHAKE: return "handshake";
 	case SIPC_EXIT_LOST: return "lost";
 	case SIPC_EXIT_OOM: return "oom";
+	case SIPC_EXIT_RECYCLED: return "recycled";
 	}
 	return "invalid";
 }
@@ -131,6 +132,11 @@ sipc_exit_format(const struct sipc_exit *e, char *buf, size_t len)
 	case SIPC_EXIT_OOM:
 		return snprintf(buf, len, "killed by the OOM killer in its "
 		    "cgroup (memory_max reached)");
+	case SIPC_EXIT_RECYCLED:
+		raw_end(e, raw, sizeof(raw));
+		return snprintf(buf, len, "recycled (%s); %s",
+		    e->recycle == SIPC_RECYCLE_AGE ? "max_age_ms" :
+		    "max_requests", raw);
 	}
 	return snprintf(buf, len, "invalid exit");
 }

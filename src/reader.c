@@ -295,6 +295,10 @@ on_reply(struct reader *r, struct sipc_frame *f)
 	q->state = SIPC__R_GONE;
 	atomic_fetch_add_explicit(&sl->replies_by[r->caller], 1,
 	    memory_order_relaxed);
+	/* A retiring worker's last answer: the reaper ends it now. */
+	if (sl->inflight == 1 && atomic_load(&sl->retiring) !=
+	    SIPC_RECYCLE_NONE)
+		sipc__reaper_wake(s);
 	/* A writer without room sleeps until a reply makes some: that
 	 * wake is batched (writer_flush()). */
 	if (sl->inflight-- == s->cfg.max_inflight && !r->wake_writer) {

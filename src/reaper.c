@@ -58,6 +58,51 @@ has_work(struct sipc__slot *sl)
 	return sl->ring.count > 0 || atomic_load(&sl->inflight) > 0;
 }
 
+/*
+ * Planned recycling of a READY worker: retire it at max_age_ms (at
+ * max_requests the writer did, writer.c); a retired one's queue goes
+ * where it can run, and once nothing is in flight or half-sent it is
+ * ended (POLICY: SIPC_EXIT_RECYCLED, slot.c).  What ends its last
+ * request wakes the reaper (reader.c); a poll covers the other ways a
+ * request leaves (a deadline, a cancel answered).
+ */
+#define RECYCLE_POLL_MS 50
+
+static void
+tick_recycle(struct sipc__slot *sl, int64_t now, int64_t *next)
+{
+	struct sipc_supervisor *s = sl->sup;
+	int why = atomic_load(&sl->retiring), none = SIPC_RECYCLE_NONE;
+	bool idle;
+
+	if (why == SIPC_RECYCLE_NONE && s->cfg.max_age_ms != 0) {
+		if (now - sl->started_ms >= s->cfg.max_age_ms &&
+		    atomic_compare_exchange_strong(&sl->retiring, &none,
+		    SIPC_RECYCLE_AGE))
+			why = SIPC_RECYCLE_AGE;
+		else
+			*next = min64(*next, sl->started_ms + s->cfg.max_age_ms);
+	}
+	if (why == SIPC_RECYCLE_NONE)
+		return;
+	if (!sl->recycle_noted) {
+		sl->recycle_noted = true;
+		sipc__log(s, SIPC_LOG_INFO, sl, "recycling worker: %s",
+		    why == SIPC_RECYCLE_AGE ? "max_age_ms reached" :
+		    "max_requests written");
+		sipc__move_queued(sl, true, SIPC_E_UNAVAILABLE);
+	}
+	pthread_mutex_lock(&sl->lock);
+	idle = atomic_load(&sl->inflight) == 0 &&
+	    sl->sending == SIPC__SEND_NONE && sl->rest == NULL &&
+	    sl->handoff == NULL;
+	pthread_mutex_unlock(&sl->lock);
+	if (idle)
+		sipc__slot_terminate(sl, SIPC_TERM_POLICY, now);
+	else
+		*next = min64(*next, now + RECYCLE_POLL_MS);
+}
+
 static void
 tick_live(struct sipc__slot *sl, int64_t now, int64_t *next)
 {
@@ -94,6 +139,9 @@ tick_live(struct sipc__slot *sl, int64_t now, int64_t *next)
 		else
 			*next = min64(*next, sl->started_ms + s->cfg.handshake_ms);
 	}
+	if (st == SIPC_WS_READY && sl->term_at_ms == 0 &&
+	    sl->term_reason == SIPC_TERM_NONE)
+		tick_recycle(sl, now, next);
 	if (st == SIPC_WS_READY && sl->term_at_ms == 0 && has_work(sl)) {
 		idle = now - atomic_load(&sl->last_progress_ms);
 		if (idle >= s->cfg.stall_ms)

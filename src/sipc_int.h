@@ -169,6 +169,14 @@ struct sipc__slot {
 	/* Who is sending on the channel now (nobody else may): the writer,
 	 * or a caller writing its own request (writer.c, direct path). */
 	enum sipc__sender sending;
+	/* Planned recycling: requests written to this generation, and why
+	 * it is retiring (enum sipc_recycle_reason, 0 = not); both reset at
+	 * each start.  gen_written: slot lock; retiring: atomic, a hint to
+	 * dispatch and steal, set once per generation. */
+	unsigned gen_written;
+	_Atomic int retiring;
+	bool recycle_noted;           /* [reaper] retirement acted on */
+	_Atomic uint64_t recycles;
 	/* A request a caller could write only in part (or not at all):
 	 * the writer sends its bytes from rest_off on before anything
 	 * else.  Holds the ring's reference. */
@@ -366,6 +374,7 @@ struct sipc_supervisor {
 	    n_unknown, n_requeued, n_retried, n_violations, n_restarts;
 	_Atomic uint64_t n_bounds_expired;  /* sipc__bounds_take() */
 	_Atomic uint64_t queue_us_sum, run_us_sum;  /* over outcomes */
+	_Atomic uint64_t n_recycled[3];     /* by enum sipc_recycle_reason */
 };
 
 /* true in library threads (reader, writer, reaper), and on a host thread

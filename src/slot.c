@@ -140,6 +140,9 @@ spawn_begin(struct sipc__slot *sl, struct sipc__spawn_job *j)
 	j->sl = sl;
 	pthread_mutex_lock(&sl->lock);
 	sl->generation++;
+	sl->gen_written = 0;
+	sl->recycle_noted = false;
+	atomic_store(&sl->retiring, SIPC_RECYCLE_NONE);
 	pthread_mutex_unlock(&sl->lock);
 	if ((j->env = worker_env(s, sl)) == NULL) {
 		j->rc = -ENOMEM;
@@ -306,6 +309,18 @@ schedule_restart(struct sipc__slot *sl, int64_t now, int64_t uptime,
 		sipc__move_queued(sl, false, SIPC_E_SHUTDOWN);
 		return;
 	}
+	if (sl->last_exit.kind == SIPC_EXIT_RECYCLED) {
+		/* Planned: started again at once, outside the restart
+		 * policy (no backoff, no intensity, no pool budget). */
+		atomic_fetch_add(&sl->recycles, 1);
+		atomic_fetch_add(&s->n_recycled[sl->last_exit.recycle], 1);
+		sl->respawn_at_ms = now;
+		pthread_mutex_lock(&sl->lock);
+		sipc__slot_set_state(sl, SIPC_WS_IDLE);
+		pthread_mutex_unlock(&sl->lock);
+		sipc__move_queued(sl, true, SIPC_E_UNAVAILABLE);
+		return;
+	}
 	delay = sipc__restart_plan(sl->policy, s->pool_budget, now, uptime,
 	    before_ready, &cool);
 	sl->respawn_at_ms = now + delay;
@@ -340,7 +355,9 @@ sipc__slot_terminate(struct sipc__slot *sl, enum sipc_term_reason why,
 	pthread_mutex_lock(&sl->lock);
 	sipc__slot_set_state(sl, SIPC_WS_STOPPING);
 	pthread_mutex_unlock(&sl->lock);
-	sipc__log(s, SIPC_LOG_WARN, sl, "terminating worker: %s",
+	sipc__log(s, why == SIPC_TERM_POLICY &&
+	    atomic_load(&sl->retiring) != SIPC_RECYCLE_NONE ? SIPC_LOG_INFO :
+	    SIPC_LOG_WARN, sl, "terminating worker: %s",
 	    sipc_term_reason_name(why));
 	(void)s->prov->stop(sl->handle, SIPC_STOP_GRACEFUL);
 	if (why != SIPC_TERM_SHUTDOWN)
@@ -363,6 +380,14 @@ sipc__slot_on_end(struct sipc__slot *sl, struct sipc_exit *e, int64_t now)
 		/* say so whatever we were doing: the status is unknown, or
 		 * the kernel ended it for memory before we could */
 		e->reason = sl->term_reason;
+	} else if (sl->term_reason == SIPC_TERM_POLICY &&
+	    atomic_load(&sl->retiring) != SIPC_RECYCLE_NONE) {
+		/* the planned end of a retired worker: whatever its
+		 * status, our TERM (or KILL after the grace) ended it */
+		e->kind = SIPC_EXIT_RECYCLED;
+		e->reason = SIPC_TERM_POLICY;
+		e->recycle = (enum sipc_recycle_reason)atomic_load(
+		    &sl->retiring);
 	} else if (before_ready && sl->term_reason != SIPC_TERM_SHUTDOWN) {
 		e->kind = SIPC_EXIT_HANDSHAKE;
 		e->reason = sl->term_reason;
@@ -386,7 +411,8 @@ sipc__slot_on_end(struct sipc__slot *sl, struct sipc_exit *e, int64_t now)
 	sl->ncancels = 0;
 	pthread_mutex_unlock(&sl->lock);
 	sipc_exit_format(e, buf, sizeof(buf));
-	sipc__log(s, e->kind == SIPC_EXIT_CLEAN ? SIPC_LOG_INFO : SIPC_LOG_WARN,
+	sipc__log(s, e->kind == SIPC_EXIT_CLEAN ||
+	    e->kind == SIPC_EXIT_RECYCLED ? SIPC_LOG_INFO : SIPC_LOG_WARN,
 	    sl, "worker ended: %s", buf);
 	if (before_ready) {
 		int err;

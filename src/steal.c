@@ -52,7 +52,9 @@ view_of(struct sipc_supervisor *s, struct sipc__slot *sl)
 	pthread_mutex_lock(&sl->lock);
 	inflight = atomic_load(&sl->inflight);
 	count = atomic_load(&sl->ring.count);
-	if (sl->state == SIPC_WS_READY) {
+	if (sl->state == SIPC_WS_READY && atomic_load(&sl->retiring)) {
+		v.give = count;              /* takes nothing more */
+	} else if (sl->state == SIPC_WS_READY) {
 		if (inflight >= max || sl->sending != SIPC__SEND_NONE)
 			v.give = inflight >= max ? count : 0;
 		else if (count == 0)
@@ -73,7 +75,7 @@ take_head(struct sipc_supervisor *s, struct sipc__slot *from)
 	struct sipc__req *q = NULL;
 
 	pthread_mutex_lock(&from->lock);
-	if (from->state != SIPC_WS_READY ||
+	if (from->state != SIPC_WS_READY || atomic_load(&from->retiring) ||
 	    atomic_load(&from->inflight) >= s->cfg.max_inflight)
 		q = sipc__ring_pop(&from->ring);
 	if (q != NULL)

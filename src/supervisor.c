@@ -645,6 +645,7 @@ sipc_stats_get(sipc_supervisor *s, struct sipc_stats *ret)
 		w[i].completed = atomic_load(&sl->completed);
 		w[i].protocol_violations = atomic_load(&sl->violations);
 		w[i].restarts = atomic_load(&sl->restarts);
+		w[i].recycles = atomic_load(&sl->recycles);
 	}
 	memset(ret, 0, sizeof(*ret));
 	ret->nworkers = s->nslots;
@@ -662,6 +663,9 @@ sipc_stats_get(sipc_supervisor *s, struct sipc_stats *ret)
 	ret->bounds_expired = atomic_load(&s->n_bounds_expired);
 	ret->queue_us_sum = atomic_load(&s->queue_us_sum);
 	ret->run_us_sum = atomic_load(&s->run_us_sum);
+	ret->recycled_requests = atomic_load(
+	    &s->n_recycled[SIPC_RECYCLE_REQUESTS]);
+	ret->recycled_age = atomic_load(&s->n_recycled[SIPC_RECYCLE_AGE]);
 	pthread_mutex_lock(&s->table.lock);
 	ret->mem_held = s->table.mem_held;
 	ret->pending = s->table.pending;

@@ -141,6 +141,13 @@ writer_has_work(struct sipc__slot *sl, unsigned *ret_room)
 	inflight = atomic_load(&sl->inflight);
 	*ret_room = inflight < s->cfg.max_inflight ?
 	    s->cfg.max_inflight - inflight : 0;
+	/* A retiring worker takes nothing more (max_requests counts what
+	 * it was given, so never more than that). */
+	if (atomic_load(&sl->retiring) != SIPC_RECYCLE_NONE)
+		*ret_room = 0;
+	else if (s->cfg.max_requests != 0 &&
+	    *ret_room > s->cfg.max_requests - sl->gen_written)
+		*ret_room = s->cfg.max_requests - sl->gen_written;
 	if (sl->ncancels == 0 && sl->rest == NULL && sl->handoff == NULL &&
 	    (*ret_room == 0 || sl->ring.count == 0))
 		return false;
@@ -163,6 +170,14 @@ mark_written(struct sipc__slot *sl, struct sipc__req *q)
 	if (q->attempts++ == 0)
 		q->written_ns = sipc__now_ns();
 	q->pos = 0;
+	/* The last request its max_requests allows: it retires (the
+	 * reaper ends it once nothing is in flight). */
+	if (++sl->gen_written == sl->sup->cfg.max_requests &&
+	    sl->sup->cfg.max_requests != 0 &&
+	    atomic_load(&sl->retiring) == SIPC_RECYCLE_NONE) {
+		atomic_store(&sl->retiring, SIPC_RECYCLE_REQUESTS);
+		sipc__reaper_wake(sl->sup);
+	}
 	if (sl->inflight++ == 0)
 		sl->svc_from_ns = sipc__now_ns();
 }
@@ -476,6 +491,7 @@ sipc__direct_claim(struct sipc__slot *sl, struct sipc__req *q)
 	/* Only when the writer would send it at once anyway: nothing
 	 * queued before it (order), nothing being sent, no frame begun. */
 	if (sl->state != SIPC_WS_READY || sl->stop || sl->channel_lost ||
+	    atomic_load(&sl->retiring) != SIPC_RECYCLE_NONE ||
 	    sl->proc_gone || sl->sending != SIPC__SEND_NONE ||
 	    sl->ring.count > 0 || sl->ncancels > 0 || sl->rest != NULL ||
 	    sl->handoff != NULL || sl->rd_owner == SIPC__RD_CALLER)
