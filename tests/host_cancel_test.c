@@ -110,6 +110,7 @@ got(unsigned i)
  * SIPC_E_CANCELLED before sipc_cancel() returns, and is never written:
  * the worker is given the sleep and the request after it, nothing else.
  */
+/* rules: X10 */
 static void
 test_host_cancel_queued_never_written(void)
 {
@@ -151,6 +152,7 @@ test_host_cancel_queued_never_written(void)
  * and the worker stays the same process with no restart, past the grace.
  * The answer that comes is dropped: one outcome.
  */
+/* rules: X10 */
 static void
 test_host_cancel_written_reaches_handler(void)
 {
@@ -294,6 +296,7 @@ race_cancel(void *arg)
 	return NULL;
 }
 
+/* rules: X10 S1 */
 static void
 test_host_cancel_races_one_outcome(void)
 {

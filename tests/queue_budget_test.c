@@ -120,12 +120,14 @@ budget_passes(unsigned cfg_ms, unsigned req_ms)
 	sipc_destroy(s);
 }
 
+/* rules: X11 */
 static void
 test_queue_budget_of_request(void)
 {
 	budget_passes(0, 300);
 }
 
+/* rules: X11 */
 static void
 test_queue_budget_of_pool(void)
 {
@@ -152,6 +154,7 @@ test_queue_budget_request_overrides_pool(void)
 
 /* The run deadline passing first ends a queued request TIMEOUT (never
  * written), not by its budget. */
+/* rules: X11 X1 */
 static void
 test_queue_budget_deadline_first_is_timeout(void)
 {

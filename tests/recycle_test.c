@@ -51,6 +51,7 @@ recycled_at_least(const struct sipc_stats *st, void *arg)
  * OK; the worker was recycled (by requests) three times or more, as its
  * own exit kind, and no restart was counted.
  */
+/* rules: P7 */
 static void
 test_recycle_after_max_requests(void)
 {
@@ -106,6 +107,7 @@ test_recycle_after_max_requests(void)
  * row all succeed, each on a generation of its own.  Counted against
  * the policy, the second would have been refused (UNAVAILABLE).
  */
+/* rules: P7 */
 static void
 test_recycle_not_counted_against_intensity(void)
 {
@@ -136,6 +138,7 @@ test_recycle_not_counted_against_intensity(void)
  * finished (OK, not UNKNOWN), then the worker is recycled by age and
  * the next request runs on the next generation.
  */
+/* rules: P7 */
 static void
 test_recycle_by_age_finishes_in_flight(void)
 {
