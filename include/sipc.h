@@ -58,6 +58,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -783,6 +784,17 @@ struct sipc_stats {
 	/* Planned recycles by reason (not in restarts). */
 	uint64_t recycled_requests, recycled_age;
 };
+
+/*
+ * Write the pool's metrics to `f` in the OpenMetrics text format (ending
+ * "# EOF"): counters of outcomes by kind, submits, worker ends by exit
+ * kind, recycles by reason, restarts; gauges of workers by state,
+ * requests queued, in flight and pending, payload bytes held; histograms
+ * of results' queue_us and run_us (in seconds; run: written requests
+ * only).  0, SIPC_E_SHUTDOWN once sipc_destroy() has begun, -EINVAL, or
+ * -EIO when `f` reports an error.  Any thread, including callbacks.
+ */
+int sipc_stats_openmetrics(sipc_supervisor *s, FILE *f);
 
 /* Snapshot of counters.  Allocates ret->workers; free with
  * sipc_stats_release().  SIPC_E_SHUTDOWN once sipc_destroy() has begun.

@@ -41,6 +41,11 @@ sipc__outcome_set(struct sipc_supervisor *s, struct sipc__req *q,
 	    memory_order_relaxed);
 	atomic_fetch_add_explicit(&s->run_us_sum, res->run_us,
 	    memory_order_relaxed);
+	atomic_fetch_add_explicit(&s->hist_queue[sipc__hist_bucket(
+	    res->queue_us)], 1, memory_order_relaxed);
+	if (q->written_ns != 0)
+		atomic_fetch_add_explicit(&s->hist_run[sipc__hist_bucket(
+		    res->run_us)], 1, memory_order_relaxed);
 	if (q->attempts > 0 && q->slot >= 0) {
 		sl = &s->slots[q->slot];
 		res->worker_id = sl->idx;
@@ -55,6 +60,23 @@ sipc__outcome_set(struct sipc_supervisor *s, struct sipc__req *q,
 	case SIPC_OUTCOME_UNKNOWN: atomic_fetch_add(&s->n_unknown, 1); break;
 	}
 	return true;
+}
+
+/* Upper bounds of the time histograms' buckets, in us; the last bucket
+ * is +Inf (metrics.c writes them). */
+const uint64_t sipc__hist_bound_us[SIPC__HIST_BUCKETS - 1] = {
+	100, 1000, 10000, 100000, 1000000, 10000000, 60000000, 600000000,
+};
+
+unsigned
+sipc__hist_bucket(uint64_t us)
+{
+	unsigned i;
+
+	for (i = 0; i < SIPC__HIST_BUCKETS - 1; i++)
+		if (us <= sipc__hist_bound_us[i])
+			break;
+	return i;
 }
 
 static void

@@ -115,6 +115,12 @@ struct sipc__late {
 	struct sipc__req *next;       /* on the supervisor's late stack */
 };
 
+#define SIPC__EXIT_KINDS (SIPC_EXIT_RECYCLED + 1)
+#define SIPC__HIST_BUCKETS 9            /* metrics.c: 8 bounds and +Inf */
+/* The bucket of a duration in us, and the buckets' bounds (outcome.c). */
+unsigned sipc__hist_bucket(uint64_t us);
+extern const uint64_t sipc__hist_bound_us[SIPC__HIST_BUCKETS - 1];
+
 enum sipc__sender {
 	SIPC__SEND_NONE = 0,
 	SIPC__SEND_WRITER,
@@ -375,6 +381,11 @@ struct sipc_supervisor {
 	_Atomic uint64_t n_bounds_expired;  /* sipc__bounds_take() */
 	_Atomic uint64_t queue_us_sum, run_us_sum;  /* over outcomes */
 	_Atomic uint64_t n_recycled[3];     /* by enum sipc_recycle_reason */
+	/* Worker ends by enum sipc_exit_kind; results' queue_us and run_us
+	 * by bucket (metrics.c: the bucket bounds) */
+	_Atomic uint64_t n_exits[SIPC__EXIT_KINDS];
+	_Atomic uint64_t hist_queue[SIPC__HIST_BUCKETS],
+	    hist_run[SIPC__HIST_BUCKETS];
 };
 
 /* true in library threads (reader, writer, reaper), and on a host thread

@@ -403,6 +403,8 @@ sipc__slot_on_end(struct sipc__slot *sl, struct sipc_exit *e, int64_t now)
 	s->prov->release(sl->handle);
 	sl->handle = NULL;
 	sl->end_fd = -1;
+	if ((unsigned)e->kind < SIPC__EXIT_KINDS)
+		atomic_fetch_add(&s->n_exits[e->kind], 1);
 	pthread_mutex_lock(&sl->lock);
 	sl->last_exit = *e;
 	sipc__slot_set_state(sl, SIPC_WS_DRAINING);
