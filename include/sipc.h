@@ -413,6 +413,12 @@ struct sipc_config {
 	 * pool_restart_budget or POISON. */
 	unsigned max_requests;
 	unsigned max_age_ms;
+	/* Warm spares (0): this many more workers are started and
+	 * handshaken but given no request; when a serving worker retires,
+	 * ends or is being stopped, a ready spare takes its place at once
+	 * and the one that left becomes the spare once restarted.  The
+	 * stats list workers + spares slots. */
+	unsigned spares;
 	unsigned idempotent_retries;  /* extra attempts for idempotent (2) */
 
 	unsigned restart_base_ms;     /* first backoff (100) */
@@ -740,6 +746,9 @@ struct sipc_worker_stats {
 	uint64_t protocol_violations;
 	uint64_t restarts;
 	uint64_t recycles;        /* planned ends (SIPC_EXIT_RECYCLED) */
+	bool spare;               /* a warm spare now: given no request */
+	bool retiring;            /* planned recycling begun: takes no new
+	                           * request, ends once none is in flight */
 	struct sipc_exit last_exit;
 	/* what the current (or last) generation got; AUTO before a start */
 	enum sipc_containment containment;
@@ -783,6 +792,8 @@ struct sipc_stats {
 	uint64_t queue_us_sum, run_us_sum;
 	/* Planned recycles by reason (not in restarts). */
 	uint64_t recycled_requests, recycled_age;
+	/* Times a ready spare took a leaving worker's place. */
+	uint64_t spare_takeovers;
 };
 
 /*

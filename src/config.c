@@ -57,6 +57,7 @@ const struct sipc__cfg_key sipc__cfg_keys[] = {
 	NUM(queue_timeout_ms, 0, DAY_MS),
 	NUM(max_requests, 0, UINT32_MAX),
 	NUM(max_age_ms, 0, DAY_MS),
+	NUM(spares, 0, 1024),
 	NUM(idempotent_retries, 0, 100),
 	NUM(restart_base_ms, 1, 3600000),
 	NUM(restart_cap_ms, 1, DAY_MS),
@@ -358,6 +359,9 @@ validate_cross(const struct sipc_config *cfg, char *msg, size_t len)
 	else if (cfg->mem_ceiling < cfg->ring_bytes)
 		snprintf(msg, len, "mem_ceiling: %zu must be >= ring_bytes "
 		    "(%zu)", cfg->mem_ceiling, cfg->ring_bytes);
+	else if (cfg->workers + cfg->spares > 1024)
+		snprintf(msg, len, "spares: workers + spares must be <= 1024 "
+		    "(%u)", cfg->workers + cfg->spares);
 	else if (cfg->restart_cap_ms < cfg->restart_base_ms)
 		snprintf(msg, len, "restart_cap_ms: %u must be >= "
 		    "restart_base_ms (%u)", cfg->restart_cap_ms,

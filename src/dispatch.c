@@ -89,7 +89,8 @@ pick_slot(struct sipc_supervisor *s, int avoid, size_t len, bool gather)
 	gather = gather && s->nslots > 1 && s->cfg.gather_us > 0;
 	if (gather) {
 		i = atomic_load_explicit(&s->gather_slot, memory_order_relaxed);
-		if (i < s->nslots && gather_on(s, i, len))
+		if (i < s->nslots && !atomic_load(&s->slots[i].spare) &&
+		    gather_on(s, i, len))
 			return (int)i;
 		/* Look for a busy worker to join only while the work is
 		 * cheap enough to queue behind one request; else the scan
@@ -113,7 +114,7 @@ pick_slot(struct sipc_supervisor *s, int avoid, size_t len, bool gather)
 
 		i = (start + k) % s->nslots;
 		sl = &s->slots[i];
-		if ((int)i == avoid)
+		if ((int)i == avoid || atomic_load(&sl->spare))
 			continue;
 		/* No lock: state and fill level are atomic hints; the push
 		 * checks them again under the chosen slot's lock.  One lock

@@ -90,6 +90,7 @@ tick_recycle(struct sipc__slot *sl, int64_t now, int64_t *next)
 		sipc__log(s, SIPC_LOG_INFO, sl, "recycling worker: %s",
 		    why == SIPC_RECYCLE_AGE ? "max_age_ms reached" :
 		    "max_requests written");
+		sipc__slot_hand_over(sl);
 		sipc__move_queued(sl, true, SIPC_E_UNAVAILABLE);
 	}
 	pthread_mutex_lock(&sl->lock);

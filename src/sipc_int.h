@@ -182,6 +182,9 @@ struct sipc__slot {
 	unsigned gen_written;
 	_Atomic int retiring;
 	bool recycle_noted;           /* [reaper] retirement acted on */
+	/* A warm spare: dispatch and steal give it nothing.  Changed only
+	 * by sipc__slot_hand_over() (a spare claimed by compare-exchange). */
+	_Atomic bool spare;
 	_Atomic uint64_t recycles;
 	/* A request a caller could write only in part (or not at all):
 	 * the writer sends its bytes from rest_off on before anything
@@ -381,6 +384,7 @@ struct sipc_supervisor {
 	_Atomic uint64_t n_bounds_expired;  /* sipc__bounds_take() */
 	_Atomic uint64_t queue_us_sum, run_us_sum;  /* over outcomes */
 	_Atomic uint64_t n_recycled[3];     /* by enum sipc_recycle_reason */
+	_Atomic uint64_t n_takeovers;       /* spares that took a place */
 	/* Worker ends by enum sipc_exit_kind; results' queue_us and run_us
 	 * by bucket (metrics.c: the bucket bounds) */
 	_Atomic uint64_t n_exits[SIPC__EXIT_KINDS];
@@ -685,6 +689,8 @@ extern _Atomic bool sipc__steal_off; /* tests only */
 int sipc__dispatch_move(struct sipc_supervisor *s, struct sipc__req *q,
                         unsigned to, unsigned from);
 unsigned sipc__cancel_written(struct sipc__slot *sl);
+/* A serving slot's place goes to a ready spare (slot_state.c). */
+void sipc__slot_hand_over(struct sipc__slot *sl);
 /* sipc_cancel()'s work (settle.c); no lock held. */
 int sipc__cancel(struct sipc_supervisor *s, uint64_t id);
 /* Expire what passed its deadline; a slot whose worker must be stopped

@@ -360,8 +360,10 @@ sipc__slot_terminate(struct sipc__slot *sl, enum sipc_term_reason why,
 	    SIPC_LOG_WARN, sl, "terminating worker: %s",
 	    sipc_term_reason_name(why));
 	(void)s->prov->stop(sl->handle, SIPC_STOP_GRACEFUL);
-	if (why != SIPC_TERM_SHUTDOWN)
+	if (why != SIPC_TERM_SHUTDOWN) {
+		sipc__slot_hand_over(sl);
 		sipc__move_queued(sl, true, SIPC_E_UNAVAILABLE);
+	}
 }
 
 /* The worker ended (the provider's try_end said so): join its threads,
@@ -429,6 +431,8 @@ sipc__slot_on_end(struct sipc__slot *sl, struct sipc_exit *e, int64_t now)
 	 * (never started, idempotent retries) can then wait for this very
 	 * slot when it restarts, instead of being refused because no other
 	 * slot exists (a pool of one).  In a cool-down they are refused. */
+	if (!atomic_load(&s->closing))
+		sipc__slot_hand_over(sl);
 	schedule_restart(sl, now, now - sl->started_ms, before_ready);
 	sipc__slot_diag_tail(sl, &tail);
 	sipc__settle(sl, e, tail, now);

@@ -76,3 +76,36 @@ sipc__slot_set_state(struct sipc__slot *sl, enum sipc_worker_state to)
 	}
 	atomic_store(&sl->state, to);
 }
+
+/*
+ * A serving slot leaves service (retires, is being stopped, ended): a
+ * READY spare takes its place now, and it becomes the spare, serving
+ * again only when another leaves.  Any thread (the writer that gives a
+ * worker its last request under max_requests, the reaper); the spare
+ * is claimed by a compare-exchange, so two leaving slots never take the
+ * same one.  Without a ready spare the slot keeps its place.
+ */
+void
+sipc__slot_hand_over(struct sipc__slot *sl)
+{
+	struct sipc_supervisor *s = sl->sup;
+	unsigned i;
+	bool was;
+
+	if (s->cfg.spares == 0 || atomic_load(&sl->spare))
+		return;
+	for (i = 0; i < s->nslots; i++) {
+		struct sipc__slot *sp = &s->slots[i];
+
+		was = true;
+		if (sp == sl || sp->state != SIPC_WS_READY ||
+		    atomic_load(&sp->retiring) != SIPC_RECYCLE_NONE ||
+		    !atomic_compare_exchange_strong(&sp->spare, &was, false))
+			continue;
+		atomic_store(&sl->spare, true);
+		atomic_fetch_add(&s->n_takeovers, 1);
+		sipc__log(s, SIPC_LOG_INFO, sp, "spare takes the place of "
+		    "worker %u", sl->idx);
+		return;
+	}
+}

@@ -336,6 +336,7 @@ slots_init(struct sipc_supervisor *s)
 		sipc__cond_init(&sl->cv_space);
 		sipc__cond_init(&sl->cv_read);
 		sipc__slot_set_state(sl, SIPC_WS_IDLE);   /* calloc: from IDLE */
+		atomic_init(&sl->spare, i >= s->cfg.workers);
 		if ((rc = sipc__ring_init(&sl->ring, s->cfg.ring_frames,
 		    s->cfg.ring_bytes)) < 0)
 			return rc;
@@ -435,7 +436,7 @@ sup_alloc(const struct sipc_config *cfg, struct sipc_supervisor **ret)
 	s->cfg.state_dir = xstrdup(cfg->state_dir);
 	s->cfg.init_path = xstrdup(cfg->init_path);
 	s->cfg.probe_path = xstrdup(cfg->probe_path);
-	s->nslots = cfg->workers;
+	s->nslots = cfg->workers + cfg->spares;
 	s->ncpu = usable_cpus();
 	atomic_init(&s->next_id, 1);
 	*ret = s;
@@ -646,6 +647,8 @@ sipc_stats_get(sipc_supervisor *s, struct sipc_stats *ret)
 		w[i].protocol_violations = atomic_load(&sl->violations);
 		w[i].restarts = atomic_load(&sl->restarts);
 		w[i].recycles = atomic_load(&sl->recycles);
+		w[i].spare = atomic_load(&sl->spare);
+		w[i].retiring = atomic_load(&sl->retiring) != SIPC_RECYCLE_NONE;
 	}
 	memset(ret, 0, sizeof(*ret));
 	ret->nworkers = s->nslots;
@@ -666,6 +669,7 @@ sipc_stats_get(sipc_supervisor *s, struct sipc_stats *ret)
 	ret->recycled_requests = atomic_load(
 	    &s->n_recycled[SIPC_RECYCLE_REQUESTS]);
 	ret->recycled_age = atomic_load(&s->n_recycled[SIPC_RECYCLE_AGE]);
+	ret->spare_takeovers = atomic_load(&s->n_takeovers);
 	pthread_mutex_lock(&s->table.lock);
 	ret->mem_held = s->table.mem_held;
 	ret->pending = s->table.pending;

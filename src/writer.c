@@ -176,6 +176,9 @@ mark_written(struct sipc__slot *sl, struct sipc__req *q)
 	    sl->sup->cfg.max_requests != 0 &&
 	    atomic_load(&sl->retiring) == SIPC_RECYCLE_NONE) {
 		atomic_store(&sl->retiring, SIPC_RECYCLE_REQUESTS);
+		/* the next request goes to a ready spare, not behind
+		 * this worker's restart */
+		sipc__slot_hand_over(sl);
 		sipc__reaper_wake(sl->sup);
 	}
 	if (sl->inflight++ == 0)
