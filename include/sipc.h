@@ -170,7 +170,7 @@ enum sipc_exit_kind {
 	                           * SIGKILL); reason: ours, if we were also
 	                           * stopping it */
 	SIPC_EXIT_RECYCLED,       /* retired as planned (max_requests,
-	                           * max_age_ms), nothing in flight, and
+	                           * max_age_ms, max_rss), nothing in flight, and
 	                           * ended by us (reason POLICY, recycle
 	                           * says why); not a failure: no restart
 	                           * is counted against any limit */
@@ -181,6 +181,7 @@ enum sipc_recycle_reason {
 	SIPC_RECYCLE_NONE = 0,
 	SIPC_RECYCLE_REQUESTS,    /* max_requests written to it */
 	SIPC_RECYCLE_AGE,         /* max_age_ms since its start */
+	SIPC_RECYCLE_RSS,         /* its tree's resident memory over max_rss */
 };
 const char *sipc_exit_kind_name(enum sipc_exit_kind k);
 
@@ -413,6 +414,10 @@ struct sipc_config {
 	 * pool_restart_budget or POISON. */
 	unsigned max_requests;
 	unsigned max_age_ms;
+	/* ... or once the resident memory of its process tree (the sum of
+	 * their resident set sizes, read from /proc about once a second)
+	 * is over this many bytes. */
+	size_t max_rss;
 	/* Warm spares (0): this many more workers are started and
 	 * handshaken but given no request; when a serving worker retires,
 	 * ends or is being stopped, a ready spare takes its place at once
@@ -791,7 +796,7 @@ struct sipc_stats {
 	 * rejected + timeouts + unknown). */
 	uint64_t queue_us_sum, run_us_sum;
 	/* Planned recycles by reason (not in restarts). */
-	uint64_t recycled_requests, recycled_age;
+	uint64_t recycled_requests, recycled_age, recycled_rss;
 	/* Times a ready spare took a leaving worker's place. */
 	uint64_t spare_takeovers;
 };

@@ -58,6 +58,7 @@ const struct sipc__cfg_key sipc__cfg_keys[] = {
 	NUM(max_requests, 0, UINT32_MAX),
 	NUM(max_age_ms, 0, DAY_MS),
 	NUM(spares, 0, 1024),
+	NUM(max_rss, 0, SIZE_CAP),
 	NUM(idempotent_retries, 0, 100),
 	NUM(restart_base_ms, 1, 3600000),
 	NUM(restart_cap_ms, 1, DAY_MS),

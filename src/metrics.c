@@ -93,6 +93,8 @@ sipc_stats_openmetrics(sipc_supervisor *s, FILE *f)
 	    PRIu64 "\n", st.recycled_requests);
 	fprintf(f, "sipc_worker_recycles_total{reason=\"max_age_ms\"} %"
 	    PRIu64 "\n", st.recycled_age);
+	fprintf(f, "sipc_worker_recycles_total{reason=\"max_rss\"} %"
+	    PRIu64 "\n", st.recycled_rss);
 	counter(f, "sipc_worker_restarts", "Worker restarts planned after "
 	    "an unplanned end.");
 	fprintf(f, "sipc_worker_restarts_total %" PRIu64 "\n", st.restarts);

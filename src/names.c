@@ -136,6 +136,7 @@ sipc_exit_format(const struct sipc_exit *e, char *buf, size_t len)
 		raw_end(e, raw, sizeof(raw));
 		return snprintf(buf, len, "recycled (%s); %s",
 		    e->recycle == SIPC_RECYCLE_AGE ? "max_age_ms" :
+		    e->recycle == SIPC_RECYCLE_RSS ? "max_rss" :
 		    "max_requests", raw);
 	}
 	return snprintf(buf, len, "invalid exit");

@@ -37,6 +37,7 @@
 
 #include "provider.h"
 #include "sipc_int.h"
+#include "unix/ident.h"
 
 #define RESCAN_MS 250             /* longest sleep while anything lives */
 #define SHUTDOWN_EOF_MS 500       /* channel closed -> TERM on destroy */
@@ -67,6 +68,7 @@ has_work(struct sipc__slot *sl)
  * request leaves (a deadline, a cancel answered).
  */
 #define RECYCLE_POLL_MS 50
+#define RSS_POLL_MS 1000
 
 static void
 tick_recycle(struct sipc__slot *sl, int64_t now, int64_t *next)
@@ -83,12 +85,27 @@ tick_recycle(struct sipc__slot *sl, int64_t now, int64_t *next)
 		else
 			*next = min64(*next, sl->started_ms + s->cfg.max_age_ms);
 	}
+	if (why == SIPC_RECYCLE_NONE && s->cfg.max_rss != 0) {
+		if (now >= sl->rss_at_ms) {
+			uint64_t rss = 0;
+
+			sl->rss_at_ms = now + RSS_POLL_MS;
+			none = SIPC_RECYCLE_NONE;
+			if (sipc__tree_rss(sl->pid, &rss) == 0 &&
+			    rss > s->cfg.max_rss &&
+			    atomic_compare_exchange_strong(&sl->retiring,
+			    &none, SIPC_RECYCLE_RSS))
+				why = SIPC_RECYCLE_RSS;
+		}
+		*next = min64(*next, sl->rss_at_ms);
+	}
 	if (why == SIPC_RECYCLE_NONE)
 		return;
 	if (!sl->recycle_noted) {
 		sl->recycle_noted = true;
 		sipc__log(s, SIPC_LOG_INFO, sl, "recycling worker: %s",
 		    why == SIPC_RECYCLE_AGE ? "max_age_ms reached" :
+		    why == SIPC_RECYCLE_RSS ? "max_rss exceeded" :
 		    "max_requests written");
 		sipc__slot_hand_over(sl);
 		sipc__move_queued(sl, true, SIPC_E_UNAVAILABLE);

@@ -182,6 +182,7 @@ struct sipc__slot {
 	unsigned gen_written;
 	_Atomic int retiring;
 	bool recycle_noted;           /* [reaper] retirement acted on */
+	int64_t rss_at_ms;            /* [reaper] next max_rss reading */
 	/* A warm spare: dispatch and steal give it nothing.  Changed only
 	 * by sipc__slot_hand_over() (a spare claimed by compare-exchange). */
 	_Atomic bool spare;
@@ -383,7 +384,7 @@ struct sipc_supervisor {
 	    n_unknown, n_requeued, n_retried, n_violations, n_restarts;
 	_Atomic uint64_t n_bounds_expired;  /* sipc__bounds_take() */
 	_Atomic uint64_t queue_us_sum, run_us_sum;  /* over outcomes */
-	_Atomic uint64_t n_recycled[3];     /* by enum sipc_recycle_reason */
+	_Atomic uint64_t n_recycled[4];     /* by enum sipc_recycle_reason */
 	_Atomic uint64_t n_takeovers;       /* spares that took a place */
 	/* Worker ends by enum sipc_exit_kind; results' queue_us and run_us
 	 * by bucket (metrics.c: the bucket bounds) */

@@ -669,6 +669,7 @@ sipc_stats_get(sipc_supervisor *s, struct sipc_stats *ret)
 	ret->recycled_requests = atomic_load(
 	    &s->n_recycled[SIPC_RECYCLE_REQUESTS]);
 	ret->recycled_age = atomic_load(&s->n_recycled[SIPC_RECYCLE_AGE]);
+	ret->recycled_rss = atomic_load(&s->n_recycled[SIPC_RECYCLE_RSS]);
 	ret->spare_takeovers = atomic_load(&s->n_takeovers);
 	pthread_mutex_lock(&s->table.lock);
 	ret->mem_held = s->table.mem_held;

@@ -42,7 +42,8 @@ start(unsigned workers, unsigned max_requests, unsigned max_age_ms,
 static bool
 recycled_at_least(const struct sipc_stats *st, void *arg)
 {
-	return st->recycled_requests + st->recycled_age >= *(unsigned *)arg;
+	return st->recycled_requests + st->recycled_age + st->recycled_rss >=
+	    *(unsigned *)arg;
 }
 
 /*
@@ -170,6 +171,40 @@ test_recycle_by_age_finishes_in_flight(void)
 	sipc_destroy(s);
 }
 
+/*
+ * max_rss 64 MiB, a worker that keeps 40 MiB more at each request: after
+ * the second its tree holds about 80 MiB, and it is recycled by max_rss
+ * (read about once a second) with both requests answered.
+ */
+/* rules: P7 */
+static void
+test_recycle_by_rss(void)
+{
+	char *const argv[] = { "memhog", "40", NULL };
+	struct sipc_worker_stats w;
+	struct sipc_config c;
+	struct sipc_result r;
+	sipc_supervisor *s;
+	unsigned i, want = 1;
+
+	st_cfg_base(&c, "memhog", argv, 1);
+	c.max_rss = (size_t)64 << 20;
+	s = st_start(&c, 1, WAIT_MS);
+	for (i = 0; i < 2; i++) {
+		st_call_cmd(s, NULL, WAIT_MS, 0, &r);
+		TL_EQ(r.outcome, SIPC_OUTCOME_OK);
+		TL_EQ(r.generation, 1);
+		sipc_result_release(&r);
+	}
+	CU_ASSERT(st_stats_wait(s, recycled_at_least, &want, WAIT_MS));
+	w = st_worker_stats(s, 0);
+	TL_EQ(w.last_exit.kind, SIPC_EXIT_RECYCLED);
+	TL_EQ(w.last_exit.recycle, SIPC_RECYCLE_RSS);
+	TL_EQ(w.restarts, 0);
+	TL_EQ(st_pool_stats(s).recycled_rss, 1);
+	sipc_destroy(s);
+}
+
 /* Two workers, max_requests 2: what a retiring worker had queued goes to
  * the other or waits for its own next generation; every request is
  * answered once, OK, and no generation was given more than two. */
@@ -240,6 +275,7 @@ static const tl_test tests[] = {
 	  test_recycle_not_counted_against_intensity },
 	{ "test_recycle_by_age_finishes_in_flight",
 	  test_recycle_by_age_finishes_in_flight },
+	{ "test_recycle_by_rss", test_recycle_by_rss },
 	{ "test_recycle_pool_of_two", test_recycle_pool_of_two },
 	{ "test_recycle_keys_load", test_recycle_keys_load },
 	{ NULL, NULL }

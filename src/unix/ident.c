@@ -417,3 +417,84 @@ out:
 	close(lfd);
 	return r;
 }
+
+/* ------------------------------------------------------------ usage */
+
+#define TREE_MAX 4096
+
+/* Push the children of every thread of `pid` (a process that forks
+ * from another thread lists them there). */
+static void
+push_children(pid_t pid, pid_t *stack, unsigned *n)
+{
+	char path[64], buf[4096], *p, *end;
+	struct dirent *de;
+	ssize_t len;
+	long v;
+	DIR *d;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	if ((d = opendir(path)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL && *n < TREE_MAX) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%.16s/children",
+		    (int)pid, de->d_name);
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+			continue;
+		len = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (len <= 0)
+			continue;
+		buf[len] = '\0';
+		for (p = buf; *n < TREE_MAX; p = end) {
+			v = strtol(p, &end, 10);
+			if (end == p)
+				break;
+			if (v > 0)
+				stack[(*n)++] = (pid_t)v;
+		}
+	}
+	closedir(d);
+}
+
+int
+sipc__tree_rss(pid_t root, uint64_t *ret_bytes)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	unsigned long long size, res;
+	pid_t *stack;
+	unsigned n = 0, seen = 0;
+	uint64_t total = 0;
+	char path[64];
+	FILE *f;
+	int rc = 0;
+
+	if ((stack = malloc(TREE_MAX * sizeof(*stack))) == NULL)
+		return -ENOMEM;
+	stack[n++] = root;
+	while (n > 0 && seen++ < TREE_MAX) {
+		pid_t p = stack[--n];
+
+		snprintf(path, sizeof(path), "/proc/%d/statm", (int)p);
+		if ((f = fopen(path, "re")) == NULL ||
+		    fscanf(f, "%llu %llu", &size, &res) != 2) {
+			if (p == root)
+				rc = f == NULL ? -errno : -EIO;
+			if (f != NULL)
+				fclose(f);
+			if (p == root)
+				break;
+			continue;          /* gone meanwhile */
+		}
+		fclose(f);
+		total += (uint64_t)res * (uint64_t)page;
+		push_children(p, stack, &n);
+	}
+	free(stack);
+	if (rc == 0)
+		*ret_bytes = total;
+	return rc;
+}

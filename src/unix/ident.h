@@ -112,4 +112,10 @@ int sipc__ident_verify(const struct sipc__ident *rec);
  */
 int sipc__ident_terminate(const struct sipc__ident *rec, unsigned grace_ms);
 
+/* The resident memory of `root` and its descendants: the sum of their
+ * resident set sizes (/proc/PID/statm; shared pages count in each),
+ * descendants found through /proc/PID/task/TID/children, at most 4096
+ * processes.  0, or -errno when root itself cannot be read. */
+int sipc__tree_rss(pid_t root, uint64_t *ret_bytes);
+
 #endif
