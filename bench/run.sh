@@ -37,7 +37,7 @@ PY=${PYTHON:-python3}
 HERE=$(dirname "$0")
 
 parts="raw_pingpong raw_pipelined raw_scale newline_proto ppe call pipe spawn mem scale
-stall journal accept containment cost sandbox cancel spawn_cost convert"
+stall journal accept containment cost sandbox cancel recycle spawn_cost convert"
 for w in $ONLY; do
 	case " $(echo $parts) " in *" $w "*) ;; *)
 		echo "bench: BENCH_ONLY: unknown part $w (parts: $(echo $parts))" >&2
@@ -144,7 +144,7 @@ if [ $sipc_ok = 1 ]; then
 	state="$BIN/state"
 	rm -rf "$state"
 	for sec in call pipe spawn mem scale stall journal accept containment \
-	    cost sandbox cancel
+	    cost sandbox cancel recycle
 	do
 		want "$sec" || continue
 		run "sipc_$sec" 300 "$BIN/sipc_bench" $q --fixtures "$FIX" \
@@ -220,6 +220,11 @@ ratio ctxsw_per_sync_call sipc_cost_call_64_ctxsw - '<=' 3
 # A cooperating handler's converter is gone this soon after the deadline
 # (ms); the grace path (a handler that ignores its cancel) is the info.
 ratio cancel_coop_gone_ms sipc_cancel_coop_gone_p50 - '<=' 50
+# Recycling every 10 requests with a spare against no recycling, the
+# same 5 ms calls; and with a spare, the time from a crash to the next
+# request written to a worker (us; without a spare it is the info).
+ratio recycle_every10_spare_vs_none sipc_recycle_every10_spare_calls sipc_recycle_none_calls '>=' 0.97
+ratio crash_next_write_spare_us sipc_crash_next_write_spare_p50 - '<=' 1000
 if grep -q '^metric sipc_cost_call_64_futex ' "$out" ||
     ! grep -q '^note cost: futex calls per sync call not measurable' "$out"
 then
@@ -267,6 +272,7 @@ info sync_64_p50_vs_raw_pingpong sipc_call_64_best_p50 raw_pingpong_64_p50
 # The grace path (a handler that ignores its cancel) against the
 # cooperating one of the cancel_coop_gone_ms target.
 info cancel_coop_vs_grace_gone sipc_cancel_coop_gone_p50 sipc_cancel_grace_gone_p50
+info crash_next_write_nospare_vs_spare sipc_crash_next_write_nospare_p50 sipc_crash_next_write_spare_p50
 info sync_64_p50_vs_raw_pingpong_crosscpu sipc_call_64_crosscpu_p50 raw_pingpong_64_crosscpu_p50
 info sync_64_p50_unpinned_vs_raw_pingpong sipc_call_64_p50 raw_pingpong_64_p50
 for ch in sock pipe pipe1m; do
