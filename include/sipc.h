@@ -253,13 +253,21 @@ enum sipc_environment {
 /* Isolation guarantees a provider may declare and a configuration may
  * require.  The local adapter declares none of them. */
 enum sipc_guarantee {
-	SIPC_G_PID_NAMESPACE = 1u << 0,   /* worker cannot see/signal host pids */
-	SIPC_G_MOUNT_NAMESPACE = 1u << 1, /* host filesystem hidden */
-	SIPC_G_NETWORK_ISOLATION = 1u << 2, /* no network except the channel */
-	SIPC_G_NO_INHERITED_SECRETS = 1u << 3, /* no host credentials/env/fds */
-	SIPC_G_RESOURCE_LIMITS = 1u << 4, /* cpu/memory/pids enforced by kernel */
-	SIPC_G_SEPARATE_USER = 1u << 5,   /* different uid/user namespace */
-	SIPC_G_TREE_CONTAINMENT = 1u << 6,/* no descendant can escape kill */
+	/* Each comment says what the start-up probe checks from the host
+	 * side (PRODUCTION_BOUNDARY.md, its table and NG1-NG5), which is
+	 * less than the name may suggest. */
+	SIPC_G_PID_NAMESPACE = 1u << 0,   /* the host's pid is not visible */
+	SIPC_G_MOUNT_NAMESPACE = 1u << 1, /* a host file (one bait under the
+	                                   * temp dir) cannot be read */
+	SIPC_G_NETWORK_ISOLATION = 1u << 2, /* three host endpoints (loopback
+	                                     * TCP, abstract, unix socket)
+	                                     * cannot be reached */
+	SIPC_G_NO_INHERITED_SECRETS = 1u << 3, /* no host descriptor, no host
+	                                        * environment variable */
+	SIPC_G_RESOURCE_LIMITS = 1u << 4, /* a process count is bounded */
+	SIPC_G_SEPARATE_USER = 1u << 5,   /* the worker's uid is not the host's */
+	SIPC_G_TREE_CONTAINMENT = 1u << 6,/* a setsid() escapee ends with the
+	                                   * worker */
 };
 #define SIPC_G_ALL ((1u << 7) - 1)
 const char *sipc_guarantee_name(unsigned one_bit);

@@ -1,6 +1,7 @@
 /*
  * local.c - the local adapter: workers are children of the process that
- * links sipc, cloned with clone3() and a pidfd (clone.c), and watched
+ * links sipc, cloned with a pidfd (clone.c: clone() with CLONE_VM and
+ * CLONE_VFORK by default, clone3() where a cgroup needs it), and watched
  * only through that pidfd: the library never reads SIGCHLD.
  *
  * What the host can still do: execve() makes every process report to its

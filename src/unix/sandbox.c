@@ -2,7 +2,7 @@
  * sandbox.c - the sandbox provider: each worker runs under bubblewrap
  * (bwrap) in namespaces of its own, with sipc-init as PID 1.
  *
- *   supervisor --clone3--> bwrap (outer, our child: the end descriptor)
+ *   supervisor --clone--> bwrap (outer, our child: the end descriptor)
  *                            `--> sipc-init (PID 1 of the sandbox's PID
  *                                 namespace; its host pid is proven)
  *                                   `--> worker and its descendants
@@ -50,8 +50,9 @@
  *     prove a leftover sandbox before ending it (leftover).
  *
  * What it does not give is in PRODUCTION_BOUNDARY.md: one kernel shared
- * with the host (not a VM boundary), no seccomp filter, and as root the
- * user namespace maps root to root (not a separate user).
+ * with the host (not a VM boundary), a system-call filter that is not
+ * proven by the start-up probe, and as root the user namespace maps
+ * root to root (not a separate user).
  *
  * Threads (sipc_provider.h): create, destroy and leftover on the thread
  * of sipc_create() / sipc_destroy(), info on any (the state is read-only
