@@ -107,7 +107,10 @@ tick_recycle(struct sipc__slot *sl, int64_t now, int64_t *next)
 		    why == SIPC_RECYCLE_AGE ? "max_age_ms reached" :
 		    why == SIPC_RECYCLE_RSS ? "max_rss exceeded" :
 		    "max_requests written");
-		sipc__slot_hand_over(sl);
+		/* At max_requests the writer handed over (and said
+		 * nothing under its locks): the spare serving now is named
+		 * by the log below only when it happens here. */
+		sipc__slot_note_hand_over(sl, sipc__slot_hand_over(sl));
 		sipc__move_queued(sl, true, SIPC_E_UNAVAILABLE);
 	}
 	pthread_mutex_lock(&sl->lock);

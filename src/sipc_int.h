@@ -691,7 +691,9 @@ int sipc__dispatch_move(struct sipc_supervisor *s, struct sipc__req *q,
                         unsigned to, unsigned from);
 unsigned sipc__cancel_written(struct sipc__slot *sl);
 /* A serving slot's place goes to a ready spare (slot_state.c). */
-void sipc__slot_hand_over(struct sipc__slot *sl);
+int sipc__slot_hand_over(struct sipc__slot *sl);
+/* Log a hand-over (slot.c); reaper, no lock held. */
+void sipc__slot_note_hand_over(struct sipc__slot *sl, int to);
 /* sipc_cancel()'s work (settle.c); no lock held. */
 int sipc__cancel(struct sipc_supervisor *s, uint64_t id);
 /* Expire what passed its deadline; a slot whose worker must be stopped

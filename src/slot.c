@@ -341,6 +341,15 @@ schedule_restart(struct sipc__slot *sl, int64_t now, int64_t uptime,
 	sipc__move_queued(sl, !cool, SIPC_E_UNAVAILABLE);
 }
 
+/* Say that spare `to` took `sl`'s place (-1: none did).  Reaper. */
+void
+sipc__slot_note_hand_over(struct sipc__slot *sl, int to)
+{
+	if (to >= 0)
+		sipc__log(sl->sup, SIPC_LOG_INFO, &sl->sup->slots[to], "spare "
+		    "takes the place of worker %u", sl->idx);
+}
+
 /* Begin TERM -> grace -> KILL for this slot's worker tree. */
 void
 sipc__slot_terminate(struct sipc__slot *sl, enum sipc_term_reason why,
@@ -361,7 +370,7 @@ sipc__slot_terminate(struct sipc__slot *sl, enum sipc_term_reason why,
 	    sipc_term_reason_name(why));
 	(void)s->prov->stop(sl->handle, SIPC_STOP_GRACEFUL);
 	if (why != SIPC_TERM_SHUTDOWN) {
-		sipc__slot_hand_over(sl);
+		sipc__slot_note_hand_over(sl, sipc__slot_hand_over(sl));
 		sipc__move_queued(sl, true, SIPC_E_UNAVAILABLE);
 	}
 }
@@ -432,7 +441,7 @@ sipc__slot_on_end(struct sipc__slot *sl, struct sipc_exit *e, int64_t now)
 	 * slot when it restarts, instead of being refused because no other
 	 * slot exists (a pool of one).  In a cool-down they are refused. */
 	if (!atomic_load(&s->closing))
-		sipc__slot_hand_over(sl);
+		sipc__slot_note_hand_over(sl, sipc__slot_hand_over(sl));
 	schedule_restart(sl, now, now - sl->started_ms, before_ready);
 	sipc__slot_diag_tail(sl, &tail);
 	sipc__settle(sl, e, tail, now);

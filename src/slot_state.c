@@ -81,11 +81,13 @@ sipc__slot_set_state(struct sipc__slot *sl, enum sipc_worker_state to)
  * A serving slot leaves service (retires, is being stopped, ended): a
  * READY spare takes its place now, and it becomes the spare, serving
  * again only when another leaves.  Any thread (the writer that gives a
- * worker its last request under max_requests, the reaper); the spare
- * is claimed by a compare-exchange, so two leaving slots never take the
- * same one.  Without a ready spare the slot keeps its place.
+ * worker its last request under max_requests, with locks held: so it
+ * logs nothing, the reaper says it); the spare is claimed by a
+ * compare-exchange, so two leaving slots never take the same one.
+ * Without a ready spare the slot keeps its place.  Returns the spare's
+ * index, or -1.
  */
-void
+int
 sipc__slot_hand_over(struct sipc__slot *sl)
 {
 	struct sipc_supervisor *s = sl->sup;
@@ -93,7 +95,7 @@ sipc__slot_hand_over(struct sipc__slot *sl)
 	bool was;
 
 	if (s->cfg.spares == 0 || atomic_load(&sl->spare))
-		return;
+		return -1;
 	for (i = 0; i < s->nslots; i++) {
 		struct sipc__slot *sp = &s->slots[i];
 
@@ -104,8 +106,7 @@ sipc__slot_hand_over(struct sipc__slot *sl)
 			continue;
 		atomic_store(&sl->spare, true);
 		atomic_fetch_add(&s->n_takeovers, 1);
-		sipc__log(s, SIPC_LOG_INFO, sp, "spare takes the place of "
-		    "worker %u", sl->idx);
-		return;
+		return (int)i;
 	}
+	return -1;
 }

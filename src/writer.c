@@ -178,7 +178,7 @@ mark_written(struct sipc__slot *sl, struct sipc__req *q)
 		atomic_store(&sl->retiring, SIPC_RECYCLE_REQUESTS);
 		/* the next request goes to a ready spare, not behind
 		 * this worker's restart */
-		sipc__slot_hand_over(sl);
+		(void)sipc__slot_hand_over(sl);
 		sipc__reaper_wake(sl->sup);
 	}
 	if (sl->inflight++ == 0)
