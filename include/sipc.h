@@ -485,6 +485,16 @@ struct sipc_config {
 	 * executable where a probe is due: the creation is refused. */
 	const char *probe_path;
 
+	/* Scratch directories (NULL: none).  sipc_create() makes
+	 * "sipc-XXXXXX" in this absolute directory, and in it one directory
+	 * per worker generation, given to the worker as SIPC_SCRATCH (bound
+	 * read-write into the sandbox); a request submitted with
+	 * SIPC_REQ_SCRATCH gets "$SIPC_SCRATCH/<id>", made empty before it
+	 * is written and removed with its contents once its worker answered
+	 * it (a worker's whole directory when it ends, the instance's at
+	 * destroy).  Links a worker leaves are removed, never followed. */
+	const char *scratch_root;
+
 	/* Gathering (CONTRACT C8): an asynchronous request joins the worker
 	 * the previous one went to (or another that already holds
 	 * requests) while that worker's queued and written requests, at its
@@ -640,6 +650,9 @@ enum sipc_req_flags {
 	SIPC_REQ_NOWAIT = 1u << 1,     /* reject at once if queues are full */
 	SIPC_REQ_LEND = 1u << 2,       /* sipc_submit: the payload is lent,
 	                                * not copied (see sipc_submit) */
+	SIPC_REQ_SCRATCH = 1u << 3,    /* an empty directory of its own on
+	                                * the worker it is written to
+	                                * (cfg.scratch_root; -EINVAL without) */
 };
 
 /* Completion callback: exactly once per accepted submit.  Runs on a

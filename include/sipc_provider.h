@@ -70,6 +70,9 @@ struct sipc_provider_launch {
 	unsigned nproc_limit;         /* RLIMIT_NPROC, 0 = none */
 	enum sipc_containment contain;/* asked for (AUTO: best available) */
 	const char *init_path;        /* sipc-init; NULL: installed default */
+	/* The worker's scratch directory (SIPC_SCRATCH in envp), to be
+	 * visible read-write at the same path; NULL: none. */
+	const char *scratch_dir;
 };
 
 /* A worker's identity as its provider can later prove it: journalled

@@ -135,6 +135,17 @@ int sipc_worker_run(sipc_worker *w, sipc_worker_handler fn, void *arg);
 #define SIPC_WORKER_E_CANCELLED 125u
 
 /*
+ * The scratch directory of request `id` (submitted SIPC_REQ_SCRATCH to a
+ * supervisor with a scratch_root): "$SIPC_SCRATCH/<id>", written to
+ * buf.  It exists, empty, when the request arrives, and is removed with
+ * its contents once the worker answered it.  0, -ENOENT when the
+ * request has none, -ENAMETOOLONG when buf is too small.  Any time the
+ * id is the worker's; one stat() call.
+ */
+int sipc_worker_scratch(const sipc_worker *w, uint64_t id, char *buf,
+                        size_t len);
+
+/*
  * The running request's deadline: CLOCK_MONOTONIC milliseconds (compare
  * with clock_gettime(CLOCK_MONOTONIC)), 0 when it has none, or outside
  * a handler, or from a supervisor that does not send deadlines.  Valid

@@ -80,6 +80,7 @@ const struct sipc__cfg_key sipc__cfg_keys[] = {
 	NUM(memory_max, 0, SIZE_CAP),
 	NUM(cpu_max_percent, 0, 100000),
 	OTHER(probe_path, SIPC__CK_OPTSTRING),
+	OTHER(scratch_root, SIPC__CK_OPTSTRING),
 	NUM(gather_us, 0, 1000000),
 };
 _Static_assert(sizeof(sipc__cfg_keys) / sizeof(sipc__cfg_keys[0]) ==
@@ -98,6 +99,7 @@ static const char *const env_reserved[] = {
 	/* set by the supervisor for each worker (sipc.conf(5)); a worker
 	 * that is itself a host loads an environment holding them */
 	"SIPC_FD", "SIPC_PARENT_PID", "SIPC_WORKER_ID", "SIPC_GENERATION",
+	"SIPC_SCRATCH",
 	/* the library's build and test harness (GNUmakefile, tests/run.sh,
 	 * .ci/run) */
 	"SIPC_BUILD", "SIPC_FIXTURES", "SIPC_INIT", "SIPC_MAKE",
@@ -337,6 +339,9 @@ validate_strings(const struct sipc_config *cfg, char *msg, size_t len)
 		snprintf(msg, len, "provider: missing");
 	else if (cfg->path == NULL || cfg->path[0] == '\0')
 		snprintf(msg, len, "path: missing (worker executable)");
+	else if (cfg->scratch_root != NULL && cfg->scratch_root[0] != '/')
+		snprintf(msg, len, "scratch_root: %s is not an absolute path",
+		    cfg->scratch_root);
 	else if (cfg->state_dir != NULL && cfg->state_dir[0] == '\0')
 		snprintf(msg, len, "state_dir: empty (use NULL to disable)");
 	else if (cfg->init_path != NULL && cfg->init_path[0] == '\0')

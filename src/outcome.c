@@ -222,8 +222,8 @@ sipc__outcome(struct sipc_supervisor *s, struct sipc__req *q, enum sipc_outcome 
 }
 
 /*
- * The writer could not journal that `q` goes to `sl`'s worker, so it is
- * not sent.  Undo what the writer's take did (state, in-flight count,
+ * The writer could not journal that `q` goes to `sl`'s worker, or make
+ * its scratch directory, so it is not sent (`err` says which).  Undo what the writer's take did (state, in-flight count,
  * attempt) and give it its outcome, unless someone else settled it
  * meanwhile (a timeout keeps it in the table until its worker answers:
  * it is dropped here).  The writer thread, or a direct sender under a
@@ -232,7 +232,7 @@ sipc__outcome(struct sipc_supervisor *s, struct sipc__req *q, enum sipc_outcome 
  */
 void
 sipc__outcome_unsend(struct sipc_supervisor *s, struct sipc__slot *sl,
-                     struct sipc__req *q)
+                     struct sipc__req *q, int err)
 {
 	struct sipc_result res;
 	bool mine, won = false, ran;
@@ -251,7 +251,7 @@ sipc__outcome_unsend(struct sipc_supervisor *s, struct sipc__slot *sl,
 		 * still have run it (settle.c reports that UNKNOWN too). */
 		ran = q->deaths > 0;
 		won = sipc__outcome_set(s, q, ran ? SIPC_OUTCOME_UNKNOWN :
-		    SIPC_OUTCOME_REJECTED, SIPC_E_JOURNAL, ran, &res);
+		    SIPC_OUTCOME_REJECTED, err, ran, &res);
 	}
 	pthread_mutex_unlock(&s->table.lock);
 	if (won)

@@ -21,6 +21,7 @@
  * generation.  Lock order: slot -> table.  Callbacks run with no lock.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -36,6 +37,7 @@
 
 #include "le.h"
 #include "sipc_int.h"
+#include "unix/scratch.h"
 #include "rx.h"
 
 #define READ_BUF (64 * 1024)
@@ -324,6 +326,14 @@ on_reply(struct reader *r, struct sipc_frame *f)
 		f->payload = NULL;
 		if (!later_push(r, q, &res, held))
 			sipc__outcome_deliver_held(s, q, &res, held);
+	}
+	/* Answered: the worker is done with its scratch directory. */
+	if (q->flags & SIPC_REQ_SCRATCH) {
+		char name[64];
+
+		snprintf(name, sizeof(name), "w%u.%u/%" PRIu64, sl->idx,
+		    sl->generation, q->id);
+		(void)sipc__scratch_remove(s->scratch_fd, name);
 	}
 	sipc__req_unref(s, q);   /* the table's reference */
 }

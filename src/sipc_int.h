@@ -386,6 +386,10 @@ struct sipc_supervisor {
 	_Atomic uint64_t queue_us_sum, run_us_sum;  /* over outcomes */
 	_Atomic uint64_t n_recycled[4];     /* by enum sipc_recycle_reason */
 	_Atomic uint64_t n_takeovers;       /* spares that took a place */
+	/* cfg.scratch_root's instance directory and its descriptor (-1:
+	 * none): worker generations' directories are made in it */
+	int scratch_fd;
+	char scratch_path[4096];
 	/* Worker ends by enum sipc_exit_kind; results' queue_us and run_us
 	 * by bucket (metrics.c: the bucket bounds) */
 	_Atomic uint64_t n_exits[SIPC__EXIT_KINDS];
@@ -507,7 +511,7 @@ void sipc__late_run(struct sipc_supervisor *s);
  * undo the take and give it REJECTED (UNKNOWN if an earlier worker may
  * have run it) / SIPC_E_JOURNAL, unless it was settled meanwhile. */
 void sipc__outcome_unsend(struct sipc_supervisor *s, struct sipc__slot *sl,
-                          struct sipc__req *q);
+                          struct sipc__req *q, int err);
 void sipc__outcome(struct sipc_supervisor *s, struct sipc__req *q,
                    enum sipc_outcome o, int err, bool may_have_run,
                    uint8_t *reply, size_t reply_len, uint32_t wcode);

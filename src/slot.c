@@ -12,15 +12,18 @@
  * What happens to a dead worker's requests is in settle.c.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "policy.h"
 #include "provider.h"
 #include "sipc_int.h"
+#include "unix/scratch.h"
 
 /* ------------------------------------------------------------ spawn */
 
@@ -40,9 +43,14 @@ worker_env(struct sipc_supervisor *s, struct sipc__slot *sl)
 		env[n] = NULL;
 	if (asprintf(&env[n + 1], "SIPC_GENERATION=%u", sl->generation) < 0)
 		env[n + 1] = NULL;
-	if (env[n] == NULL || env[n + 1] == NULL) {
+	if (s->scratch_fd >= 0 && asprintf(&env[n + 2], "SIPC_SCRATCH=%s/w%u.%u",
+	    s->scratch_path, sl->idx, sl->generation) < 0)
+		env[n + 2] = NULL;
+	if (env[n] == NULL || env[n + 1] == NULL ||
+	    (s->scratch_fd >= 0 && env[n + 2] == NULL)) {
 		free(env[n]);
 		free(env[n + 1]);
+		free(env[n + 2]);
 		free(env);
 		return NULL;
 	}
@@ -58,6 +66,7 @@ free_env(struct sipc_supervisor *s, char **env)
 		n++;
 	free(env[n]);
 	free(env[n + 1]);
+	free(env[n + 2]);
 	free(env);
 }
 
@@ -112,6 +121,7 @@ struct sipc__spawn_job {
 	struct sipc_provider_launch l;
 	void *pending;                /* provider's launch_start, or NULL */
 	int rc;                       /* the start's result */
+	char *scratch_dir;            /* the generation's scratch directory */
 };
 
 int
@@ -144,6 +154,25 @@ spawn_begin(struct sipc__slot *sl, struct sipc__spawn_job *j)
 	sl->recycle_noted = false;
 	atomic_store(&sl->retiring, SIPC_RECYCLE_NONE);
 	pthread_mutex_unlock(&sl->lock);
+	if (s->scratch_fd >= 0) {
+		/* the generation's scratch directory, before its start */
+		char name[32];
+
+		snprintf(name, sizeof(name), "w%u.%u", sl->idx, sl->generation);
+		if (mkdirat(s->scratch_fd, name, 0700) < 0 && errno != EEXIST) {
+			j->rc = -errno;
+			sipc__log(s, SIPC_LOG_ERROR, sl, "scratch directory "
+			    "%s/%s: %s", s->scratch_path, name,
+			    strerror(errno));
+			return;
+		}
+		if (asprintf(&j->scratch_dir, "%s/%s", s->scratch_path,
+		    name) < 0) {
+			j->scratch_dir = NULL;
+			j->rc = -ENOMEM;
+			return;
+		}
+	}
 	if ((j->env = worker_env(s, sl)) == NULL) {
 		j->rc = -ENOMEM;
 		return;
@@ -152,7 +181,8 @@ spawn_begin(struct sipc__slot *sl, struct sipc__spawn_job *j)
 	    .argv = s->argv, .envp = j->env, .worker_id = sl->idx,
 	    .generation = sl->generation,
 	    .nproc_limit = s->cfg.worker_nproc_limit,
-	    .contain = s->cfg.containment, .init_path = s->cfg.init_path };
+	    .contain = s->cfg.containment, .init_path = s->cfg.init_path,
+	    .scratch_dir = j->scratch_dir };
 	if (s->prov->launch_start != NULL)
 		j->rc = s->prov->launch_start(s->prov_state, &j->l,
 		    &j->pending);
@@ -176,6 +206,8 @@ spawn_end(struct sipc__spawn_job *j, int64_t now)
 		    &eno);
 	if (j->env != NULL)
 		free_env(s, j->env);
+	free(j->scratch_dir);
+	j->scratch_dir = NULL;
 	if (rc < 0)
 		goto fail;
 	/* Outside development and test an end must be seen when it
@@ -255,6 +287,12 @@ fail:
 		pthread_mutex_lock(&sl->lock);
 		sl->last_exit = e;
 		pthread_mutex_unlock(&sl->lock);
+	}
+	if (s->scratch_fd >= 0) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "w%u.%u", sl->idx, sl->generation);
+		(void)sipc__scratch_remove(s->scratch_fd, name);
 	}
 	schedule_restart(sl, now, 0, true);
 }
@@ -451,6 +489,11 @@ sipc__slot_on_end(struct sipc__slot *sl, struct sipc_exit *e, int64_t now)
 	sl->start_ctr = NULL;
 	pthread_mutex_unlock(&sl->lock);
 	sipc__journal_note_worker_gone(s, sl);
+	if (s->scratch_fd >= 0) {
+		/* what this generation left, its requests' directories too */
+		snprintf(buf, sizeof(buf), "w%u.%u", sl->idx, sl->generation);
+		(void)sipc__scratch_remove(s->scratch_fd, buf);
+	}
 }
 
 /* Count READY and live slots for sipc_wait_ready() and wake its waiters;

@@ -12,6 +12,7 @@
  * never holds a request that another worker has room for.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -29,6 +30,7 @@
 #include "provider.h"
 #include "startprobe.h"
 #include "sipc_int.h"
+#include "unix/scratch.h"
 
 
 /* Reserve payload bytes under the memory ceiling, leaving the reply
@@ -103,7 +105,10 @@ submit(sipc_supervisor *s, const struct sipc_request *req, sipc_done_fn done,
 	if (s == NULL || req == NULL || done == NULL ||
 	    (req->payload == NULL && req->len > 0))
 		return -EINVAL;
+	if ((req->flags & SIPC_REQ_SCRATCH) && s->scratch_fd < 0)
+		return -EINVAL;
 	if (req->flags & ~(unsigned)(SIPC_REQ_IDEMPOTENT | SIPC_REQ_NOWAIT |
+	    SIPC_REQ_SCRATCH |
 	    SIPC_REQ_LEND))
 		return -EINVAL;
 	if (req->len > s->cfg.max_payload)
@@ -384,6 +389,12 @@ sup_free(struct sipc_supervisor *s)
 	free((char *)s->cfg.state_dir);
 	free((char *)s->cfg.init_path);
 	free((char *)s->cfg.probe_path);
+	free((char *)s->cfg.scratch_root);
+	/* every worker has ended: what is left of their directories goes */
+	if (s->scratch_fd >= 0) {
+		close(s->scratch_fd);
+		(void)sipc__scratch_remove(AT_FDCWD, s->scratch_path);
+	}
 	free(s->pool_budget);
 	sipc__table_fini(&s->table);
 	if (s->owner_held)
@@ -436,6 +447,8 @@ sup_alloc(const struct sipc_config *cfg, struct sipc_supervisor **ret)
 	s->cfg.state_dir = xstrdup(cfg->state_dir);
 	s->cfg.init_path = xstrdup(cfg->init_path);
 	s->cfg.probe_path = xstrdup(cfg->probe_path);
+	s->cfg.scratch_root = xstrdup(cfg->scratch_root);
+	s->scratch_fd = -1;
 	s->nslots = cfg->workers + cfg->spares;
 	s->ncpu = usable_cpus();
 	atomic_init(&s->next_id, 1);
@@ -443,7 +456,8 @@ sup_alloc(const struct sipc_config *cfg, struct sipc_supervisor **ret)
 	if (s->cfg.path == NULL || s->cfg.provider == NULL ||
 	    (cfg->state_dir != NULL && s->cfg.state_dir == NULL) ||
 	    (cfg->init_path != NULL && s->cfg.init_path == NULL) ||
-	    (cfg->probe_path != NULL && s->cfg.probe_path == NULL))
+	    (cfg->probe_path != NULL && s->cfg.probe_path == NULL) ||
+	    (cfg->scratch_root != NULL && s->cfg.scratch_root == NULL))
 		return -ENOMEM;
 	if ((rc = sipc__table_init(&s->table, cfg->workers *
 	    cfg->ring_frames, cfg->mem_ceiling / 4)) < 0)
@@ -533,6 +547,14 @@ sipc_create(const struct sipc_config *cfg, char *errbuf, size_t errlen,
 		if (rc == -EBUSY)
 			snprintf(errbuf, errlen, "owner mode: another owner-mode "
 			    "supervisor exists in this process");
+		goto fail;
+	}
+	if (cfg->scratch_root != NULL &&
+	    (rc = sipc__scratch_make(cfg->scratch_root, s->scratch_path,
+	    sizeof(s->scratch_path), &s->scratch_fd)) < 0) {
+		snprintf(errbuf, errlen, "scratch_root: %s: %s",
+		    cfg->scratch_root, strerror(-rc));
+		rc = SIPC_E_CONFIG;
 		goto fail;
 	}
 	if ((rc = provider_open(s, prov, errbuf, errlen)) < 0)

@@ -43,6 +43,7 @@
 
 #include <bsd/stdlib.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -799,6 +800,22 @@ rt_run_handler(sipc_worker *w, struct rt_batch *b, size_t i,
 	w->cur_deadline = 0;
 	w->batch = NULL;
 	return r;
+}
+
+int
+sipc_worker_scratch(const sipc_worker *w, uint64_t id, char *buf, size_t len)
+{
+	const char *root = getenv("SIPC_SCRATCH");
+	struct stat st;
+
+	(void)w;
+	if (root == NULL || root[0] != '/')
+		return -ENOENT;
+	if ((size_t)snprintf(buf, len, "%s/%" PRIu64, root, id) >= len)
+		return -ENAMETOOLONG;
+	if (stat(buf, &st) < 0 || !S_ISDIR(st.st_mode))
+		return -ENOENT;
+	return 0;
 }
 
 uint64_t

@@ -23,6 +23,8 @@
  * frame is written or the journal appended to.
  */
 #include <errno.h>
+#include <sys/stat.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -294,6 +296,20 @@ wbatch_layout(const struct sipc__slot *sl, struct sipc__wbatch *b)
 	b->nframes = b->nreq + b->ncancel + (b->rest != NULL);
 }
 
+/* No lock held, before `q`'s frame is sent: its empty scratch directory
+ * in its worker generation's (SIPC_REQ_SCRATCH).  0 or -errno. */
+static int
+scratch_make(struct sipc__slot *sl, const struct sipc__req *q)
+{
+	char name[64];
+
+	snprintf(name, sizeof(name), "w%u.%u/%" PRIu64, sl->idx, q->gen,
+	    q->id);
+	if (mkdirat(sl->sup->scratch_fd, name, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
 /* No lock held: journal the batch's requests and lay out its frames.
  * A request that could not be journalled as written is not sent: it
  * gets its outcome here and leaves the batch. */
@@ -301,7 +317,7 @@ static void
 wbatch_build(struct sipc__slot *sl, struct sipc__wbatch *b)
 {
 	struct sipc_supervisor *s = sl->sup;
-	int i, ns, h = 0;
+	int i, ns, h = 0, rc;
 
 	b->niov = 0;
 	/* Journalled as written by the caller that began it. */
@@ -313,9 +329,15 @@ wbatch_build(struct sipc__slot *sl, struct sipc__wbatch *b)
 		put_frame(b->iov, &b->niov, b->hdrs[h++], SIPC_FT_CANCEL,
 		    b->cancels[i], NULL, 0, 0);
 	for (i = ns = 0; i < b->nreq; i++) {
+		if ((b->req[i]->flags & SIPC_REQ_SCRATCH) &&
+		    (rc = scratch_make(sl, b->req[i])) < 0) {
+			sipc__outcome_unsend(s, sl, b->req[i], rc);
+			sipc__req_send_unref(s, b->req[i]);
+			continue;
+		}
 		if (s->journal != NULL &&
 		    sipc__journal_note_written(s, sl, b->req[i]) < 0) {
-			sipc__outcome_unsend(s, sl, b->req[i]);
+			sipc__outcome_unsend(s, sl, b->req[i], SIPC_E_JOURNAL);
 			sipc__req_send_unref(s, b->req[i]);
 			continue;
 		}
@@ -326,7 +348,7 @@ wbatch_build(struct sipc__slot *sl, struct sipc__wbatch *b)
 	 * request that ran); none goes out when it fails. */
 	if (ns > 0 && sipc__journal_note_sent_durable(s) < 0) {
 		for (i = 0; i < ns; i++) {
-			sipc__outcome_unsend(s, sl, b->req[i]);
+			sipc__outcome_unsend(s, sl, b->req[i], SIPC_E_JOURNAL);
 			sipc__req_send_unref(s, b->req[i]);
 		}
 		ns = 0;
@@ -549,13 +571,17 @@ sipc__direct_send(struct sipc__slot *sl, struct sipc__req *q)
 	int niov = 0, jrc = 0;
 	bool was, lost = false;
 
-	if (s->journal != NULL) {
+	if ((q->flags & SIPC_REQ_SCRATCH) && (jrc = scratch_make(sl, q)) < 0) {
+		was = sipc__callback_rules_begin();
+		sipc__outcome_unsend(s, sl, q, jrc);
+		sipc__lib_thread = was;
+	} else if (s->journal != NULL) {
 		/* A journal failure delivers the outcome here, on the
 		 * submitting thread, under a callback's rules. */
 		was = sipc__callback_rules_begin();
 		if ((jrc = sipc__journal_note_written(s, sl, q)) < 0 ||
 		    (jrc = sipc__journal_note_sent_durable(s)) < 0)
-			sipc__outcome_unsend(s, sl, q);
+			sipc__outcome_unsend(s, sl, q, SIPC_E_JOURNAL);
 		sipc__lib_thread = was;
 	}
 	if (jrc == 0) {

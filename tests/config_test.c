@@ -493,7 +493,7 @@ test_config_env_unknown_variable_refused(void)
 	}
 }
 
-/* The names that share the prefix but are not configuration: the four
+/* The names that share the prefix but are not configuration: the five
  * the supervisor sets for each worker, and those of the library's own
  * build and tests.  Each is accepted and changes nothing. */
 static void
@@ -501,7 +501,8 @@ test_config_env_reserved_names_ignored(void)
 {
 	static char *env[] = {
 		"SIPC_FD=3", "SIPC_PARENT_PID=1", "SIPC_WORKER_ID=0",
-		"SIPC_GENERATION=4", "SIPC_FIXTURES=/f", "SIPC_INIT=/i",
+		"SIPC_GENERATION=4", "SIPC_SCRATCH=/s", "SIPC_FIXTURES=/f",
+		"SIPC_INIT=/i",
 		"SIPC_BUILD=/b", "SIPC_SAN=", "SIPC_MAKE=make",
 		"SIPC_XML_DIR=/x", "SIPC_NO_DEPS=1", "SIPC_TEST_COUNTS=/c",
 		"SIPC_TEST_PROVIDER=sandbox", "SIPC_TEST_ANYTHING=1",

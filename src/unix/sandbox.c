@@ -175,7 +175,8 @@ sbx_clone(struct sbx_pending *q, const char *bwrap)
 		view = own;
 	}
 	snprintf(q->view_note, sizeof(q->view_note), "%s", view->note);
-	if ((rc = sipc__sbx_argv_build(a, bwrap, view, l->argv)) < 0)
+	if ((rc = sipc__sbx_argv_build(a, bwrap, view, l->scratch_dir,
+	    l->argv)) < 0)
 		goto out;
 	if ((env = sipc__ns_env(l->envp)) == NULL) {
 		rc = -ENOMEM;

@@ -85,14 +85,15 @@ struct sipc__sbx_argv {
  * Build it (sbxargv.c): the namespaces, the read-only view (view's
  * files, or /usr with the host's top-level links and the worker's and
  * sipc-init's directories; the host's top-level links either way),
- * fresh /proc, /dev and /tmp, then "-- sipc-init WORKER ARGV0
- * [ARGS...]", both programs resolved.  0, or -errno (a path that does
- * not resolve); a->v is then NULL.  The caller frees a->v; the strings
- * are argv's, a's or view's (which must outlive a->v).
+ * fresh /proc, /dev and /tmp, the worker's scratch directory read-write
+ * at its own path (when `scratch` is not NULL), then "-- sipc-init
+ * WORKER ARGV0 [ARGS...]", both programs resolved.  0, or -errno (a path
+ * that does not resolve); a->v is then NULL.  The caller frees a->v; the
+ * strings are argv's, a's, view's or scratch (which must outlive a->v).
  */
 int sipc__sbx_argv_build(struct sipc__sbx_argv *a, const char *bwrap,
                          const struct sipc__sbx_view *view,
-                         char *const *argv);
+                         const char *scratch, char *const *argv);
 
 /* Terminate the sandbox `id` names, left by a dead supervisor, if it is
  * proven (same boot; its init alive with the recorded start time and

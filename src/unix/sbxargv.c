@@ -246,7 +246,8 @@ av_view(struct sipc__sbx_argv *a, const struct sipc__sbx_view *v)
  * worker under /tmp is still seen. */
 int
 sipc__sbx_argv_build(struct sipc__sbx_argv *a, const char *bwrap,
-                     const struct sipc__sbx_view *view, char *const *argv)
+                     const struct sipc__sbx_view *view, const char *scratch,
+                     char *const *argv)
 {
 	size_t nargs = 0;
 	int rc;
@@ -269,6 +270,9 @@ sipc__sbx_argv_build(struct sipc__sbx_argv *a, const char *bwrap,
 	av_add(a, "--new-session");
 	av_add(a, "--as-pid-1");
 	av_view(a, view);
+	/* after /tmp's tmpfs: a scratch directory under /tmp is seen */
+	if (scratch != NULL)
+		av_add3(a, "--bind", scratch, scratch);
 	av_add(a, "--chdir");
 	av_add(a, "/");
 	/* bwrap sets PWD=/ after --chdir, whatever --unsetenv says

@@ -1,0 +1,25 @@
+/*
+ * scratch.h - scratch directories (sipc_config.scratch_root): one per
+ * supervisor instance, one per worker generation in it, one per request
+ * (SIPC_REQ_SCRATCH) in its worker's.  Made 0700; removed with what a
+ * worker left in them, never following a link it made.
+ *
+ * Pure functions over directory descriptors: no library state, any
+ * thread.
+ */
+#ifndef SIPC_SCRATCH_H
+#define SIPC_SCRATCH_H
+
+#include <stddef.h>
+
+/* Make "<root>/sipc-XXXXXX" and open it: its path in ret_path, its
+ * descriptor (O_DIRECTORY, close-on-exec) in *ret_fd.  0 or -errno. */
+int sipc__scratch_make(const char *root, char *ret_path, size_t len,
+                       int *ret_fd);
+
+/* Remove `name` under dirfd and everything in it, at most 64 levels
+ * deep; a link is removed, never followed.  0 (also when it was not
+ * there), or the first -errno met (the rest is still tried). */
+int sipc__scratch_remove(int dirfd, const char *name);
+
+#endif
