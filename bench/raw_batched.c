@@ -28,6 +28,9 @@
  * echo whose length prefix is not the size sent ends the program with
  * EPROTO (exit 1 on the socketpair, a note on the others).
  *
+ * Channels, placements, the child's start and the report:
+ * bench_tput_main() of bench.h, as in raw_pipelined.
+ *
  * Threads: parent = main (reader, timing) + one writer thread; the
  * window's room (under its mutex) and the atomics below are the only
  * shared state.
