@@ -2,8 +2,9 @@
  * bench.h - helpers shared by the bench programs (header-only, all static
  * inline so each program stays one translation unit): monotonic time,
  * percentiles, full reads/writes, the `metric` output line, VmRSS, the
- * channels and CPU placements of the raw baselines, CPU time and context
- * switches of a process.
+ * channels and CPU placements of the raw baselines, their echo children,
+ * CPU time and context switches of a process, and the driver the two
+ * pipelined baselines (raw_pipelined, raw_batched) share.
  *
  * Threads: every helper is reentrant; nothing here holds a lock.
  */
@@ -21,6 +22,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -309,6 +311,46 @@ bench_echo_frames(struct bench_chan c, size_t maxsz, size_t chunk)
 	}
 }
 
+/* Child of the batched baseline: the frames of bench_echo_frames(), read
+ * `chunk` bytes at a time, but every complete frame of one read() goes
+ * back in one write(); a frame split across reads stays in the buffer
+ * until its rest comes.  Exits the process at EOF or on error (3: a
+ * length prefix above `maxsz`). */
+static inline void
+bench_echo_batched(struct bench_chan c, size_t maxsz, size_t chunk)
+{
+	size_t cap = 4 + maxsz + chunk, have = 0, off, flen;
+	uint8_t *buf = malloc(cap);
+	uint32_t len;
+	ssize_t n;
+
+	if (buf == NULL)
+		_exit(2);
+	for (;;) {
+		/* have < 4 + maxsz here: the tail is less than one frame */
+		n = read(c.rd, buf + have, chunk);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			_exit(0);
+		have += (size_t)n;
+		off = 0;
+		while (have - off >= 4) {
+			memcpy(&len, buf + off, 4);
+			if (len > maxsz)
+				_exit(3);
+			flen = 4 + (size_t)len;
+			if (have - off < flen)
+				break;
+			off += flen;
+		}
+		if (off > 0 && bench_write_all(c.wr, buf, off) < 0)
+			_exit(4);
+		memmove(buf, buf + off, have - off);
+		have -= off;
+	}
+}
+
 /* ----------------------------------------------------------- placement */
 enum { BENCH_SAMECPU, BENCH_CROSSCPU, BENCH_NPLACE };
 static const char *const bench_place_name[BENCH_NPLACE] = {
@@ -400,6 +442,188 @@ bench_ctxsw(pid_t pid)
 	}
 	closedir(d);
 	return (double)sum;
+}
+
+/* ------------------------------------------------- pipelined baselines
+ * raw_pipelined and raw_batched: a forked echo child on each channel at
+ * each placement, one figure per payload size; the unsuffixed figure of
+ * a size is the channel and placement with the most msg/s, the limit. */
+
+/* One channel, placement and size: msg/s, payload MB/s one way, CPU us
+ * of both processes per echoed frame, and (printed when > 0) frames per
+ * write() of the parent's writer. */
+struct bench_tput {
+	double msgs, mbps, cpu, per_write;
+	int ok;
+};
+
+/* A baseline: its name (the metrics' prefix), its payload sizes, the
+ * child's loop (never returns), one measurement over the parent's end
+ * of a channel, and where the figures go: figs[BENCH_NCHAN *
+ * BENCH_NPLACE * nsizes], indexed by bench_tput_at(). */
+struct bench_tput_prog {
+	const char *name;
+	const size_t *sizes;
+	size_t nsizes;
+	void (*child)(struct bench_chan chi);
+	int (*measure)(struct bench_chan par, pid_t child, size_t size,
+	    double dur, struct bench_tput *f);
+	struct bench_tput *figs;
+};
+
+static inline struct bench_tput *
+bench_tput_at(const struct bench_tput_prog *pr, int c, int p, size_t i)
+{
+	return &pr->figs[((size_t)c * BENCH_NPLACE + (size_t)p) * pr->nsizes +
+	    i];
+}
+
+/* One channel, one placement: parent (and the threads it starts) on CPU
+ * `pc`, child on CPU `cc` (-1: where the scheduler puts them); every
+ * size in turn over the same child.  Returns 0 or -errno. */
+static inline int
+bench_tput_placement(const struct bench_tput_prog *pr, int kind, int p,
+    int pc, int cc, double dur)
+{
+	struct bench_chan par, chi;
+	cpu_set_t orig;
+	int status, rc;
+	size_t i;
+	pid_t pid;
+
+	sched_getaffinity(0, sizeof(orig), &orig);
+	if ((rc = bench_chan_open(kind, &par, &chi)) < 0)
+		return rc;
+	if ((pid = fork()) < 0) {
+		rc = -errno;
+		bench_chan_close(&par);
+		bench_chan_close(&chi);
+		return rc;
+	}
+	if (pid == 0) {
+		bench_pin(cc);
+		bench_chan_close(&par);
+		pr->child(chi);
+		_exit(0);
+	}
+	bench_chan_close(&chi);
+	bench_pin(pc);          /* the threads it starts inherit it */
+	for (i = 0, rc = 0; i < pr->nsizes && rc == 0; i++)
+		rc = pr->measure(par, pid, pr->sizes[i], dur,
+		    bench_tput_at(pr, kind, p, i));
+	bench_chan_close(&par);
+	waitpid(pid, &status, 0);
+	sched_setaffinity(0, sizeof(orig), &orig);
+	return rc;
+}
+
+static inline void
+bench_tput_print(const struct bench_tput_prog *pr, const char *tag,
+    size_t i, const struct bench_tput *f)
+{
+	char name[96];
+
+	snprintf(name, sizeof(name), "%s_%zu%s_msgs", pr->name, pr->sizes[i],
+	    tag);
+	bench_metric(name, f->msgs, "msg/s");
+	snprintf(name, sizeof(name), "%s_%zu%s_mbps", pr->name, pr->sizes[i],
+	    tag);
+	bench_metric(name, f->mbps, "MB/s");
+	snprintf(name, sizeof(name), "%s_%zu%s_cpu_per_msg", pr->name,
+	    pr->sizes[i], tag);
+	bench_metric(name, f->cpu, "us");
+	if (f->per_write > 0) {
+		snprintf(name, sizeof(name), "%s_%zu%s_frames_per_write",
+		    pr->name, pr->sizes[i], tag);
+		bench_metric(name, f->per_write, "frames");
+	}
+}
+
+/* Every figure, then per size the one with the most msg/s and a note
+ * naming it. */
+static inline void
+bench_tput_report(const struct bench_tput_prog *pr, int nplace)
+{
+	const struct bench_tput *best, *f;
+	int c, p, bc = 0, bp = 0;
+	char tag[48], note[256];
+	size_t i;
+
+	for (c = 0; c < BENCH_NCHAN; c++)
+		for (p = 0; p < nplace; p++)
+			for (i = 0; i < pr->nsizes; i++) {
+				f = bench_tput_at(pr, c, p, i);
+				if (!f->ok)
+					continue;
+				snprintf(tag, sizeof(tag), "_%s_%s",
+				    bench_chan_name[c], bench_place_name[p]);
+				bench_tput_print(pr, tag, i, f);
+			}
+	for (i = 0; i < pr->nsizes; i++) {
+		best = NULL;
+		for (c = 0; c < BENCH_NCHAN; c++)
+			for (p = 0; p < nplace; p++) {
+				f = bench_tput_at(pr, c, p, i);
+				if (f->ok && (best == NULL ||
+				    f->msgs > best->msgs)) {
+					best = f;
+					bc = c;
+					bp = p;
+				}
+			}
+		if (best == NULL)
+			continue;
+		bench_tput_print(pr, "", i, best);
+		snprintf(note, sizeof(note), "%s best at %zu B: %s %s "
+		    "(%.0f msg/s, %.2f us CPU per message)", pr->name,
+		    pr->sizes[i], bench_chan_name[bc], nplace > 1 ?
+		    bench_place_name[bp] : "unpinned", best->msgs, best->cpu);
+		bench_note(note);
+	}
+}
+
+/* The whole program: every channel at both placements (unpinned when
+ * only one CPU is usable), --quick for 0.3 s a figure instead of 1 s,
+ * then the report.  Returns the exit status: 1 when the socketpair, the
+ * channel every machine has, failed. */
+static inline int
+bench_tput_main(const struct bench_tput_prog *pr, int argc, char **argv)
+{
+	double dur = bench_quick(argc, argv) ? 0.3 : 1.0;
+	int cpu[2], k, c, p, rc, nplace;
+	char note[256];
+
+	bench_ignore_sigpipe();
+	k = bench_two_cpus(cpu);
+	nplace = k < 2 ? 1 : 2;
+	if (k < 2) {
+		snprintf(note, sizeof(note), "%s: one CPU only, unpinned runs",
+		    pr->name);
+		bench_note(note);
+		cpu[0] = cpu[1] = -1;
+	}
+	for (c = 0; c < BENCH_NCHAN; c++)
+		for (p = 0; p < nplace; p++) {
+			rc = bench_tput_placement(pr, c, p, cpu[0], cpu[p],
+			    dur);
+			if (rc == 0)
+				continue;
+			snprintf(note, sizeof(note), "%s %s %s: %s", pr->name,
+			    bench_chan_name[c], bench_place_name[p],
+			    strerror(-rc));
+			bench_note(note);
+			if (c == BENCH_SOCK)
+				return 1;
+		}
+	if (nplace > 1) {
+		snprintf(note, sizeof(note), "%s placement: samecpu parent "
+		    "(writer and reader threads) and child on CPU %d, "
+		    "crosscpu parent on CPU %d and child on CPU %d", pr->name,
+		    cpu[0], cpu[0], cpu[1]);
+		bench_note(note);
+	}
+	bench_tput_report(pr, nplace);
+	return 0;
 }
 
 #endif /* SIPC_BENCH_H */

@@ -16,6 +16,7 @@ BENCH_OPT   ?= -O2
 BENCH_QUICK ?= 0
 BENCH_ONLY  ?=
 BENCH_BASE  := $(BENCH_DIR)/raw_pingpong $(BENCH_DIR)/raw_pipelined \
+	       $(BENCH_DIR)/raw_batched \
 	       $(BENCH_DIR)/raw_scale \
 	       $(BENCH_DIR)/newline_proto
 BENCH_SIPC  := $(BENCH_DIR)/sipc_bench

@@ -19,6 +19,9 @@
  *       placement with the most msg/s at that size: the limit
  * and a note per size naming the channel and placement that won.
  *
+ * Channels, placements, the child and the report: bench_tput_main() of
+ * bench.h, which raw_batched shares.
+ *
  * Threads: parent = main (reader, timing) + one writer thread; the window
  * semaphore and the atomics below are the only shared state.
  */
@@ -28,7 +31,6 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
-#include <sys/wait.h>
 
 #include "bench.h"
 
@@ -50,13 +52,8 @@ struct run {
 	atomic_uint_fast64_t sent;
 };
 
-struct fig {
-	double msgs, mbps, cpu;
-	int ok;
-};
-
 /* [channel][placement][size] */
-static struct fig F[BENCH_NCHAN][BENCH_NPLACE][NSIZES];
+static struct bench_tput F[BENCH_NCHAN * BENCH_NPLACE * NSIZES];
 
 static void *
 writer_main(void *arg)
@@ -151,7 +148,7 @@ reader_loop(struct run *r, double warm, double dur, uint64_t *ret_n,
 
 static int
 measure(struct bench_chan c, pid_t child, size_t size, double dur,
-    struct fig *f)
+    struct bench_tput *f)
 {
 	struct run r = { .c = c, .child = child, .size = size };
 	double secs, warm = size >= MAXSZ ? 0.3 : 0.2;
@@ -185,129 +182,19 @@ measure(struct bench_chan c, pid_t child, size_t size, double dur,
 	return 0;
 }
 
-/*
- * One channel, one placement: parent (both threads) on CPU `pc`, child
- * on CPU `cc` (-1: where the scheduler puts them).  Fills figs[].
- */
-static int
-placement(int kind, int pc, int cc, double dur, struct fig *figs)
-{
-	struct bench_chan par, chi;
-	cpu_set_t orig;
-	int status, rc;
-	size_t i;
-	pid_t pid;
-
-	sched_getaffinity(0, sizeof(orig), &orig);
-	if ((rc = bench_chan_open(kind, &par, &chi)) < 0)
-		return rc;
-	if ((pid = fork()) < 0) {
-		rc = -errno;
-		bench_chan_close(&par);
-		bench_chan_close(&chi);
-		return rc;
-	}
-	if (pid == 0) {
-		bench_pin(cc);
-		bench_chan_close(&par);
-		bench_echo_frames(chi, MAXSZ, CHUNK);
-	}
-	bench_chan_close(&chi);
-	bench_pin(pc);          /* the writer thread inherits it */
-	for (i = 0, rc = 0; i < NSIZES && rc == 0; i++)
-		rc = measure(par, pid, sizes[i], dur, &figs[i]);
-	bench_chan_close(&par);
-	waitpid(pid, &status, 0);
-	sched_setaffinity(0, sizeof(orig), &orig);
-	return rc;
-}
-
 static void
-print_fig(const char *tag, size_t i, const struct fig *f)
+child_main(struct bench_chan chi)
 {
-	char name[96];
-
-	snprintf(name, sizeof(name), "raw_pipelined_%zu%s_msgs", sizes[i], tag);
-	bench_metric(name, f->msgs, "msg/s");
-	snprintf(name, sizeof(name), "raw_pipelined_%zu%s_mbps", sizes[i], tag);
-	bench_metric(name, f->mbps, "MB/s");
-	snprintf(name, sizeof(name), "raw_pipelined_%zu%s_cpu_per_msg",
-	    sizes[i], tag);
-	bench_metric(name, f->cpu, "us");
-}
-
-/* Every figure, then per size the one with the most msg/s. */
-static void
-report(int nplace)
-{
-	const struct fig *best;
-	int c, p, bc = 0, bp = 0;
-	char tag[48], note[256];
-	size_t i;
-
-	for (c = 0; c < BENCH_NCHAN; c++)
-		for (p = 0; p < nplace; p++)
-			for (i = 0; i < NSIZES; i++) {
-				if (!F[c][p][i].ok)
-					continue;
-				snprintf(tag, sizeof(tag), "_%s_%s",
-				    bench_chan_name[c], bench_place_name[p]);
-				print_fig(tag, i, &F[c][p][i]);
-			}
-	for (i = 0; i < NSIZES; i++) {
-		best = NULL;
-		for (c = 0; c < BENCH_NCHAN; c++)
-			for (p = 0; p < nplace; p++)
-				if (F[c][p][i].ok && (best == NULL ||
-				    F[c][p][i].msgs > best->msgs)) {
-					best = &F[c][p][i];
-					bc = c;
-					bp = p;
-				}
-		if (best == NULL)
-			continue;
-		print_fig("", i, best);
-		snprintf(note, sizeof(note), "raw_pipelined best at %zu B: %s %s "
-		    "(%.0f msg/s, %.2f us CPU per message)", sizes[i],
-		    bench_chan_name[bc], nplace > 1 ? bench_place_name[bp] :
-		    "unpinned", best->msgs, best->cpu);
-		bench_note(note);
-	}
+	bench_echo_frames(chi, MAXSZ, CHUNK);
 }
 
 int
 main(int argc, char **argv)
 {
-	double dur = bench_quick(argc, argv) ? 0.3 : 1.0;
-	int cpu[2], k, c, p, rc, nplace;
-	char note[256];
+	static const struct bench_tput_prog pr = {
+		.name = "raw_pipelined", .sizes = sizes, .nsizes = NSIZES,
+		.child = child_main, .measure = measure, .figs = F,
+	};
 
-	bench_ignore_sigpipe();
-	k = bench_two_cpus(cpu);
-	nplace = k < 2 ? 1 : 2;
-	if (k < 2) {
-		bench_note("raw_pipelined: one CPU only, unpinned runs");
-		cpu[0] = cpu[1] = -1;
-	}
-	for (c = 0; c < BENCH_NCHAN; c++)
-		for (p = 0; p < nplace; p++) {
-			rc = placement(c, cpu[0], cpu[p], dur, F[c][p]);
-			if (rc == 0)
-				continue;
-			snprintf(note, sizeof(note), "raw_pipelined %s %s: %s",
-			    bench_chan_name[c], bench_place_name[p],
-			    strerror(-rc));
-			bench_note(note);
-			if (c == BENCH_SOCK)
-				return 1;
-		}
-	if (nplace > 1) {
-		snprintf(note, sizeof(note), "raw_pipelined placement: samecpu "
-		    "parent (writer and reader threads) and child on CPU %d, "
-		    "crosscpu parent on CPU %d and child on CPU %d", cpu[0],
-		    cpu[0], cpu[1]);
-		bench_note(note);
-	}
-	report(nplace);
-	return 0;
+	return bench_tput_main(&pr, argc, argv);
 }

@@ -16,8 +16,9 @@
 #   BENCH_RESULTS  where results go                  (bench/results)
 #   BENCH_QUICK=1  short smoke run (about a minute)
 #   BENCH_ONLY     parts to run, blank-separated (all): raw_pingpong
-#                  raw_pipelined raw_scale newline_proto ppe spawn_cost and the
-#                  sipc_bench sections (call pipe ... containment)
+#                  raw_pipelined raw_batched raw_scale newline_proto ppe
+#                  spawn_cost and the sipc_bench sections (call pipe ...
+#                  containment)
 #   BENCH_STALL_MS stall timeout of the stall test   (1000)
 #   PYTHON         interpreter for the ProcessPoolExecutor baseline (python3)
 #
@@ -36,8 +37,9 @@ STALL_MS=${BENCH_STALL_MS:-1000}
 PY=${PYTHON:-python3}
 HERE=$(dirname "$0")
 
-parts="raw_pingpong raw_pipelined raw_scale newline_proto ppe call pipe spawn mem scale
-stall journal accept containment cost sandbox cancel recycle spawn_cost convert"
+parts="raw_pingpong raw_pipelined raw_batched raw_scale newline_proto ppe call pipe spawn
+mem scale stall journal accept containment cost sandbox cancel recycle spawn_cost
+convert"
 for w in $ONLY; do
 	case " $(echo $parts) " in *" $w "*) ;; *)
 		echo "bench: BENCH_ONLY: unknown part $w (parts: $(echo $parts))" >&2
@@ -106,7 +108,7 @@ env_notes() {
 	emit "note env kernel: $(uname -srm) $(uname -v)"
 	emit "note env user: uid $(id -u), max_user_namespaces $(cat /proc/sys/user/max_user_namespaces 2>/dev/null || echo unreadable) (the containment modes depend on both)"
 	emit "note env load_average: $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min) at start"
-	emit "note placement raw_pingpong, raw_pipelined: each channel (sock: socketpair; pipe: two pipes; pipe1m: two pipes of 1 MiB) runs twice, parent and child pinned to one CPU (samecpu) and to two (crosscpu); the unsuffixed figure of a size is the best channel at its better placement, the limit every ratio uses (which one: the program's own note)"
+	emit "note placement raw_pingpong, raw_pipelined, raw_batched: each channel (sock: socketpair; pipe: two pipes; pipe1m: two pipes of 1 MiB) runs twice, parent and child pinned to one CPU (samecpu) and to two (crosscpu); the unsuffixed figure of a size is the best channel at its better placement, the limit every ratio uses (which one: the program's own note)"
 	emit "note placement newline_proto: runs twice, parent and child pinned to one CPU (_samecpu) and to two (_crosscpu); the unsuffixed figure is the better"
 	emit "note placement raw_scale: not pinned, like sipc's scale section (N echo children and one epoll parent thread; socketpair and two pipes, the unsuffixed figure is the better)"
 	emit "note placement ppe, spawn_cost, bare spawns of scale: not pinned (the scheduler places them)"
@@ -115,7 +117,7 @@ env_notes() {
 env_notes
 
 # ------------------------------------------------------------ baselines
-for p in raw_pingpong raw_pipelined raw_scale newline_proto; do
+for p in raw_pingpong raw_pipelined raw_batched raw_scale newline_proto; do
 	want "$p" || continue
 	if [ -x "$BIN/$p" ]; then
 		run "$p" 120 "$BIN/$p" $q
@@ -236,6 +238,11 @@ fi
 ratio pipe_64_msgs_vs_raw_pipelined sipc_pipe_w1_64_msgs raw_pipelined_64_msgs '>=' 1.0
 ratio pipe_4k_msgs_vs_raw_pipelined sipc_pipe_w1_4096_msgs raw_pipelined_4096_msgs '>=' 1.0
 ratio pipe_1m_mbps_vs_raw_pipelined sipc_pipe_w1_1048576_mbps raw_pipelined_1048576_mbps '>=' 0.9
+# Against both sides batching (the writer a window per write(), the
+# child every complete frame of a read() in one write()): the limit of a
+# framed byte stream, which the one-write-per-frame baseline is not.
+ratio pipe_64_msgs_vs_raw_batched sipc_pipe_w1_64_msgs raw_batched_64_msgs '>=' 0.8
+ratio pipe_4k_msgs_vs_raw_batched sipc_pipe_w1_4096_msgs raw_batched_4096_msgs '>=' 0.9
 ratio cpu_per_req_64_vs_raw_pipelined sipc_cost_pipe_w1_64_cpu_per_req raw_pipelined_64_cpu_per_msg '<=' 1.5
 ratio scale_w64_vs_w4_64_msgs sipc_scale_w64_64_msgs sipc_scale_w4_64_msgs '>=' 0.7
 ratio scale_w256_vs_w4_64_msgs sipc_scale_w256_64_msgs sipc_scale_w4_64_msgs '>=' 0.5
