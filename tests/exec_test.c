@@ -489,6 +489,69 @@ test_exec_missing_binary_as_worker(void)
 	sipc_destroy(s);
 }
 
+/* The path named by arg no longer exists. */
+static bool
+path_gone(void *arg)
+{
+	struct stat st;
+
+	return lstat(arg, &st) < 0 && errno == ENOENT;
+}
+
+/*
+ * With a scratch_root and SIPC_REQ_SCRATCH, the command runs in a
+ * directory made inside the request's own scratch directory, and what
+ * it leaves there is gone after the reply.
+ */
+/* rules: D11 */
+static void
+test_exec_runs_in_request_scratch(void)
+{
+	char *argv[] = { NULL, "/bin/sh", "-c", "pwd; touch left", NULL };
+	char root[] = "/tmp/sipc-exscr-XXXXXX", cwd[4096], want[64], *nl;
+	static const char *env[2];
+	struct sipc_config c;
+	struct sipc_result r;
+	sipc_supervisor *s;
+	uint64_t id;
+
+	CU_ASSERT_FATAL(mkdtemp(root) != NULL);
+	CU_ASSERT(chmod(root, 0755) == 0);
+	snprintf(mark_env, sizeof(mark_env), "SIPC_EXEC_TEST=%d",
+	    (int)getpid());
+	env[0] = mark_env;
+	env[1] = NULL;
+	st_cfg_base(&c, "echo", argv, 1);
+	c.path = exec_bin();
+	argv[0] = exec_path;
+	c.env_set = env;
+	c.scratch_root = root;
+	s = st_start(&c, 1, WAIT_MS);
+	struct sipc_request rq = { .payload = "", .len = 0,
+	    .timeout_ms = WAIT_MS, .flags = SIPC_REQ_SCRATCH };
+	CU_ASSERT_FATAL(sipc_call(s, &rq, &r) == 0);
+	TL_EQ(r.outcome, SIPC_OUTCOME_OK);
+	id = r.request_id;
+	CU_ASSERT_FATAL(r.reply_len > 0 && r.reply_len < sizeof(cwd));
+	memcpy(cwd, r.reply, r.reply_len);
+	cwd[r.reply_len] = '\0';
+	if ((nl = strchr(cwd, '\n')) != NULL)
+		*nl = '\0';
+	sipc_result_release(&r);
+	/* <root>/sipc-XXXXXX/w0.<gen>/<id>/sipc-exec.XXXXXX */
+	snprintf(want, sizeof(want), "/%llu/sipc-exec.",
+	    (unsigned long long)id);
+	CU_ASSERT(strncmp(cwd, root, strlen(root)) == 0);
+	CU_ASSERT(strstr(cwd, want) != NULL);
+	if (strstr(cwd, want) == NULL)
+		fprintf(stderr, "ran in %s\n", cwd);
+	if ((nl = strrchr(cwd, '/')) != NULL)
+		*nl = '\0';            /* the request's directory */
+	CU_ASSERT(tl_wait_until(path_gone, cwd, WAIT_MS));
+	sipc_destroy(s);
+	CU_ASSERT(rmdir(root) == 0);
+}
+
 int
 main(void)
 {
@@ -507,6 +570,8 @@ main(void)
 	      test_exec_missing_binary_and_bad_args },
 	    { "test_exec_missing_binary_as_worker",
 	      test_exec_missing_binary_as_worker },
+	    { "test_exec_runs_in_request_scratch",
+	      test_exec_runs_in_request_scratch },
 	    { NULL, NULL } });
 	return tl_run();
 }

@@ -329,14 +329,18 @@ argv_make(const struct xopts *o, struct job *j)
 }
 
 /* The scratch directory, the input file when {in} asks for one, the
- * argument vector.  Returns 0 or -errno (the caller cleans up). */
+ * argument vector.  The directory is made in `parent`: the request's
+ * own scratch directory when the supervisor gave it one
+ * (SIPC_REQ_SCRATCH: what a command leaves there is removed with it even
+ * if this worker dies), else --scratch.  Returns 0 or -errno (the caller
+ * cleans up). */
 static int
-job_prepare(const struct xopts *o, struct job *j)
+job_prepare(const struct xopts *o, const char *parent, struct job *j)
 {
 	int fd, rc;
 
 	if ((size_t)snprintf(j->dir, sizeof(j->dir), "%s/sipc-exec.XXXXXX",
-	    o->scratch) >= sizeof(j->dir))
+	    parent) >= sizeof(j->dir))
 		return -ENAMETOOLONG;
 	if (mkdtemp(j->dir) == NULL) {
 		j->dir[0] = '\0';
@@ -806,13 +810,16 @@ handle(sipc_worker *w, uint64_t id, const uint8_t *payload, size_t len,
 	const struct xopts *o = arg;
 	struct job j = { .doc = payload, .doc_len = len, .pidfd = -1,
 	    .fd_in = -1, .fd_out = -1, .fd_err = -1, .pid = -1 };
-	char head[PATH_MAX + 64];
+	char head[PATH_MAX + 64], own[PATH_MAX];
+	const char *parent = o->scratch;
 	bool exec_err;
 	int rc;
 
-	if ((rc = job_prepare(o, &j)) < 0) {
+	if (sipc_worker_scratch(w, id, own, sizeof(own)) == 0)
+		parent = own;
+	if ((rc = job_prepare(o, parent, &j)) < 0) {
 		snprintf(head, sizeof(head), "scratch %s: %s", j.dir[0] ?
-		    j.dir : o->scratch, strerror(-rc));
+		    j.dir : parent, strerror(-rc));
 		reply_error(w, id, XE_SCRATCH, head, NULL);
 	} else if ((rc = job_spawn(o, &j, &exec_err)) < 0) {
 		snprintf(head, sizeof(head), "cannot %s %s: %s", exec_err ?
