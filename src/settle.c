@@ -101,25 +101,68 @@ sipc__move_queued(struct sipc__slot *sl, bool slot_will_run, int reject_err)
 	free(qs);
 }
 
+/*
+ * Requests gathered under the table lock, each with a reference, to be
+ * acted on after it.  The first COLLECT_STACK fit in the struct itself,
+ * so a list that cannot grow (oom) still holds some: callers act on
+ * those and gather again until nothing was left out.
+ */
+#define COLLECT_STACK 32
+
 struct collect {
 	struct sipc__slot *sl;
 	struct sipc__req **qs;
 	unsigned n, cap;
 	int64_t now, next;
-	bool oom;
+	bool oom;                     /* some were left out */
+	struct sipc__req *stack[COLLECT_STACK];
 };
+
+static void
+collect_init(struct collect *c, struct sipc__slot *sl, int64_t now,
+             int64_t next)
+{
+	c->sl = sl;
+	c->qs = c->stack;
+	c->n = 0;
+	c->cap = COLLECT_STACK;
+	c->now = now;
+	c->next = next;
+	c->oom = false;
+}
+
+static void
+collect_fini(struct collect *c)
+{
+	if (c->qs != c->stack)
+		free(c->qs);
+	c->qs = c->stack;
+}
+
+/* Tests only: nonzero, a collect holds at most this many, as when its
+ * array cannot grow (an allocation failure). */
+_Atomic unsigned sipc__collect_max;
 
 static void
 collect_push(struct collect *c, struct sipc__req *q)
 {
+	unsigned max = atomic_load(&sipc__collect_max);
+
+	if (max != 0 && c->n >= max) {
+		c->oom = true;
+		return;
+	}
 	if (c->n == c->cap) {
-		unsigned ncap = c->cap ? c->cap * 2 : 64;
-		struct sipc__req **nq = reallocarray(c->qs, ncap, sizeof(*nq));
+		unsigned ncap = c->cap * 2;
+		struct sipc__req **nq = reallocarray(c->qs == c->stack ? NULL :
+		    c->qs, ncap, sizeof(*nq));
 
 		if (nq == NULL) {
 			c->oom = true;
 			return;
 		}
+		if (c->qs == c->stack)
+			memcpy(nq, c->stack, sizeof(c->stack));
 		c->qs = nq;
 		c->cap = ncap;
 	}
@@ -160,15 +203,16 @@ settle_err(enum sipc__settle d, const struct sipc_exit *e)
  * provable (policy.c has the rules).  Never-started requests move;
  * ambiguous ones are UNKNOWN unless idempotent; poison stops.
  */
+static bool settle_round(struct sipc__slot *sl, const struct sipc_exit *e,
+                         const char *tail, int64_t now, bool proof,
+                         bool counter, uint64_t started);
+
 void
 sipc__settle(struct sipc__slot *sl, const struct sipc_exit *e,
              const char *tail, int64_t now)
 {
-	struct sipc_supervisor *s = sl->sup;
-	struct collect c = { .sl = sl };
-	bool closing = atomic_load(&s->closing), proof, counter;
+	bool proof, counter;
 	uint64_t started = 0;
-	unsigned i;
 
 	/* A missing ACCEPT proves "never started" only if every byte the
 	 * worker wrote was decoded (reader.c: stream_cut).  A start counter
@@ -180,6 +224,23 @@ sipc__settle(struct sipc__slot *sl, const struct sipc_exit *e,
 		started = atomic_load(sl->start_ctr);
 	proof = (sl->accepts || counter) && !sl->stream_cut;
 	pthread_mutex_unlock(&sl->lock);
+	/* In rounds while a round's list could not hold them all: what it
+	 * settled is off this generation, so the next finds the rest. */
+	while (settle_round(sl, e, tail, now, proof, counter, started))
+		;
+}
+
+static bool
+settle_round(struct sipc__slot *sl, const struct sipc_exit *e,
+             const char *tail, int64_t now, bool proof, bool counter,
+             uint64_t started)
+{
+	struct sipc_supervisor *s = sl->sup;
+	bool closing = atomic_load(&s->closing);
+	struct collect c;
+	unsigned i;
+
+	collect_init(&c, sl, now, 0);
 	pthread_mutex_lock(&s->table.lock);
 	sipc__table_foreach(&s->table, collect_owed, &c);
 	sl->inflight = 0;
@@ -252,7 +313,8 @@ sipc__settle(struct sipc__slot *sl, const struct sipc_exit *e,
 		}
 		sipc__req_unref(s, q);   /* collect's reference */
 	}
-	free(c.qs);
+	collect_fini(&c);
+	return c.oom;
 }
 
 /* ------------------------------------------------------------ deadlines */
@@ -372,9 +434,10 @@ expire_one(struct sipc_supervisor *s, struct sipc__req *q, int64_t now)
 void
 sipc__scan_deadlines(struct sipc_supervisor *s, int64_t now, int64_t *next)
 {
-	struct collect c = { .sl = &s->slots[0], .now = now, .next = *next };
+	struct collect c;
 	unsigned i;
 
+	collect_init(&c, &s->slots[0], now, *next);
 	pthread_mutex_lock(&s->table.lock);
 	sipc__table_foreach(&s->table, collect_expired, &c);
 	pthread_mutex_unlock(&s->table.lock);
@@ -382,8 +445,9 @@ sipc__scan_deadlines(struct sipc_supervisor *s, int64_t now, int64_t *next)
 		expire_one(s, c.qs[i], now);
 		sipc__req_unref(s, c.qs[i]);
 	}
-	free(c.qs);
-	*next = c.next;
+	/* some were left out: look again at once */
+	*next = c.oom ? now : c.next;
+	collect_fini(&c);
 }
 
 /* ------------------------------------------------------------ cancel */
@@ -399,12 +463,30 @@ sipc__scan_deadlines(struct sipc_supervisor *s, int64_t now, int64_t *next)
  * SIPC_E_NOTFOUND when no request of that id is waiting for an outcome.
  * No lock held on entry.
  */
+/* Table lock held, `q` not answered: it leaves the table with its
+ * cancelled outcome in *res (REJECTED, or UNKNOWN when an earlier
+ * attempt may have run, as finish() says).  Returns whether the table
+ * held it (its reference is then the caller's to drop). */
+static bool
+cancel_unwritten(struct sipc_supervisor *s, struct sipc__req *q,
+                 struct sipc_result *res)
+{
+	bool in = q->in_table, ran = q->deaths > 0;
+
+	q->state = SIPC__R_GONE;
+	sipc__table_remove(&s->table, q);
+	(void)sipc__outcome_set(s, q, ran ? SIPC_OUTCOME_UNKNOWN :
+	    SIPC_OUTCOME_REJECTED, SIPC_E_CANCELLED, ran, res);
+	return in;
+}
+
 int
 sipc__cancel(struct sipc_supervisor *s, uint64_t id)
 {
-	struct sipc__slot *sl;
+	struct sipc__slot *sl = NULL;
+	struct sipc_result res;
 	struct sipc__req *q;
-	bool was_queued;
+	bool was_queued = false, in;
 	int idx;
 
 	pthread_mutex_lock(&s->table.lock);
@@ -414,58 +496,69 @@ sipc__cancel(struct sipc_supervisor *s, uint64_t id)
 		return SIPC_E_NOTFOUND;
 	}
 	sipc__req_ref(q);
+	/* The outcome is decided under the table lock that found it not
+	 * yet answered: a reply, a deadline or an end that comes after
+	 * finds it answered, so a 0 returned here is always the outcome. */
 	for (;;) {
 		if (q->delivered || q->state == SIPC__R_GONE) {
 			pthread_mutex_unlock(&s->table.lock);
+			if (sl != NULL)
+				pthread_mutex_unlock(&sl->lock);
 			sipc__req_unref(s, q);
 			return SIPC_E_NOTFOUND;
 		}
-		if ((idx = q->slot) < 0) {
+		if (sl == NULL && (idx = q->slot) < 0) {
 			/* Not on any ring yet, or between two: whoever holds
 			 * it finds it answered and drops it (ring_put()). */
+			in = cancel_unwritten(s, q, &res);
 			pthread_mutex_unlock(&s->table.lock);
-			finish(s, q, SIPC_OUTCOME_REJECTED, SIPC_E_CANCELLED,
-			    false, NULL);
-			sipc__req_unref(s, q);
-			return 0;
+			goto delivered;
 		}
+		if (sl != NULL && q->slot == (int)sl->idx)
+			break;
+		if (sl != NULL)
+			pthread_mutex_unlock(&sl->lock);   /* moved meanwhile */
+		idx = q->slot;
 		pthread_mutex_unlock(&s->table.lock);
+		if (idx < 0) {
+			sl = NULL;
+			pthread_mutex_lock(&s->table.lock);
+			continue;
+		}
 		sl = &s->slots[idx];
 		pthread_mutex_lock(&sl->lock);
 		pthread_mutex_lock(&s->table.lock);
-		if (q->slot == idx)
-			break;
-		pthread_mutex_unlock(&sl->lock);   /* moved meanwhile */
-	}
-	if (q->delivered || q->state == SIPC__R_GONE) {
-		pthread_mutex_unlock(&s->table.lock);
-		pthread_mutex_unlock(&sl->lock);
-		sipc__req_unref(s, q);
-		return SIPC_E_NOTFOUND;
 	}
 	if (q->state == SIPC__R_QUEUED) {
 		was_queued = sipc__ring_remove(&sl->ring, q);
+		in = cancel_unwritten(s, q, &res);
 		pthread_mutex_unlock(&s->table.lock);
 		pthread_cond_broadcast(&sl->cv_space);
 		pthread_mutex_unlock(&sl->lock);
-		finish(s, q, SIPC_OUTCOME_REJECTED, SIPC_E_CANCELLED, false,
-		    NULL);
-		if (was_queued)
-			sipc__req_send_unref(s, q); /* the ring's reference */
-		sipc__req_unref(s, q);
-		return 0;
+		goto delivered;
 	}
+	/* Written: the worker is told; the entry stays until it answers or
+	 * ends, and the grace is watched (collect_expired()). */
 	q->cancel_at_ms = sipc__now_ms();
 	if (sl->ncancels < sl->cancels_cap)
 		sl->cancels[sl->ncancels++] = q->id;
+	(void)sipc__outcome_set(s, q, SIPC_OUTCOME_UNKNOWN, SIPC_E_CANCELLED,
+	    true, &res);
 	pthread_cond_signal(&sl->cv_writer);
 	pthread_mutex_unlock(&s->table.lock);
 	pthread_mutex_unlock(&sl->lock);
-	sipc__outcome(s, q, SIPC_OUTCOME_UNKNOWN, SIPC_E_CANCELLED, true, NULL,
-	    0, 0);
-	/* The grace is the reaper's to watch: it sleeps until the next
-	 * deadline it knew of, which may be later than this one. */
+	sipc__outcome_deliver(s, q, &res);
+	/* The reaper sleeps until the next deadline it knew of, which may
+	 * be later than this grace. */
 	sipc__reaper_wake(s);
+	sipc__req_unref(s, q);
+	return 0;
+delivered:
+	sipc__outcome_deliver(s, q, &res);
+	if (in)
+		sipc__req_unref(s, q);      /* the table's reference */
+	if (was_queued)
+		sipc__req_send_unref(s, q); /* the ring's reference */
 	sipc__req_unref(s, q);
 	return 0;
 }
@@ -520,9 +613,13 @@ unsigned
 sipc__cancel_written(struct sipc__slot *sl)
 {
 	struct sipc_supervisor *s = sl->sup;
-	struct collect c = { .sl = sl };
+	struct collect c;
 	unsigned i, n = 0;
 
+	/* A list that could not hold them all sends fewer CANCELs: the
+	 * others end with their answer or UNKNOWN at the worker's end,
+	 * cancel_grace_ms later, as destroy_now promises anyway. */
+	collect_init(&c, sl, 0, 0);
 	pthread_mutex_lock(&sl->lock);
 	pthread_mutex_lock(&s->table.lock);
 	sipc__table_foreach(&s->table, collect_written, &c);
@@ -537,6 +634,6 @@ sipc__cancel_written(struct sipc__slot *sl)
 	pthread_mutex_unlock(&sl->lock);
 	for (i = 0; i < c.n; i++)
 		sipc__req_unref(s, c.qs[i]);
-	free(c.qs);
+	collect_fini(&c);
 	return n;
 }

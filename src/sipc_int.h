@@ -694,6 +694,7 @@ extern _Atomic bool sipc__steal_off; /* tests only */
 int sipc__dispatch_move(struct sipc_supervisor *s, struct sipc__req *q,
                         unsigned to, unsigned from);
 unsigned sipc__cancel_written(struct sipc__slot *sl);
+extern _Atomic unsigned sipc__collect_max;  /* tests only (settle.c) */
 /* A serving slot's place goes to a ready spare (slot_state.c). */
 int sipc__slot_hand_over(struct sipc__slot *sl);
 /* Log a hand-over (slot.c); reaper, no lock held. */
