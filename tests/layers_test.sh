@@ -101,21 +101,21 @@ else
 		"libsipc-worker.a holds '$have', the list says '$want'"
 fi
 
-# ---------------------------------------------------------- README
-# README.md's layer table is this list: the lines between its markers are
-# exactly what the awk below makes of mk/layers.txt.
+# ---------------------------------------------------------- docs
+# docs/IMPLEMENTATION.md's layer table is this list: the lines between
+# its markers are exactly what the awk below makes of mk/layers.txt.
 awk '!/^#/ && NF { role = $3; for (i = 4; i <= NF; i++) role = role " " $i
 	printf "| %s | `src/%s.c` | %s |\n", $1, $2, role }' "$list" \
 	> "$tmp/readme.want"
-sed -n '/^<!-- layers: begin/,/^<!-- layers: end/p' README.md |
+sed -n '/^<!-- layers: begin/,/^<!-- layers: end/p' docs/IMPLEMENTATION.md |
 	sed '1,3d;$d' > "$tmp/readme.have"
 if [ -s "$tmp/readme.want" ] && cmp -s "$tmp/readme.want" "$tmp/readme.have"
 then
-	t_ok readme_lists_the_layers
+	t_ok implementation_lists_the_layers
 else
 	diff "$tmp/readme.want" "$tmp/readme.have" | sed 's/^/    /' | head -20
-	t_fail readme_lists_the_layers \
-		"README.md's layer table differs from $list (< list, > README)"
+	t_fail implementation_lists_the_layers \
+		"docs/IMPLEMENTATION.md's layer table differs from $list (< list, > it)"
 fi
 
 # ---------------------------------------------------------- process APIs
