@@ -68,6 +68,9 @@ have_gs(void)
 	return false;
 }
 
+/* The scratch_root of the next start_exec() (NULL: none). */
+static const char *exec_scratch_root;
+
 /* A supervisor of one sipc-exec worker running `argv` (argv[0] is
  * sipc-exec), every process of it marked in its environment. */
 static sipc_supervisor *
@@ -86,6 +89,7 @@ start_exec(char **argv)
 	c.env_set = env;
 	c.max_payload = 16u << 20;
 	c.log = count_log;
+	c.scratch_root = exec_scratch_root;
 	diag_bytes = 0;
 	return st_start(&c, 1, WAIT_MS);
 }
@@ -509,24 +513,15 @@ test_exec_runs_in_request_scratch(void)
 {
 	char *argv[] = { NULL, "/bin/sh", "-c", "pwd; touch left", NULL };
 	char root[] = "/tmp/sipc-exscr-XXXXXX", cwd[4096], want[64], *nl;
-	static const char *env[2];
-	struct sipc_config c;
 	struct sipc_result r;
 	sipc_supervisor *s;
 	uint64_t id;
 
 	CU_ASSERT_FATAL(mkdtemp(root) != NULL);
 	CU_ASSERT(chmod(root, 0755) == 0);
-	snprintf(mark_env, sizeof(mark_env), "SIPC_EXEC_TEST=%d",
-	    (int)getpid());
-	env[0] = mark_env;
-	env[1] = NULL;
-	st_cfg_base(&c, "echo", argv, 1);
-	c.path = exec_bin();
-	argv[0] = exec_path;
-	c.env_set = env;
-	c.scratch_root = root;
-	s = st_start(&c, 1, WAIT_MS);
+	exec_scratch_root = root;
+	s = start_exec(argv);
+	exec_scratch_root = NULL;
 	struct sipc_request rq = { .payload = "", .len = 0,
 	    .timeout_ms = WAIT_MS, .flags = SIPC_REQ_SCRATCH };
 	CU_ASSERT_FATAL(sipc_call(s, &rq, &r) == 0);

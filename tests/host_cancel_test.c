@@ -31,15 +31,6 @@
 
 static struct st_outbox box = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
-static int64_t
-mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static sipc_supervisor *
 start(const char *fixture, unsigned max_inflight, unsigned grace_ms,
       unsigned workers)
@@ -54,23 +45,6 @@ start(const char *fixture, unsigned max_inflight, unsigned grace_ms,
 	c.cancel_grace_ms = grace_ms;
 	c.max_inflight = max_inflight;
 	return st_start(&c, workers, WAIT_MS);
-}
-
-/* Submit command `cmd` ("\0CMD" then the text) into box slot `i`. */
-static uint64_t
-submit_cmd(sipc_supervisor *s, const char *cmd, unsigned timeout_ms,
-           unsigned flags, struct st_outslot *o)
-{
-	char p[256];
-	uint64_t id = 0;
-	size_t len;
-
-	memcpy(p, "\0CMD", 4);
-	len = 4 + (size_t)snprintf(p + 4, sizeof(p) - 4, "%s", cmd);
-	struct sipc_request rq = { .payload = p, .len = len,
-	    .timeout_ms = timeout_ms, .flags = flags };
-	CU_ASSERT_FATAL(sipc_submit(s, &rq, st_outbox_done, o, &id) == 0);
-	return id;
 }
 
 static uint64_t
@@ -121,8 +95,8 @@ test_host_cancel_queued_never_written(void)
 
 	st_outbox_reset(&box);
 	t0 = taken_total(s, 0);
-	(void)submit_cmd(s, "sleep 1000", WAIT_MS, 0, &o[0]);
-	id = submit_cmd(s, "pid", WAIT_MS, 0, &o[1]);
+	(void)st_submit_cmd_opts(s, "sleep 1000", WAIT_MS, 0, 0, &o[0]);
+	id = st_submit_cmd_opts(s, "pid", WAIT_MS, 0, 0, &o[1]);
 	TL_EQ(st_worker_stats(s, 0).queued, 1);
 	TL_EQ(sipc_cancel(s, id), 0);
 	TL_EQ(st_outbox_total(&box), 1);
@@ -135,7 +109,7 @@ test_host_cancel_queued_never_written(void)
 	/* a second cancel, and one of an id never given */
 	TL_EQ(sipc_cancel(s, id), SIPC_E_NOTFOUND);
 	TL_EQ(sipc_cancel(s, id + 1000), SIPC_E_NOTFOUND);
-	(void)submit_cmd(s, "pid", WAIT_MS, 0, &o[2]);
+	(void)st_submit_cmd_opts(s, "pid", WAIT_MS, 0, 0, &o[2]);
 	CU_ASSERT_FATAL(st_outbox_wait(&box, 3, WAIT_MS));
 	TL_EQ(got(0).outcome, SIPC_OUTCOME_OK);
 	TL_EQ(got(2).outcome, SIPC_OUTCOME_OK);
@@ -165,9 +139,10 @@ test_host_cancel_written_reaches_handler(void)
 
 	st_outbox_reset(&box);
 	w0 = st_worker_stats(s, 0);
-	id = submit_cmd(s, "fd 30000", WAIT_MS, SIPC_REQ_IDEMPOTENT, &o[0]);
+	id = st_submit_cmd_opts(s, "fd 30000", WAIT_MS, SIPC_REQ_IDEMPOTENT, 0,
+	    &o[0]);
 	CU_ASSERT_FATAL(st_stats_wait(s, st_pred_one_inflight, NULL, WAIT_MS));
-	t0 = mono_ms();
+	t0 = tl_now_ms();
 	TL_EQ(sipc_cancel(s, id), 0);
 	TL_EQ(st_outbox_total(&box), 1);
 	r = got(0);
@@ -177,7 +152,7 @@ test_host_cancel_written_reaches_handler(void)
 	TL_EQ(r.attempts, 1);
 	/* the handler saw the CANCEL and answered: nothing in flight */
 	CU_ASSERT(tl_wait_until(slot0_idle, s, GRACE_MS / 2));
-	while (mono_ms() < t0 + GRACE_MS + 500)
+	while (tl_now_ms() < t0 + GRACE_MS + 500)
 		usleep(50000);
 	w = st_worker_stats(s, 0);
 	TL_EQ(w.pid, w0.pid);
@@ -185,7 +160,7 @@ test_host_cancel_written_reaches_handler(void)
 	TL_EQ(w.restarts, 0);
 	TL_EQ(st_outbox_total(&box), 1);
 	TL_EQ(sipc_cancel(s, id), SIPC_E_NOTFOUND);
-	(void)submit_cmd(s, "deadline", WAIT_MS, 0, &o[1]);
+	(void)st_submit_cmd_opts(s, "deadline", WAIT_MS, 0, 0, &o[1]);
 	CU_ASSERT_FATAL(st_outbox_wait(&box, 2, WAIT_MS));
 	TL_EQ(got(1).outcome, SIPC_OUTCOME_OK);
 	/* idempotent, yet written once: a cancel is never retried */
@@ -211,7 +186,8 @@ test_host_cancel_ignored_ends_worker(void)
 
 	st_outbox_reset(&box);
 	t0 = taken_total(s, 0);
-	id = submit_cmd(s, "ignore 30000", WAIT_MS, SIPC_REQ_IDEMPOTENT, &o[0]);
+	id = st_submit_cmd_opts(s, "ignore 30000", WAIT_MS, SIPC_REQ_IDEMPOTENT,
+	    0, &o[0]);
 	CU_ASSERT_FATAL(st_stats_wait(s, st_pred_one_inflight, NULL, WAIT_MS));
 	TL_EQ(sipc_cancel(s, id), 0);
 	r = got(0);
@@ -234,7 +210,7 @@ test_host_cancel_after_reply_notfound(void)
 	uint64_t id;
 
 	st_outbox_reset(&box);
-	id = submit_cmd(s, "pid", WAIT_MS, 0, &o[0]);
+	id = st_submit_cmd_opts(s, "pid", WAIT_MS, 0, 0, &o[0]);
 	CU_ASSERT_FATAL(st_outbox_wait(&box, 1, WAIT_MS));
 	TL_EQ(sipc_cancel(s, id), SIPC_E_NOTFOUND);
 	TL_EQ(got(0).outcome, SIPC_OUTCOME_OK);
@@ -327,8 +303,8 @@ test_host_cancel_races_one_outcome(void)
 			snprintf(cmd, sizeof(cmd), "error %u", i);
 		else
 			snprintf(cmd, sizeof(cmd), "sleep 1");
-		atomic_store(&rc.ids[i], submit_cmd(s, cmd,
-		    kind == 2 ? 10 : WAIT_MS, 0, &o[i]));
+		atomic_store(&rc.ids[i], st_submit_cmd_opts(s, cmd,
+		    kind == 2 ? 10 : WAIT_MS, 0, 0, &o[i]));
 		atomic_store(&rc.next, i + 1);
 	}
 	atomic_store(&rc.stop, true);
@@ -367,8 +343,8 @@ test_host_cancel_races_one_outcome(void)
 	st_outbox_reset(&box);
 	for (i = 0; i < 8; i++) {
 		o[i] = (struct st_outslot){ &box, i };
-		rc.ids[i] = submit_cmd(s, i % 2 ? "sleep 300" : "sleep 200",
-		    WAIT_MS, 0, &o[i]);
+		rc.ids[i] = st_submit_cmd_opts(s, i % 2 ? "sleep 300" :
+		    "sleep 200", WAIT_MS, 0, 0, &o[i]);
 	}
 	TL_EQ(sipc_cancel(s, rc.ids[0]), 0);
 	sipc_destroy(s);

@@ -27,15 +27,6 @@
 
 static struct st_outbox box = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
-static int64_t
-mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static sipc_supervisor *
 start(unsigned queue_timeout_ms, unsigned ring_frames)
 {
@@ -47,20 +38,6 @@ start(unsigned queue_timeout_ms, unsigned ring_frames)
 	if (ring_frames > 0)
 		c.ring_frames = ring_frames;
 	return st_start(&c, 1, WAIT_MS);
-}
-
-static void
-submit_cmd(sipc_supervisor *s, const char *cmd, unsigned timeout_ms,
-           unsigned queue_ms, struct st_outslot *o)
-{
-	char p[64];
-	size_t len;
-
-	memcpy(p, "\0CMD", 4);
-	len = 4 + (size_t)snprintf(p + 4, sizeof(p) - 4, "%s", cmd);
-	struct sipc_request rq = { .payload = p, .len = len,
-	    .timeout_ms = timeout_ms, .queue_timeout_ms = queue_ms };
-	CU_ASSERT_FATAL(sipc_submit(s, &rq, st_outbox_done, o, NULL) == 0);
 }
 
 static uint64_t
@@ -100,11 +77,11 @@ budget_passes(unsigned cfg_ms, unsigned req_ms)
 	st_outbox_reset(&box);
 	k0 = taken_total(s);
 	/* a budget (of the pool) does not cut what is written at once */
-	submit_cmd(s, "sleep 3000", WAIT_MS, 0, &o[0]);
-	t0 = mono_ms();
-	submit_cmd(s, "pid", WAIT_MS, req_ms, &o[1]);
+	(void)st_submit_cmd_opts(s, "sleep 3000", WAIT_MS, 0, 0, &o[0]);
+	t0 = tl_now_ms();
+	(void)st_submit_cmd_opts(s, "pid", WAIT_MS, 0, req_ms, &o[1]);
 	CU_ASSERT_FATAL(st_outbox_wait(&box, 1, WAIT_MS));
-	dt = mono_ms() - t0;
+	dt = tl_now_ms() - t0;
 	r = got(1);
 	TL_EQ(r.outcome, SIPC_OUTCOME_REJECTED);
 	TL_EQ(r.error, SIPC_E_QUEUE_TIMEOUT);
@@ -143,8 +120,8 @@ test_queue_budget_request_overrides_pool(void)
 	sipc_supervisor *s = start(300, 0);
 
 	st_outbox_reset(&box);
-	submit_cmd(s, "sleep 1000", WAIT_MS, 0, &o[0]);
-	submit_cmd(s, "pid", WAIT_MS, WAIT_MS, &o[1]);
+	(void)st_submit_cmd_opts(s, "sleep 1000", WAIT_MS, 0, 0, &o[0]);
+	(void)st_submit_cmd_opts(s, "pid", WAIT_MS, 0, WAIT_MS, &o[1]);
 	CU_ASSERT_FATAL(st_outbox_wait(&box, 2, WAIT_MS));
 	TL_EQ(got(0).outcome, SIPC_OUTCOME_OK);
 	TL_EQ(got(1).outcome, SIPC_OUTCOME_OK);
@@ -163,8 +140,8 @@ test_queue_budget_deadline_first_is_timeout(void)
 	struct sipc_result r;
 
 	st_outbox_reset(&box);
-	submit_cmd(s, "sleep 2000", WAIT_MS, 0, &o[0]);
-	submit_cmd(s, "pid", 200, 1500, &o[1]);
+	(void)st_submit_cmd_opts(s, "sleep 2000", WAIT_MS, 0, 0, &o[0]);
+	(void)st_submit_cmd_opts(s, "pid", 200, 0, 1500, &o[1]);
 	CU_ASSERT_FATAL(st_outbox_wait(&box, 1, WAIT_MS));
 	r = got(1);
 	TL_EQ(r.outcome, SIPC_OUTCOME_TIMEOUT);
@@ -187,12 +164,14 @@ test_queue_budget_ends_blocked_submit(void)
 	int64_t t0;
 
 	st_outbox_reset(&box);
-	submit_cmd(s, "sleep 3000", WAIT_MS, 0, &o[0]);
+	(void)st_submit_cmd_opts(s, "sleep 3000", WAIT_MS, 0, 0, &o[0]);
 	CU_ASSERT_FATAL(st_stats_wait(s, st_pred_one_inflight, NULL, WAIT_MS));
-	submit_cmd(s, "pid", WAIT_MS, 0, &o[1]);      /* fills the ring */
-	t0 = mono_ms();
-	submit_cmd(s, "pid", WAIT_MS, 300, &o[2]);    /* waits for room */
-	CU_ASSERT(mono_ms() - t0 >= 300);
+	/* fills the ring */
+	(void)st_submit_cmd_opts(s, "pid", WAIT_MS, 0, 0, &o[1]);
+	t0 = tl_now_ms();
+	/* waits for room */
+	(void)st_submit_cmd_opts(s, "pid", WAIT_MS, 0, 300, &o[2]);
+	CU_ASSERT(tl_now_ms() - t0 >= 300);
 	TL_EQ(st_outbox_total(&box), 1);
 	r = got(2);
 	TL_EQ(r.outcome, SIPC_OUTCOME_REJECTED);

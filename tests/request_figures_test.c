@@ -23,29 +23,6 @@
 
 static struct st_outbox box = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
-static int64_t
-mono_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-static void
-submit_cmd(sipc_supervisor *s, const char *cmd, unsigned queue_ms,
-           struct st_outslot *o)
-{
-	char p[64];
-	size_t len;
-
-	memcpy(p, "\0CMD", 4);
-	len = 4 + (size_t)snprintf(p + 4, sizeof(p) - 4, "%s", cmd);
-	struct sipc_request rq = { .payload = p, .len = len,
-	    .timeout_ms = WAIT_MS, .queue_timeout_ms = queue_ms };
-	CU_ASSERT_FATAL(sipc_submit(s, &rq, st_outbox_done, o, NULL) == 0);
-}
-
 /*
  * One worker, one request at a time: a 600 ms sleep, then a 300 ms
  * sleep queued behind it, then one with a 100 ms queue budget that never
@@ -69,14 +46,14 @@ test_request_figures_queue_and_run(void)
 	c.max_inflight = 1;
 	s = st_start(&c, 1, WAIT_MS);
 	st_outbox_reset(&box);
-	t[0] = mono_us();
-	submit_cmd(s, "sleep 600", 0, &o[0]);
-	t[1] = mono_us();
-	submit_cmd(s, "sleep 300", 0, &o[1]);
-	t[2] = mono_us();
-	submit_cmd(s, "pid", 100, &o[2]);
+	t[0] = tl_now_us();
+	(void)st_submit_cmd_opts(s, "sleep 600", WAIT_MS, 0, 0, &o[0]);
+	t[1] = tl_now_us();
+	(void)st_submit_cmd_opts(s, "sleep 300", WAIT_MS, 0, 0, &o[1]);
+	t[2] = tl_now_us();
+	(void)st_submit_cmd_opts(s, "pid", WAIT_MS, 0, 100, &o[2]);
 	CU_ASSERT_FATAL(st_outbox_wait(&box, 3, WAIT_MS));
-	end = mono_us();
+	end = tl_now_us();
 	pthread_mutex_lock(&box.mu);
 	TL_EQ(box.res[0].outcome, SIPC_OUTCOME_OK);
 	TL_EQ(box.res[1].outcome, SIPC_OUTCOME_OK);
@@ -117,9 +94,9 @@ test_request_figures_in_call(void)
 
 	st_cfg_base(&c, "echo", NULL, 1);
 	s = st_start(&c, 1, WAIT_MS);
-	t0 = mono_us();
+	t0 = tl_now_us();
 	st_call_cmd(s, "sleep 200", WAIT_MS, 0, &r);
-	dt = mono_us() - t0;
+	dt = tl_now_us() - t0;
 	TL_EQ(r.outcome, SIPC_OUTCOME_OK);
 	CU_ASSERT(r.run_us >= 200000);
 	CU_ASSERT(r.queue_us + r.run_us <= (uint64_t)dt);

@@ -28,15 +28,6 @@
  * runtime left deaf is visibly still busy well before it is ended. */
 #define GRACE_MS 6000
 
-static int64_t
-mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static sipc_supervisor *
 start(unsigned workers, unsigned max_inflight, unsigned grace_ms)
 {
@@ -84,7 +75,7 @@ test_worker_cancel_deadline_given(void)
 	int64_t before;
 	sipc_supervisor *s = start(1, 0, GRACE_MS);
 
-	before = mono_ms();
+	before = tl_now_ms();
 	st_call_cmd(s, "deadline", 5000, 0, &r);
 	CU_ASSERT_EQUAL_FATAL(r.outcome, SIPC_OUTCOME_OK);
 	CU_ASSERT_FATAL(sscanf((const char *)r.reply, "%llu %lld", &d, &now)
@@ -116,7 +107,7 @@ cancel_costs_nothing(const char *cmd)
 	sipc_supervisor *s = start(1, 0, GRACE_MS);
 
 	w0 = st_worker_stats(s, 0);
-	t0 = mono_ms();
+	t0 = tl_now_ms();
 	st_call_cmd(s, cmd, 300, 0, &r);
 	/* The worker's own clock passes the deadline too: its "cancelled"
 	 * reply may reach the reader before the reaper ends the request
@@ -130,11 +121,11 @@ cancel_costs_nothing(const char *cmd)
 	sipc_result_release(&r);
 	/* the handler answered: nothing in flight, well within the grace */
 	CU_ASSERT(tl_wait_until(slot0_idle, s, GRACE_MS / 2));
-	if (mono_ms() - t0 >= GRACE_MS / 2)
+	if (tl_now_ms() - t0 >= GRACE_MS / 2)
 		fprintf(stderr, "%s: in flight %" PRId64 " ms after the call\n",
-		    cmd, mono_ms() - t0);
+		    cmd, tl_now_ms() - t0);
 	/* past the grace: still the same worker, no restart */
-	while (mono_ms() < t0 + 300 + GRACE_MS + 500)
+	while (tl_now_ms() < t0 + 300 + GRACE_MS + 500)
 		usleep(50000);
 	w = st_worker_stats(s, 0);
 	CU_ASSERT_EQUAL(w.pid, w0.pid);

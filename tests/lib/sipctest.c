@@ -266,6 +266,21 @@ st_submit_cmd(sipc_supervisor *s, const char *cmd, unsigned timeout_ms,
 	CU_ASSERT_FATAL(sipc_submit(s, &rq, st_outbox_done, o, NULL) == 0);
 }
 
+uint64_t
+st_submit_cmd_opts(sipc_supervisor *s, const char *cmd, unsigned timeout_ms,
+                   unsigned flags, unsigned queue_ms, struct st_outslot *o)
+{
+	char p[256];
+	size_t len = cmd_payload(p, sizeof(p), cmd);
+	struct sipc_request rq = { .payload = p, .len = len,
+	    .timeout_ms = timeout_ms, .flags = flags,
+	    .queue_timeout_ms = queue_ms };
+	uint64_t id = 0;
+
+	CU_ASSERT_FATAL(sipc_submit(s, &rq, st_outbox_done, o, &id) == 0);
+	return id;
+}
+
 /* ------------------------------------------------------------ stats */
 
 struct stat_wait { sipc_supervisor *s; st_stat_pred fn; void *arg; };

@@ -134,6 +134,11 @@ bool st_outbox_wait(struct st_outbox *b, unsigned n, int ms);
  * sipc_submit() failing is a fatal assertion. */
 void st_submit_cmd(sipc_supervisor *s, const char *cmd, unsigned timeout_ms,
                    struct st_outslot *o);
+/* The same with request flags and a queue budget (0: the pool's);
+ * returns the request's id. */
+uint64_t st_submit_cmd_opts(sipc_supervisor *s, const char *cmd,
+                            unsigned timeout_ms, unsigned flags,
+                            unsigned queue_ms, struct st_outslot *o);
 
 /* ------------------------------------------------------------ stats */
 

@@ -42,6 +42,15 @@ tl_now_ms(void)
 	return lr_now_ms();
 }
 
+int64_t
+tl_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 bool
 tl_wait_until(bool (*cond)(void *), void *arg, int timeout_ms)
 {

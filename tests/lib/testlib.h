@@ -67,6 +67,8 @@ const char *tl_init_path(void);
 
 /* Monotonic milliseconds. */
 int64_t tl_now_ms(void);
+/* The same clock in microseconds. */
+int64_t tl_now_us(void);
 /* Poll `cond(arg)` every few ms until true or `timeout_ms` passes. */
 bool tl_wait_until(bool (*cond)(void *), void *arg, int timeout_ms);
 
