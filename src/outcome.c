@@ -223,8 +223,9 @@ sipc__outcome(struct sipc_supervisor *s, struct sipc__req *q, enum sipc_outcome 
 
 /*
  * The writer could not journal that `q` goes to `sl`'s worker, or make
- * its scratch directory, so it is not sent (`err` says which).  Undo what the writer's take did (state, in-flight count,
- * attempt) and give it its outcome, unless someone else settled it
+ * its scratch directory, so it is not sent (`err` says which).  Undo
+ * what the writer's take did (state, in-flight count, attempt) and give
+ * it its outcome, unless someone else settled it
  * meanwhile (a timeout keeps it in the table until its worker answers:
  * it is dropped here).  The writer thread, or a direct sender under a
  * callback's rules; no lock held; the ring's reference stays the

@@ -21,7 +21,6 @@
  * generation.  Lock order: slot -> table.  Callbacks run with no lock.
  */
 #include <errno.h>
-#include <inttypes.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -331,8 +330,8 @@ on_reply(struct reader *r, struct sipc_frame *f)
 	if (q->flags & SIPC_REQ_SCRATCH) {
 		char name[64];
 
-		snprintf(name, sizeof(name), "w%u.%u/%" PRIu64, sl->idx,
-		    sl->generation, q->id);
+		sipc__scratch_name(name, sizeof(name), sl->idx, q->gen,
+		    q->id);
 		(void)sipc__scratch_remove(s->scratch_fd, name);
 	}
 	sipc__req_unref(s, q);   /* the table's reference */

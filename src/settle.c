@@ -359,6 +359,18 @@ collect_expired(struct sipc__req *q, void *arg)
 	}
 }
 
+/* Slot and table locks held, `q` written to sl's worker: ask the worker
+ * to stop it (the writer sends the CANCEL) and start its grace, which
+ * collect_expired() watches. */
+static void
+ask_cancel(struct sipc__slot *sl, struct sipc__req *q, int64_t now)
+{
+	q->cancel_at_ms = now;
+	if (sl->ncancels < sl->cancels_cap)
+		sl->cancels[sl->ncancels++] = q->id;
+	pthread_cond_signal(&sl->cv_writer);
+}
+
 static void
 expire_one(struct sipc_supervisor *s, struct sipc__req *q, int64_t now)
 {
@@ -421,10 +433,7 @@ expire_one(struct sipc_supervisor *s, struct sipc__req *q, int64_t now)
 	}
 	/* On a worker: tell the caller now, ask the worker to stop, and
 	 * keep the entry until the worker answers or dies. */
-	q->cancel_at_ms = now;
-	if (sl->ncancels < sl->cancels_cap)
-		sl->cancels[sl->ncancels++] = q->id;
-	pthread_cond_signal(&sl->cv_writer);
+	ask_cancel(sl, q, now);
 	pthread_mutex_unlock(&s->table.lock);
 	pthread_mutex_unlock(&sl->lock);
 	sipc__outcome(s, q, SIPC_OUTCOME_TIMEOUT, SIPC_E_TIMEOUT, true, NULL,
@@ -539,12 +548,9 @@ sipc__cancel(struct sipc_supervisor *s, uint64_t id)
 	}
 	/* Written: the worker is told; the entry stays until it answers or
 	 * ends, and the grace is watched (collect_expired()). */
-	q->cancel_at_ms = sipc__now_ms();
-	if (sl->ncancels < sl->cancels_cap)
-		sl->cancels[sl->ncancels++] = q->id;
+	ask_cancel(sl, q, sipc__now_ms());
 	(void)sipc__outcome_set(s, q, SIPC_OUTCOME_UNKNOWN, SIPC_E_CANCELLED,
 	    true, &res);
-	pthread_cond_signal(&sl->cv_writer);
 	pthread_mutex_unlock(&s->table.lock);
 	pthread_mutex_unlock(&sl->lock);
 	sipc__outcome_deliver(s, q, &res);

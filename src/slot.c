@@ -158,7 +158,7 @@ spawn_begin(struct sipc__slot *sl, struct sipc__spawn_job *j)
 		/* the generation's scratch directory, before its start */
 		char name[32];
 
-		snprintf(name, sizeof(name), "w%u.%u", sl->idx, sl->generation);
+		sipc__scratch_name(name, sizeof(name), sl->idx, sl->generation, 0);
 		if (mkdirat(s->scratch_fd, name, 0700) < 0 && errno != EEXIST) {
 			j->rc = -errno;
 			sipc__log(s, SIPC_LOG_ERROR, sl, "scratch directory "
@@ -291,7 +291,7 @@ fail:
 	if (s->scratch_fd >= 0) {
 		char name[32];
 
-		snprintf(name, sizeof(name), "w%u.%u", sl->idx, sl->generation);
+		sipc__scratch_name(name, sizeof(name), sl->idx, sl->generation, 0);
 		(void)sipc__scratch_remove(s->scratch_fd, name);
 	}
 	schedule_restart(sl, now, 0, true);
@@ -491,7 +491,7 @@ sipc__slot_on_end(struct sipc__slot *sl, struct sipc_exit *e, int64_t now)
 	sipc__journal_note_worker_gone(s, sl);
 	if (s->scratch_fd >= 0) {
 		/* what this generation left, its requests' directories too */
-		snprintf(buf, sizeof(buf), "w%u.%u", sl->idx, sl->generation);
+		sipc__scratch_name(buf, sizeof(buf), sl->idx, sl->generation, 0);
 		(void)sipc__scratch_remove(s->scratch_fd, buf);
 	}
 }

@@ -52,10 +52,9 @@ view_of(struct sipc_supervisor *s, struct sipc__slot *sl)
 	pthread_mutex_lock(&sl->lock);
 	inflight = atomic_load(&sl->inflight);
 	count = atomic_load(&sl->ring.count);
-	if (atomic_load(&sl->spare)) {
-		v.give = count;              /* takes nothing */
-	} else if (sl->state == SIPC_WS_READY && atomic_load(&sl->retiring)) {
-		v.give = count;              /* takes nothing more */
+	if (atomic_load(&sl->spare) || (sl->state == SIPC_WS_READY &&
+	    atomic_load(&sl->retiring))) {
+		v.give = count;              /* takes nothing (more) */
 	} else if (sl->state == SIPC_WS_READY) {
 		if (inflight >= max || sl->sending != SIPC__SEND_NONE)
 			v.give = inflight >= max ? count : 0;

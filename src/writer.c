@@ -24,7 +24,6 @@
  */
 #include <errno.h>
 #include <sys/stat.h>
-#include <inttypes.h>
 #include <poll.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -36,6 +35,7 @@
 
 #include "le.h"
 #include "sipc_int.h"
+#include "unix/scratch.h"
 
 #define WRITE_BATCH 64            /* frames per sendmsg */
 #define WRITE_BATCH_BYTES (1u << 20)
@@ -165,12 +165,16 @@ writer_has_work(struct sipc__slot *sl, unsigned *ret_room)
 static void
 mark_written(struct sipc__slot *sl, struct sipc__req *q)
 {
+	int64_t now;
+
 	q->state = SIPC__R_WRITTEN;
 	q->slot = (int)sl->idx;
 	q->gen = sl->generation;
 	q->pid = sl->pid;
+	/* one clock reading for both uses, none when neither needs it */
+	now = q->attempts == 0 || sl->inflight == 0 ? sipc__now_ns() : 0;
 	if (q->attempts++ == 0)
-		q->written_ns = sipc__now_ns();
+		q->written_ns = now;
 	q->pos = 0;
 	/* The last request its max_requests allows: it retires (the
 	 * reaper ends it once nothing is in flight). */
@@ -184,7 +188,7 @@ mark_written(struct sipc__slot *sl, struct sipc__req *q)
 		sipc__reaper_wake(sl->sup);
 	}
 	if (sl->inflight++ == 0)
-		sl->svc_from_ns = sipc__now_ns();
+		sl->svc_from_ns = now;
 }
 
 /*
@@ -303,8 +307,7 @@ scratch_make(struct sipc__slot *sl, const struct sipc__req *q)
 {
 	char name[64];
 
-	snprintf(name, sizeof(name), "w%u.%u/%" PRIu64, sl->idx, q->gen,
-	    q->id);
+	sipc__scratch_name(name, sizeof(name), sl->idx, q->gen, q->id);
 	if (mkdirat(sl->sup->scratch_fd, name, 0700) < 0 && errno != EEXIST)
 		return -errno;
 	return 0;

@@ -24,6 +24,7 @@
 #include "sipc.h"
 #include "sipc_int.h"
 #include "sipctest.h"
+#include "slotpeek.h"
 #include "testlib.h"
 
 #define WAIT_MS 20000           /* generous deadline for any event */
@@ -45,16 +46,6 @@ start(const char *fixture, unsigned max_inflight, unsigned grace_ms,
 	c.cancel_grace_ms = grace_ms;
 	c.max_inflight = max_inflight;
 	return st_start(&c, workers, WAIT_MS);
-}
-
-static uint64_t
-taken_total(sipc_supervisor *s, unsigned w)
-{
-	struct sipc__slot *sl = &s->slots[w];
-
-	return atomic_load(&sl->taken_by[SIPC__SEND_WRITER]) +
-	    atomic_load(&sl->taken_by[SIPC__SEND_CALLER]) +
-	    atomic_load(&sl->taken_by[SIPC__SEND_READER]);
 }
 
 static bool
@@ -94,7 +85,7 @@ test_host_cancel_queued_never_written(void)
 	uint64_t t0, id;
 
 	st_outbox_reset(&box);
-	t0 = taken_total(s, 0);
+	t0 = st_taken_total(s, 0);
 	(void)st_submit_cmd_opts(s, "sleep 1000", WAIT_MS, 0, 0, &o[0]);
 	id = st_submit_cmd_opts(s, "pid", WAIT_MS, 0, 0, &o[1]);
 	TL_EQ(st_worker_stats(s, 0).queued, 1);
@@ -113,7 +104,7 @@ test_host_cancel_queued_never_written(void)
 	CU_ASSERT_FATAL(st_outbox_wait(&box, 3, WAIT_MS));
 	TL_EQ(got(0).outcome, SIPC_OUTCOME_OK);
 	TL_EQ(got(2).outcome, SIPC_OUTCOME_OK);
-	TL_EQ(taken_total(s, 0) - t0, 2);
+	TL_EQ(st_taken_total(s, 0) - t0, 2);
 	TL_EQ(st_worker_stats(s, 0).completed, 2);
 	st_outbox_release(&box);
 	sipc_destroy(s);
@@ -164,7 +155,7 @@ test_host_cancel_written_reaches_handler(void)
 	CU_ASSERT_FATAL(st_outbox_wait(&box, 2, WAIT_MS));
 	TL_EQ(got(1).outcome, SIPC_OUTCOME_OK);
 	/* idempotent, yet written once: a cancel is never retried */
-	TL_EQ(taken_total(s, 0), 2);
+	TL_EQ(st_taken_total(s, 0), 2);
 	st_outbox_release(&box);
 	sipc_destroy(s);
 }
@@ -185,7 +176,7 @@ test_host_cancel_ignored_ends_worker(void)
 	uint64_t id, t0;
 
 	st_outbox_reset(&box);
-	t0 = taken_total(s, 0);
+	t0 = st_taken_total(s, 0);
 	id = st_submit_cmd_opts(s, "ignore 30000", WAIT_MS, SIPC_REQ_IDEMPOTENT,
 	    0, &o[0]);
 	CU_ASSERT_FATAL(st_stats_wait(s, st_pred_one_inflight, NULL, WAIT_MS));
@@ -196,7 +187,7 @@ test_host_cancel_ignored_ends_worker(void)
 	CU_ASSERT(st_stats_wait(s, st_pred_term, &want, WAIT_MS));
 	CU_ASSERT(sipc_wait_ready(s, 1, WAIT_MS) == 0);
 	TL_EQ(st_outbox_total(&box), 1);
-	TL_EQ(taken_total(s, 0) - t0, 1);
+	TL_EQ(st_taken_total(s, 0) - t0, 1);
 	st_outbox_release(&box);
 	sipc_destroy(s);
 }

@@ -27,6 +27,7 @@
 #include "sipc.h"
 #include "sipc_int.h"
 #include "sipctest.h"
+#include "slotpeek.h"
 #include "testlib.h"
 
 #define WAIT_MS 20000
@@ -121,14 +122,6 @@ writer_switches_now(void)
 	return tl_thread_switches("sipc-wr0");
 }
 
-/* Worker 0's requests taken to send by `who` so far (a count of the
- * writer's, the callers' and the reader's decisions). */
-static uint64_t
-taken_by(sipc_supervisor *s, enum sipc__sender who)
-{
-	return atomic_load(&s->slots[0].taken_by[who]);
-}
-
 /* Worker 0 as the direct path wants it: nothing pending anywhere,
  * nobody sending, the socket not held by a reading caller. */
 static bool
@@ -178,8 +171,8 @@ test_perf_path_sync_call_leaves_writer_asleep(void)
 	CU_ASSERT_FATAL(sipc_call(s, &req, &r) == 0);
 	sipc_result_release(&r);
 	w0 = writer_switches_now();
-	c0 = taken_by(s, SIPC__SEND_CALLER);
-	wr0 = taken_by(s, SIPC__SEND_WRITER);
+	c0 = st_taken_by(s, 0, SIPC__SEND_CALLER);
+	wr0 = st_taken_by(s, 0, SIPC__SEND_WRITER);
 	for (i = 0; i < n; i++) {
 		CU_ASSERT_FATAL(tl_wait_until(direct_ready, s, WAIT_MS));
 		CU_ASSERT_FATAL(sipc_call(s, &req, &r) == 0);
@@ -188,8 +181,8 @@ test_perf_path_sync_call_leaves_writer_asleep(void)
 	}
 	w1 = tl_thread_switches("sipc-wr0");
 	CU_ASSERT_EQUAL(ok, n);
-	TL_EQ(taken_by(s, SIPC__SEND_CALLER) - c0, n);
-	TL_EQ(taken_by(s, SIPC__SEND_WRITER) - wr0, 0);
+	TL_EQ(st_taken_by(s, 0, SIPC__SEND_CALLER) - c0, n);
+	TL_EQ(st_taken_by(s, 0, SIPC__SEND_WRITER) - wr0, 0);
 	fprintf(stderr, "writer switched %ld times in %u calls\n", w1 - w0, n);
 	/* The control: the writer takes what the ring holds. */
 	st_outbox_reset(&box);
@@ -201,7 +194,7 @@ test_perf_path_sync_call_leaves_writer_asleep(void)
 	CU_ASSERT_FATAL(st_outbox_wait(&box, nb, WAIT_MS));
 	for (i = 0; i < nb; i++)
 		CU_ASSERT_EQUAL(box.res[i].outcome, SIPC_OUTCOME_OK);
-	CU_ASSERT(taken_by(s, SIPC__SEND_WRITER) > wr0);
+	CU_ASSERT(st_taken_by(s, 0, SIPC__SEND_WRITER) > wr0);
 	st_outbox_release(&box);
 	sipc_destroy(s);
 }
@@ -666,8 +659,8 @@ test_perf_path_idle_submit_written_directly(void)
 	st_outbox_reset(&box);
 	memset(buf, 'z', sizeof(buf));
 	w0 = writer_switches_now();
-	c0 = taken_by(s, SIPC__SEND_CALLER);
-	wr0 = taken_by(s, SIPC__SEND_WRITER);
+	c0 = st_taken_by(s, 0, SIPC__SEND_CALLER);
+	wr0 = st_taken_by(s, 0, SIPC__SEND_WRITER);
 	for (k = 0; k < n; k++) {
 		struct sipc_request req = { .payload = buf,
 		    .len = sizeof(buf), .timeout_ms = WAIT_MS };
@@ -684,8 +677,8 @@ test_perf_path_idle_submit_written_directly(void)
 		    box.res[k].outcome == SIPC_OUTCOME_OK &&
 		    box.res[k].reply_len == sizeof(buf);
 	CU_ASSERT_EQUAL(ok, n);
-	TL_EQ(taken_by(s, SIPC__SEND_CALLER) - c0, n);
-	TL_EQ(taken_by(s, SIPC__SEND_WRITER) - wr0, 0);
+	TL_EQ(st_taken_by(s, 0, SIPC__SEND_CALLER) - c0, n);
+	TL_EQ(st_taken_by(s, 0, SIPC__SEND_WRITER) - wr0, 0);
 	fprintf(stderr, "writer switched %ld times for %u submits\n",
 	    w1 - w0, n);
 	st_outbox_release(&box);
@@ -743,7 +736,7 @@ refill_run(unsigned n, size_t len, unsigned inflight)
 	st_outbox_reset(&box);
 	w0 = writer_switches_now();
 	for (k = 0; k < 3; k++)
-		t0[k] = taken_by(s, (enum sipc__sender)(k + 1));
+		t0[k] = st_taken_by(s, 0, (enum sipc__sender)(k + 1));
 	snprintf(gate, sizeof(gate), "sleep %d", REFILL_GATE_MS);
 	slots[n] = (struct st_outslot){ &box, n };
 	st_submit_cmd(s, gate, WAIT_MS, &slots[n]);
@@ -762,7 +755,7 @@ refill_run(unsigned n, size_t len, unsigned inflight)
 	CU_ASSERT_FATAL(st_outbox_wait(&box, n + 1, WAIT_MS));
 	w1 = tl_thread_switches("sipc-wr0");
 	for (k = 0; k < 3; k++)
-		t1[k] = taken_by(s, (enum sipc__sender)(k + 1)) - t0[k];
+		t1[k] = st_taken_by(s, 0, (enum sipc__sender)(k + 1)) - t0[k];
 	for (k = 0; k < n; k++)
 		good += box.calls[k] == 1 &&
 		    box.res[k].outcome == SIPC_OUTCOME_OK &&

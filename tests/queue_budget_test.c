@@ -21,6 +21,7 @@
 #include "sipc.h"
 #include "sipc_int.h"
 #include "sipctest.h"
+#include "slotpeek.h"
 #include "testlib.h"
 
 #define WAIT_MS 20000           /* generous deadline for any event */
@@ -38,16 +39,6 @@ start(unsigned queue_timeout_ms, unsigned ring_frames)
 	if (ring_frames > 0)
 		c.ring_frames = ring_frames;
 	return st_start(&c, 1, WAIT_MS);
-}
-
-static uint64_t
-taken_total(sipc_supervisor *s)
-{
-	struct sipc__slot *sl = &s->slots[0];
-
-	return atomic_load(&sl->taken_by[SIPC__SEND_WRITER]) +
-	    atomic_load(&sl->taken_by[SIPC__SEND_CALLER]) +
-	    atomic_load(&sl->taken_by[SIPC__SEND_READER]);
 }
 
 static struct sipc_result
@@ -75,7 +66,7 @@ budget_passes(unsigned cfg_ms, unsigned req_ms)
 	uint64_t k0;
 
 	st_outbox_reset(&box);
-	k0 = taken_total(s);
+	k0 = st_taken_total(s, 0);
 	/* a budget (of the pool) does not cut what is written at once */
 	(void)st_submit_cmd_opts(s, "sleep 3000", WAIT_MS, 0, 0, &o[0]);
 	t0 = tl_now_ms();
@@ -92,7 +83,7 @@ budget_passes(unsigned cfg_ms, unsigned req_ms)
 	TL_EQ(st_worker_stats(s, 0).completed, 0);
 	CU_ASSERT_FATAL(st_outbox_wait(&box, 2, WAIT_MS));
 	TL_EQ(got(0).outcome, SIPC_OUTCOME_OK);
-	TL_EQ(taken_total(s) - k0, 1);
+	TL_EQ(st_taken_total(s, 0) - k0, 1);
 	st_outbox_release(&box);
 	sipc_destroy(s);
 }

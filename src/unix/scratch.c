@@ -6,6 +6,7 @@
  * a host directory has the link removed, not the host's files.
  */
 #include <dirent.h>
+#include <inttypes.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -17,6 +18,16 @@
 #include "scratch.h"
 
 #define DEPTH_MAX 64
+
+void
+sipc__scratch_name(char *buf, size_t len, unsigned slot, unsigned gen,
+                   uint64_t id)
+{
+	if (id == 0)
+		snprintf(buf, len, "w%u.%u", slot, gen);
+	else
+		snprintf(buf, len, "w%u.%u/%" PRIu64, slot, gen, id);
+}
 
 int
 sipc__scratch_make(const char *root, char *ret_path, size_t len, int *ret_fd)

@@ -11,11 +11,18 @@
 #define SIPC_SCRATCH_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Make "<root>/sipc-XXXXXX" and open it: its path in ret_path, its
  * descriptor (O_DIRECTORY, close-on-exec) in *ret_fd.  0 or -errno. */
 int sipc__scratch_make(const char *root, char *ret_path, size_t len,
                        int *ret_fd);
+
+/* The name under the instance directory of worker generation `gen` of
+ * slot `slot` ("w<slot>.<gen>"), or with `id` (request ids start at 1)
+ * of that request's directory in it ("w<slot>.<gen>/<id>"). */
+void sipc__scratch_name(char *buf, size_t len, unsigned slot, unsigned gen,
+                        uint64_t id);
 
 /* Remove `name` under dirfd and everything in it, at most 64 levels
  * deep; a link is removed, never followed.  0 (also when it was not
