@@ -44,4 +44,13 @@ long=$(awk 'length > 400 { print FILENAME ":" FNR }' CONTRACT.md)
 if [ -z "$long" ]; then t_ok contract_lines_short; else t_fail contract_lines_short "$long"; fi
 long=$(awk 'length > 400 { print FILENAME ":" FNR }' PRODUCTION_BOUNDARY.md)
 if [ -z "$long" ]; then t_ok boundary_lines_short; else t_fail boundary_lines_short "$long"; fi
+# the word budgets (issue of the audit in one sitting): CONTRACT.md at
+# most 5,000 words, PRODUCTION_BOUNDARY.md 1,800, together 6,500; a new
+# rule is paid for by a cut, not by a longer read
+c=$(wc -w < CONTRACT.md); p=$(wc -w < PRODUCTION_BOUNDARY.md)
+if [ "$c" -le 5000 ] && [ "$p" -le 1800 ] && [ $((c + p)) -le 6500 ]; then
+	t_ok boundary_word_budget
+else
+	t_fail boundary_word_budget "CONTRACT.md $c (5000), PRODUCTION_BOUNDARY.md $p (1800), together $((c + p)) (6500)"
+fi
 t_done
