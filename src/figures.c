@@ -27,7 +27,10 @@ sipc__fig_begin(struct sipc__slot *sl, const struct sipc__req *q)
 {
 	if (!sl->sup->cfg.request_figures || !q->fig_alone)
 		return;
-	sipc__usage_begin(sl->cg_fd, sl->pid, &sl->fig0);
+	/* In a namespace mode the tree's root is sipc-init, which reaps
+	 * every orphan of the tree: none can leave it unseen. */
+	sipc__usage_begin(sl->cg_fd, sl->pid,
+	    sl->containment != SIPC_CONTAIN_PROCESS_GROUP, &sl->fig0);
 	atomic_store_explicit(&sl->fig_id, q->id, memory_order_release);
 }
 

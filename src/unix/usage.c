@@ -2,6 +2,12 @@
  * usage.c - a worker tree's CPU time, peak and resident memory (see
  * usage.h for the sources and what is exact).
  *
+ * Why /proc needs a closed tree (`closed`: every orphan of it reaped
+ * inside it, by the sipc-init of a namespace mode): an orphan that is
+ * reparented to a reaper outside the tree is no longer seen by the walk,
+ * nor in any member's cutime/cstime, so its CPU time and its memory
+ * would be missing from a figure that looks complete.
+ *
  * Why the tree must be the same processes at both readings for /proc:
  * a process that left it meanwhile (exited and waited for outside the
  * tree, or orphaned to a reaper outside it) takes its CPU time with it,
@@ -27,11 +33,17 @@
 #include "ident.h"
 #include "usage.h"
 
-/* utime + stime + cutime + cstime (fields 14 to 17 of /proc/PID/stat,
- * counted after the last ')', which ends the command name), and the
- * start time (22).  0 or -errno. */
+/* Of /proc/PID/stat (fields counted after the last ')', which ends the
+ * command name): utime + stime + cutime + cstime (14 to 17), cminflt
+ * (11: the minor faults of the children it waited for, which grows with
+ * every child waited for that ran at all), the start time (22). */
+struct pstat {
+	uint64_t ticks, cminflt, start;
+};
+
+/* 0 or -errno. */
 static int
-proc_ticks(pid_t pid, uint64_t *ret_ticks, uint64_t *ret_start)
+proc_ticks(pid_t pid, struct pstat *ret)
 {
 	char path[64], buf[1024], *p, *end;
 	unsigned long long v, sum = 0;
@@ -65,11 +77,13 @@ proc_ticks(pid_t pid, uint64_t *ret_ticks, uint64_t *ret_start)
 			return -EINVAL;
 		if (field >= 14 && field <= 17)
 			sum += v;
+		if (field == 11)
+			ret->cminflt = v;
 		if (field == 22)
-			*ret_start = v;
+			ret->start = v;
 		p = end;
 	}
-	*ret_ticks = sum;
+	ret->ticks = sum;
 	return 0;
 }
 
@@ -157,28 +171,29 @@ pid_cmp(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* The tree's pids, sorted, and the CPU ticks of all of them; the start
- * times are folded into `sig`.  0 or -errno (-E2BIG: too many). */
+/* The tree's pids, sorted, into u; the CPU ticks and cminflt of all of
+ * them into *ret; their start times folded into u->sig.  0 or -errno
+ * (-E2BIG: too many). */
 static int
-tree_read(pid_t pid, struct sipc__usage *u, uint64_t *ret_ticks,
-          uint64_t *ret_sig)
+tree_read(pid_t pid, struct sipc__usage *u, struct pstat *ret)
 {
-	uint64_t ticks = 0, t, start, sig = 0;
+	struct pstat one;
 	unsigned i;
 	int n, rc;
 
+	memset(ret, 0, sizeof(*ret));
 	if ((n = sipc__tree_pids(pid, u->pids, SIPC__USAGE_TREE_MAX)) < 0)
 		return n;
 	u->npids = (unsigned)n;
 	qsort(u->pids, u->npids, sizeof(u->pids[0]), pid_cmp);
+	u->sig = 0;
 	for (i = 0; i < u->npids; i++) {
-		if ((rc = proc_ticks(u->pids[i], &t, &start)) < 0)
+		if ((rc = proc_ticks(u->pids[i], &one)) < 0)
 			return rc;     /* one left meanwhile: not the same */
-		ticks += t;
-		sig = sig * 1000003u + start;
+		ret->ticks += one.ticks;
+		ret->cminflt += one.cminflt;
+		u->sig = u->sig * 1000003u + one.start;
 	}
-	*ret_ticks = ticks;
-	*ret_sig = sig;
 	return 0;
 }
 
@@ -191,40 +206,43 @@ ticks_us(uint64_t ticks)
 }
 
 void
-sipc__usage_begin(int cg_fd, pid_t pid, struct sipc__usage *ret)
+sipc__usage_begin(int cg_fd, pid_t pid, bool closed,
+                  struct sipc__usage *ret)
 {
-	uint64_t ticks = 0, sig = 0;
+	struct pstat t;
 	bool tree;
 
 	memset(ret, 0, sizeof(*ret));
-	tree = tree_read(pid, ret, &ticks, &sig) == 0;
+	ret->closed = closed;
+	tree = tree_read(pid, ret, &t) == 0;
 	if (cg_fd >= 0 && sipc__cg_read_key(cg_fd, "cpu.stat", "usage_usec",
 	    &ret->cpu_us) == 0) {
 		ret->cpu_cgroup = true;
 		ret->known |= SIPC_FIG_CPU;
-	} else if (tree) {
-		ret->cpu_us = ticks;
+	} else if (tree && closed) {
+		ret->cpu_us = t.ticks;
 		ret->known |= SIPC_FIG_CPU;
 	}
-	if (tree) {
-		ret->sig = sig;
-		if (peak_reset(ret))
-			ret->known |= SIPC_FIG_PEAK_RSS;
-	} else {
+	if (!tree) {
 		ret->npids = 0;
+		return;
 	}
+	ret->cminflt = t.cminflt;
+	if (closed && peak_reset(ret))
+		ret->known |= SIPC_FIG_PEAK_RSS;
 }
 
 void
 sipc__usage_end(int cg_fd, pid_t pid, const struct sipc__usage *begin,
                 struct sipc__usage *ret)
 {
-	uint64_t ticks = 0, sig = 0, v;
+	struct pstat t;
+	uint64_t v;
 	bool same;
 
 	memset(ret, 0, sizeof(*ret));
-	same = begin->npids > 0 && tree_read(pid, ret, &ticks, &sig) == 0 &&
-	    ret->npids == begin->npids && sig == begin->sig &&
+	same = begin->npids > 0 && tree_read(pid, ret, &t) == 0 &&
+	    ret->npids == begin->npids && ret->sig == begin->sig &&
 	    memcmp(ret->pids, begin->pids,
 	    ret->npids * sizeof(ret->pids[0])) == 0;
 	if (begin->known & SIPC_FIG_CPU) {
@@ -235,13 +253,15 @@ sipc__usage_end(int cg_fd, pid_t pid, const struct sipc__usage *begin,
 				ret->cpu_cgroup = true;
 				ret->known |= SIPC_FIG_CPU;
 			}
-		} else if (same && ticks >= begin->cpu_us) {
-			ret->cpu_us = ticks_us(ticks - begin->cpu_us);
+		} else if (same && t.ticks >= begin->cpu_us) {
+			ret->cpu_us = ticks_us(t.ticks - begin->cpu_us);
 			ret->known |= SIPC_FIG_CPU;
 		}
 	}
+	/* A child that came and went (waited for: cminflt grew) had a
+	 * peak of its own that no process's VmHWM holds. */
 	if ((begin->known & SIPC_FIG_PEAK_RSS) && same &&
-	    peak_read(begin, ret))
+	    t.cminflt == begin->cminflt && peak_read(begin, ret))
 		ret->known |= SIPC_FIG_PEAK_RSS;
 }
 

@@ -8,10 +8,14 @@
  *              that ever ran in it, in microseconds); without a cgroup,
  *              /proc/PID/stat utime + stime + cutime + cstime summed over
  *              the tree (clock ticks: 10 ms at USER_HZ 100; a process's
- *              waited-for children are in its cutime/cstime)
+ *              waited-for children are in its cutime/cstime), known when
+ *              the tree is closed (below) and the same processes at
+ *              both readings
  *   peak       /proc/PID/status VmHWM of each process after a reset of
  *              it through /proc/PID/clear_refs ("5"): their sum, known
- *              only when the tree is the same processes at both readings
+ *              only when the tree is closed, the same processes at both
+ *              readings, none of them waited for a child in between
+ *              (cminflt unchanged: that child's peak is nobody's VmHWM),
  *              and at most one of them rose above what it held at the
  *              reset (the peaks of two that grew need not have come at
  *              the same time, so their sum is not the tree's peak).  A
@@ -41,7 +45,9 @@
 /* One reading.  known: SIPC_FIG_* bits (sipc.h) of what it holds. */
 struct sipc__usage {
 	unsigned known;
+	bool closed;                  /* as given to sipc__usage_begin() */
 	bool cpu_cgroup;              /* cpu_us from the cgroup */
+	uint64_t cminflt;             /* the tree's, for the peak's check */
 	uint64_t cpu_us;
 	uint64_t peak_kb;             /* at the end reading only */
 	/* The tree as the reading found it: its pids, sorted, and their
@@ -54,8 +60,11 @@ struct sipc__usage {
 };
 
 /* Before a request: the CPU time so far, and each process's peak reset
- * to its resident memory now. */
-void sipc__usage_begin(int cg_fd, pid_t pid, struct sipc__usage *ret);
+ * to its resident memory now.  closed: every orphan of the tree is
+ * reaped inside it (its root is an init of a PID namespace); without
+ * it only the cgroup's figures can be known. */
+void sipc__usage_begin(int cg_fd, pid_t pid, bool closed,
+                       struct sipc__usage *ret);
 /* After it: ret->cpu_us the CPU time since `begin`, ret->peak_kb the
  * peak since; ret->known says which of the two are exact (the same
  * source at both readings; for /proc, the same processes, and for the
