@@ -854,8 +854,9 @@ struct sipc_stats {
  * requests queued, in flight and pending, payload bytes held; histograms
  * of results' queue_us and run_us (in seconds; run: written requests
  * only); summaries (count and sum) of the measured cpu_us and
- * peak_rss_kb (in seconds and bytes).  0, SIPC_E_SHUTDOWN once sipc_destroy() has begun, -EINVAL, or
- * -EIO when `f` reports an error.  Any thread, including callbacks.
+ * peak_rss_kb (in seconds and bytes).  0, SIPC_E_SHUTDOWN once
+ * sipc_destroy() has begun, -EINVAL, or -EIO when `f` reports an
+ * error.  Any thread, including callbacks.
  */
 int sipc_stats_openmetrics(sipc_supervisor *s, FILE *f);
 
