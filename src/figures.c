@@ -34,17 +34,39 @@ sipc__fig_begin(struct sipc__slot *sl, const struct sipc__req *q)
 	atomic_store_explicit(&sl->fig_id, q->id, memory_order_release);
 }
 
+/* Table lock held: is `q` this generation's, unanswered, and still
+ * alone on it? */
+static bool
+still_alone(const struct sipc__slot *sl, const struct sipc__req *q)
+{
+	return q != NULL && q->slot == (int)sl->idx &&
+	    q->gen == sl->generation && (q->state == SIPC__R_WRITTEN ||
+	    q->state == SIPC__R_ACCEPTED) && q->fig_alone &&
+	    q->fig_seq == sl->fig_writes;
+}
+
 /* The thread decoding the reply to `id`, no lock held: the reading
- * after it, when that request was measured before (true). */
+ * after it, when that request was measured before and is still owed
+ * and alone (true).  Owed and alone, it holds the only place in flight
+ * a measured request can have, so no sender touches fig0 until this
+ * reply has left the table; a reply to an id not owed (a worker's
+ * mistake) reads nothing. */
 bool
 sipc__fig_end(struct sipc__slot *sl, uint64_t id, struct sipc__usage *ret)
 {
-	if (!sl->sup->cfg.request_figures ||
+	struct sipc_supervisor *s = sl->sup;
+	bool ok;
+
+	if (!s->cfg.request_figures ||
 	    atomic_load_explicit(&sl->fig_id, memory_order_acquire) != id ||
 	    atomic_load(&sl->inflight) != 1)
 		return false;
-	sipc__usage_end(sl->cg_fd, sl->pid, &sl->fig0, ret);
-	return true;
+	pthread_mutex_lock(&s->table.lock);
+	ok = still_alone(sl, sipc__table_find(&s->table, id));
+	pthread_mutex_unlock(&s->table.lock);
+	if (ok)
+		sipc__usage_end(sl->cg_fd, sl->pid, &sl->fig0, ret);
+	return ok;
 }
 
 /* Table lock held, `q` answered by `sl`'s worker: its figures, from the
@@ -55,7 +77,7 @@ sipc__fig_note(struct sipc__slot *sl, struct sipc__req *q,
 {
 	q->figures = 0;
 	q->fig_cpu_us = q->fig_peak_kb = 0;
-	if (u == NULL || !q->fig_alone || q->fig_seq != sl->fig_writes)
+	if (u == NULL || !still_alone(sl, q))
 		return;
 	q->figures = u->known & (SIPC_FIG_CPU | SIPC_FIG_PEAK_RSS);
 	if (q->figures & SIPC_FIG_CPU)

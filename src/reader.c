@@ -295,8 +295,8 @@ on_reply(struct reader *r, struct sipc_frame *f)
 		    "reply to an id this worker does not hold", f->hdr.id);
 		return;
 	}
-	q->state = SIPC__R_GONE;
 	sipc__fig_note(sl, q, fig ? &fu : NULL);
+	q->state = SIPC__R_GONE;
 	atomic_fetch_add_explicit(&sl->replies_by[r->caller], 1,
 	    memory_order_relaxed);
 	/* A retiring worker's last answer: the reaper ends it now. */

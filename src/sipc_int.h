@@ -256,8 +256,9 @@ struct sipc__slot {
 	 * was in flight, taken by the thread that sends it, before its
 	 * bytes; fig_id: that request's id, stored (release) once fig0 is
 	 * complete; the thread that decodes its reply reads fig0 after
-	 * loading fig_id (acquire).  The next such request is written only
-	 * after that reply left the table, so fig0 has one user at a time.
+	 * loading fig_id (acquire) and finding that request still owed and
+	 * alone (table lock).  The next such request is written only after
+	 * that reply left the table, so fig0 has one user at a time.
 	 * cg_fd [slot]: the generation's cgroup directory (a copy of the
 	 * provider's), -1: none; set by the reaper before the threads
 	 * start, closed by it after they are joined. */
