@@ -38,8 +38,8 @@ PY=${PYTHON:-python3}
 HERE=$(dirname "$0")
 
 parts="raw_pingpong raw_pipelined raw_batched raw_scale newline_proto ppe call pipe spawn
-mem scale stall journal accept containment cost sandbox cancel recycle spawn_cost
-convert"
+mem scale stall journal accept containment cost sandbox cancel recycle figures
+spawn_cost convert"
 for w in $ONLY; do
 	case " $(echo $parts) " in *" $w "*) ;; *)
 		echo "bench: BENCH_ONLY: unknown part $w (parts: $(echo $parts))" >&2
@@ -146,7 +146,7 @@ if [ $sipc_ok = 1 ]; then
 	state="$BIN/state"
 	rm -rf "$state"
 	for sec in call pipe spawn mem scale stall journal accept containment \
-	    cost sandbox cancel recycle
+	    cost sandbox cancel recycle figures
 	do
 		want "$sec" || continue
 		run "sipc_$sec" 300 "$BIN/sipc_bench" $q --fixtures "$FIX" \
@@ -280,6 +280,8 @@ info sync_64_p50_vs_raw_pingpong sipc_call_64_best_p50 raw_pingpong_64_p50
 # cooperating one of the cancel_coop_gone_ms target.
 info cancel_coop_vs_grace_gone sipc_cancel_coop_gone_p50 sipc_cancel_grace_gone_p50
 info crash_next_write_nospare_vs_spare sipc_crash_next_write_nospare_p50 sipc_crash_next_write_spare_p50
+# What request_figures = 1 costs a sync call (two readings per call).
+info figures_on_vs_off_call_64_p50 sipc_figures_on_call_64_p50 sipc_figures_off_call_64_p50
 info sync_64_p50_vs_raw_pingpong_crosscpu sipc_call_64_crosscpu_p50 raw_pingpong_64_crosscpu_p50
 info sync_64_p50_unpinned_vs_raw_pingpong sipc_call_64_p50 raw_pingpong_64_p50
 for ch in sock pipe pipe1m; do

@@ -77,6 +77,8 @@ int sec_cost(void);
 int sec_cancel(void);
 /* sipc_recycle.c */
 int sec_recycle(void);
+/* sipc_figures.c */
+int sec_figures(void);
 /* `n` bare spawns of `path` one after the other, total ms, or -1. */
 double bare_spawn_ms(const char *path, unsigned n, bool together);
 

@@ -235,6 +235,23 @@ struct sipc_result {
 	 * worker after an end it includes the wait between the two). */
 	uint64_t queue_us;
 	uint64_t run_us;
+	/* With request_figures set: the CPU time and the peak resident
+	 * memory of the worker's process tree between that write and the
+	 * outcome, each only where it is exact: the request was the only
+	 * one on its worker the whole time (written while none was in
+	 * flight, none written before its reply), it ended by the worker's
+	 * reply (OK, WORKER_ERROR), and the source allows it (sipc_call(3)
+	 * says which).  `figures` has a SIPC_FIG_* bit for each one
+	 * measured; a figure without its bit is 0 and not known. */
+	unsigned figures;
+	uint64_t cpu_us;
+	uint64_t peak_rss_kb;
+};
+
+/* struct sipc_result's figures: which ones are measured. */
+enum sipc_figure {
+	SIPC_FIG_CPU = 1u << 0,       /* cpu_us */
+	SIPC_FIG_PEAK_RSS = 1u << 1,  /* peak_rss_kb */
 };
 
 /* Free what a result owns (reply, diag_tail) and clear it.  Accepts NULL
@@ -422,9 +439,10 @@ struct sipc_config {
 	 * pool_restart_budget or POISON. */
 	unsigned max_requests;
 	unsigned max_age_ms;
-	/* ... or once the resident memory of its process tree (the sum of
-	 * their resident set sizes, read from /proc about once a second)
-	 * is over this many bytes. */
+	/* ... or once the resident memory of its process tree is over
+	 * this many bytes, read about once a second: its cgroup's
+	 * memory.current where it has one with the memory controller,
+	 * else the sum of its processes' resident set sizes (/proc). */
 	size_t max_rss;
 	/* Warm spares (0): this many more workers are started and
 	 * handshaken but given no request; when a serving worker retires,
@@ -432,6 +450,10 @@ struct sipc_config {
 	 * and the one that left becomes the spare once restarted.  The
 	 * stats list workers + spares slots. */
 	unsigned spares;
+	/* 1: measure each request's CPU time and peak memory where they
+	 * can be known exactly (struct sipc_result's figures); a few
+	 * system calls before and after each such request.  0 (0): not. */
+	unsigned request_figures;
 	unsigned idempotent_retries;  /* extra attempts for idempotent (2) */
 
 	unsigned restart_base_ms;     /* first backoff (100) */
@@ -816,6 +838,9 @@ struct sipc_stats {
 	 * outcome so far (their count: completed_ok + worker_errors +
 	 * rejected + timeouts + unknown). */
 	uint64_t queue_us_sum, run_us_sum;
+	/* Their cpu_us and peak_rss_kb summed over the outcomes that had
+	 * them (SIPC_FIG_CPU, SIPC_FIG_PEAK_RSS), and how many had each. */
+	uint64_t cpu_us_sum, peak_rss_kb_sum, cpu_known, peak_rss_known;
 	/* Planned recycles by reason (not in restarts). */
 	uint64_t recycled_requests, recycled_age, recycled_rss;
 	/* Times a ready spare took a leaving worker's place. */
@@ -828,8 +853,10 @@ struct sipc_stats {
  * kind, recycles by reason, restarts; gauges of workers by state,
  * requests queued, in flight and pending, payload bytes held; histograms
  * of results' queue_us and run_us (in seconds; run: written requests
- * only).  0, SIPC_E_SHUTDOWN once sipc_destroy() has begun, -EINVAL, or
- * -EIO when `f` reports an error.  Any thread, including callbacks.
+ * only); summaries (count and sum) of the measured cpu_us and
+ * peak_rss_kb (in seconds and bytes).  0, SIPC_E_SHUTDOWN once
+ * sipc_destroy() has begun, -EINVAL, or -EIO when `f` reports an
+ * error.  Any thread, including callbacks.
  */
 int sipc_stats_openmetrics(sipc_supervisor *s, FILE *f);
 

@@ -117,6 +117,12 @@ struct sipc_provider_chan {
 	 * before it existed (the core clears the struct first): owner
 	 * mode then spares display_pid instead. */
 	long child_pid;
+	/* The worker's cgroup directory (O_PATH or read-only), the
+	 * provider's until release, where the core reads its usage
+	 * (cpu.stat, memory.current); it keeps a copy (dup) of its own.
+	 * 0 or less: none (0 is what a provider built before it existed
+	 * leaves). */
+	int cgroup_fd;
 };
 
 enum sipc_provider_stop {

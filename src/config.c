@@ -59,6 +59,7 @@ const struct sipc__cfg_key sipc__cfg_keys[] = {
 	NUM(max_age_ms, 0, DAY_MS),
 	NUM(spares, 0, 1024),
 	NUM(max_rss, 0, SIZE_CAP),
+	NUM(request_figures, 0, 1),
 	NUM(idempotent_retries, 0, 100),
 	NUM(restart_base_ms, 1, 3600000),
 	NUM(restart_cap_ms, 1, DAY_MS),

@@ -53,6 +53,7 @@
  *   max_requests 0..2^32-1 (0 = off)  max_age_ms 0..86400000 (0 = off)
  *   spares 0..1024 (workers + spares <= 1024)
  *   max_rss 0..2^40 bytes (0 = off)
+ *   request_figures 0..1 (0 = off)
  *   restart_base_ms 1..3600000   restart_cap_ms 1..86400000
  *   restart_reset_ms 0..86400000 restart_intensity 1..100
  *   restart_window_ms 1..86400000 pool_restart_budget 1..1000

@@ -49,6 +49,16 @@ histogram(FILE *f, const char *name, const char *help,
 	    (double)sum_us / 1e6);
 }
 
+/* A summary without quantiles: how many were measured, and their sum. */
+static void
+summary(FILE *f, const char *name, const char *unit, const char *help,
+        uint64_t count, double sum)
+{
+	fprintf(f, "# TYPE %s summary\n# UNIT %s %s\n# HELP %s %s\n"
+	    "%s_count %" PRIu64 "\n%s_sum %.6f\n", name, name, unit, name,
+	    help, name, count, name, sum);
+}
+
 int
 sipc_stats_openmetrics(sipc_supervisor *s, FILE *f)
 {
@@ -119,6 +129,13 @@ sipc_stats_openmetrics(sipc_supervisor *s, FILE *f)
 	    st.queue_us_sum);
 	histogram(f, "sipc_request_run_seconds", "First write to outcome, "
 	    "written requests.", s->hist_run, st.run_us_sum);
+	summary(f, "sipc_request_cpu_seconds", "seconds", "CPU time of the "
+	    "worker tree, requests measured alone (request_figures).",
+	    st.cpu_known, (double)st.cpu_us_sum / 1e6);
+	summary(f, "sipc_request_peak_rss_bytes", "bytes", "Peak resident "
+	    "memory of the worker tree, requests measured alone "
+	    "(request_figures).", st.peak_rss_known,
+	    (double)st.peak_rss_kb_sum * 1024);
 	fputs("# EOF\n", f);
 	sipc_stats_release(&st);
 	return ferror(f) || fflush(f) != 0 ? -EIO : 0;

@@ -43,6 +43,22 @@ sipc__outcome_set(struct sipc_supervisor *s, struct sipc__req *q,
 	    memory_order_relaxed);
 	atomic_fetch_add_explicit(&s->hist_queue[sipc__hist_bucket(
 	    res->queue_us)], 1, memory_order_relaxed);
+	/* Set by the reply that answered it (figures.c), else 0. */
+	res->figures = q->figures;
+	res->cpu_us = q->fig_cpu_us;
+	res->peak_rss_kb = q->fig_peak_kb;
+	if (q->figures & SIPC_FIG_CPU) {
+		atomic_fetch_add_explicit(&s->cpu_us_sum, res->cpu_us,
+		    memory_order_relaxed);
+		atomic_fetch_add_explicit(&s->n_cpu_known, 1,
+		    memory_order_relaxed);
+	}
+	if (q->figures & SIPC_FIG_PEAK_RSS) {
+		atomic_fetch_add_explicit(&s->peak_kb_sum, res->peak_rss_kb,
+		    memory_order_relaxed);
+		atomic_fetch_add_explicit(&s->n_peak_known, 1,
+		    memory_order_relaxed);
+	}
 	if (q->written_ns != 0)
 		atomic_fetch_add_explicit(&s->hist_run[sipc__hist_bucket(
 		    res->run_us)], 1, memory_order_relaxed);

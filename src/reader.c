@@ -269,8 +269,9 @@ on_reply(struct reader *r, struct sipc_frame *f)
 	struct sipc_supervisor *s = sl->sup;
 	struct sipc_result res;
 	struct sipc__req *q;
+	struct sipc__usage fu;
 	uint32_t code = 0;
-	bool won = false;
+	bool won = false, fig;
 	enum sipc_outcome o = SIPC_OUTCOME_OK;
 
 	if (f->hdr.type == SIPC_FT_ERROR) {
@@ -284,6 +285,7 @@ on_reply(struct reader *r, struct sipc_frame *f)
 		f->hdr.len -= 4;
 		o = SIPC_OUTCOME_WORKER_ERROR;
 	}
+	fig = sipc__fig_end(sl, f->hdr.id, &fu);
 	pthread_mutex_lock(&s->table.lock);
 	q = sipc__table_find(&s->table, f->hdr.id);
 	if (!owed_here(sl, q)) {
@@ -293,6 +295,7 @@ on_reply(struct reader *r, struct sipc_frame *f)
 		    "reply to an id this worker does not hold", f->hdr.id);
 		return;
 	}
+	sipc__fig_note(sl, q, fig ? &fu : NULL);
 	q->state = SIPC__R_GONE;
 	atomic_fetch_add_explicit(&sl->replies_by[r->caller], 1,
 	    memory_order_relaxed);

@@ -37,7 +37,7 @@
 
 #include "provider.h"
 #include "sipc_int.h"
-#include "unix/ident.h"
+#include "unix/usage.h"
 
 #define RESCAN_MS 250             /* longest sleep while anything lives */
 #define SHUTDOWN_EOF_MS 500       /* channel closed -> TERM on destroy */
@@ -70,6 +70,21 @@ has_work(struct sipc__slot *sl)
 #define RECYCLE_POLL_MS 50
 #define RSS_POLL_MS 1000
 
+_Atomic uint64_t sipc__rss_reads[2];
+
+/* The worker tree's resident memory: its cgroup's memory.current, else
+ * the sum of its processes' from /proc (unix/usage.c). */
+static int
+rss_read(struct sipc__slot *sl, uint64_t *ret)
+{
+	enum sipc__mem_src src;
+	int rc;
+
+	if ((rc = sipc__tree_mem(sl->cg_fd, sl->pid, ret, &src)) == 0)
+		atomic_fetch_add(&sipc__rss_reads[src], 1);
+	return rc;
+}
+
 static void
 tick_recycle(struct sipc__slot *sl, int64_t now, int64_t *next)
 {
@@ -91,7 +106,7 @@ tick_recycle(struct sipc__slot *sl, int64_t now, int64_t *next)
 
 			sl->rss_at_ms = now + RSS_POLL_MS;
 			none = SIPC_RECYCLE_NONE;
-			if (sipc__tree_rss(sl->pid, &rss) == 0 &&
+			if (rss_read(sl, &rss) == 0 &&
 			    rss > s->cfg.max_rss &&
 			    atomic_compare_exchange_strong(&sl->retiring,
 			    &none, SIPC_RECYCLE_RSS))

@@ -32,6 +32,7 @@
 #include "clock.h"
 #include "frame.h"
 #include "ring.h"
+#include "unix/usage.h"
 
 struct sipc_provider_ops;
 struct sipc_provider_chan;
@@ -99,6 +100,14 @@ struct sipc__req {
 	                               * holder (writer.c), read by settle
 	                               * after the channel is released */
 	int64_t cancel_at_ms;         /* CANCEL queued at; 0 = not cancelled */
+	/* Per-request figures (figures.c): written while nothing else was
+	 * in flight on its worker, and the slot's fig_writes after its
+	 * write (another write since: not alone); at its reply, what was
+	 * measured (SIPC_FIG_* bits in `figures`). */
+	bool fig_alone;
+	uint64_t fig_seq;
+	unsigned figures;
+	uint64_t fig_cpu_us, fig_peak_kb;
 	struct sipc_exit last_exit;
 	struct sipc__req *hnext;      /* table bucket chain */
 };
@@ -241,6 +250,22 @@ struct sipc__slot {
 	/* ---- counters */
 	/* [table] (counts written-unanswered on the current generation) */
 	_Atomic unsigned inflight;
+	/* Per-request figures (figures.c, with request_figures).
+	 * fig_writes [table]: requests written, counted by mark_written().
+	 * fig0: the reading before the one request written while nothing
+	 * was in flight, taken by the thread that sends it, before its
+	 * bytes; fig_id: that request's id, stored (release) once fig0 is
+	 * complete; the thread that decodes its reply reads fig0 after
+	 * loading fig_id (acquire) and finding that request still owed and
+	 * alone (table lock).  The next such request is written only after
+	 * that reply left the table, so fig0 has one user at a time.
+	 * cg_fd [slot]: the generation's cgroup directory (a copy of the
+	 * provider's), -1: none; set by the reaper before the threads
+	 * start, closed by it after they are joined. */
+	uint64_t fig_writes;
+	_Atomic uint64_t fig_id;
+	struct sipc__usage fig0;
+	int cg_fd;
 	/* [table] The worker's time per reply (dispatch.c): svc_from_ns is
 	 * when the current interval began (the write that made the worker
 	 * busy, or its last reply); svc_ns the moving mean, 0 = none yet
@@ -384,6 +409,7 @@ struct sipc_supervisor {
 	    n_unknown, n_requeued, n_retried, n_violations, n_restarts;
 	_Atomic uint64_t n_bounds_expired;  /* sipc__bounds_take() */
 	_Atomic uint64_t queue_us_sum, run_us_sum;  /* over outcomes */
+	_Atomic uint64_t cpu_us_sum, peak_kb_sum, n_cpu_known, n_peak_known;
 	_Atomic uint64_t n_recycled[4];     /* by enum sipc_recycle_reason */
 	_Atomic uint64_t n_takeovers;       /* spares that took a place */
 	/* cfg.scratch_root's instance directory and its descriptor (-1:
@@ -545,6 +571,16 @@ ssize_t sipc__recv_hello(int sock, void *buf, size_t len, int *fdp);
 const _Atomic uint64_t *sipc__start_ctr_map(int fd, const char **why);
 void sipc__start_ctr_unmap(const _Atomic uint64_t *ctr);
 
+/* Per-request figures (figures.c): the sender of a request written
+ * while nothing was in flight, before its bytes, no lock held; the
+ * decoder of a reply, before the table lock (true: read); and under the
+ * table lock, the answered request's figures if it was alone. */
+void sipc__fig_begin(struct sipc__slot *sl, const struct sipc__req *q);
+bool sipc__fig_end(struct sipc__slot *sl, uint64_t id,
+                   struct sipc__usage *ret);
+void sipc__fig_note(struct sipc__slot *sl, struct sipc__req *q,
+                    const struct sipc__usage *u);
+
 /* worker threads (reader.c) */
 /* Bound on a dead worker's final drain past what it left: the bytes
  * buffered when it was seen gone are all decoded (reader.c), and then a
@@ -691,6 +727,9 @@ void sipc__reject_req(struct sipc_supervisor *s, struct sipc__req *q, int err);
 #define SIPC__STEAL_TICK_MS 10
 void sipc__steal_scan(struct sipc_supervisor *s, int64_t now, int64_t *next);
 extern _Atomic bool sipc__steal_off; /* tests only */
+/* max_rss readings by where they came from (enum sipc__mem_src,
+ * unix/usage.h): counted for tests (reaper.c). */
+extern _Atomic uint64_t sipc__rss_reads[2];
 int sipc__dispatch_move(struct sipc_supervisor *s, struct sipc__req *q,
                         unsigned to, unsigned from);
 unsigned sipc__cancel_written(struct sipc__slot *sl);

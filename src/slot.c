@@ -244,6 +244,10 @@ spawn_end(struct sipc__spawn_job *j, int64_t now)
 	sl->cgroup = ch.info.cgroup;
 	sl->cg_limits = ch.info.limits;
 	sl->cg_err = ch.info.cgroup_err;
+	/* its own copy: the provider's may be closed by a sweep while
+	 * this generation's threads still read through it */
+	sl->cg_fd = ch.cgroup_fd > 0 ?
+	    fcntl(ch.cgroup_fd, F_DUPFD_CLOEXEC, 3) : -1;
 	sipc__slot_set_state(sl, SIPC_WS_STARTING);
 	sl->accepts = false;
 	sl->deadlines = false;
@@ -449,6 +453,9 @@ sipc__slot_on_end(struct sipc__slot *sl, struct sipc_exit *e, int64_t now)
 	close(sl->diag_fd);
 	close(sl->wake_fd);
 	sl->proto_fd = sl->diag_fd = sl->wake_fd = -1;
+	if (sl->cg_fd >= 0)
+		close(sl->cg_fd);
+	sl->cg_fd = -1;
 	s->prov->release(sl->handle);
 	sl->handle = NULL;
 	sl->end_fd = -1;

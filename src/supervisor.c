@@ -335,6 +335,7 @@ slots_init(struct sipc_supervisor *s)
 		sl->sup = s;
 		sl->idx = i;
 		sl->proto_fd = sl->diag_fd = sl->wake_fd = sl->end_fd = -1;
+		sl->cg_fd = -1;
 		sl->rd_give_fd = sl->rd_epfd = -1;
 		pthread_mutex_init(&sl->lock, NULL);
 		sipc__cond_init(&sl->cv_writer);
@@ -688,6 +689,10 @@ sipc_stats_get(sipc_supervisor *s, struct sipc_stats *ret)
 	ret->bounds_expired = atomic_load(&s->n_bounds_expired);
 	ret->queue_us_sum = atomic_load(&s->queue_us_sum);
 	ret->run_us_sum = atomic_load(&s->run_us_sum);
+	ret->cpu_us_sum = atomic_load(&s->cpu_us_sum);
+	ret->peak_rss_kb_sum = atomic_load(&s->peak_kb_sum);
+	ret->cpu_known = atomic_load(&s->n_cpu_known);
+	ret->peak_rss_known = atomic_load(&s->n_peak_known);
 	ret->recycled_requests = atomic_load(
 	    &s->n_recycled[SIPC_RECYCLE_REQUESTS]);
 	ret->recycled_age = atomic_load(&s->n_recycled[SIPC_RECYCLE_AGE]);

@@ -176,6 +176,10 @@ mark_written(struct sipc__slot *sl, struct sipc__req *q)
 	if (q->attempts++ == 0)
 		q->written_ns = now;
 	q->pos = 0;
+	/* figures.c: alone if nothing else is in flight now, and still
+	 * alone at its reply if nothing is written after it */
+	q->fig_alone = sl->inflight == 0;
+	q->fig_seq = ++sl->fig_writes;
 	/* The last request its max_requests allows: it retires (the
 	 * reaper ends it once nothing is in flight). */
 	if (++sl->gen_written == sl->sup->cfg.max_requests &&
@@ -361,6 +365,8 @@ wbatch_build(struct sipc__slot *sl, struct sipc__wbatch *b)
 		    b->req[i]->id, b->req[i]->payload, b->req[i]->len,
 		    frame_deadline(sl, b->req[i]));
 	b->nreq = ns;
+	if (ns == 1)
+		sipc__fig_begin(sl, b->req[0]);
 	/* In wire order, now that the journal took them. */
 	if (ns > 0) {
 		pthread_mutex_lock(&sl->lock);
@@ -588,6 +594,7 @@ sipc__direct_send(struct sipc__slot *sl, struct sipc__req *q)
 		sipc__lib_thread = was;
 	}
 	if (jrc == 0) {
+		sipc__fig_begin(sl, q);
 		put_frame(iov, &niov, hdr, SIPC_FT_REQUEST, q->id, q->payload,
 		    q->len, dl);
 		w = send_iov(sl, iov, niov, MSG_DONTWAIT);

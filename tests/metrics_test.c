@@ -9,6 +9,7 @@
  * Threads: the CUnit thread only (sipc_call()).
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,6 +129,7 @@ test_metrics_parse_and_agree(void)
 	CU_ASSERT_FATAL((sm = calloc(1, sizeof(*sm))) != NULL);
 	st_cfg_base(&c, "echo", NULL, 2);
 	c.cancel_grace_ms = 200;
+	c.request_figures = 1;
 	s = st_start(&c, 2, WAIT_MS);
 	for (i = 0; i < 6; i++) {
 		st_call_cmd(s, NULL, WAIT_MS, 0, &r);
@@ -174,6 +176,18 @@ test_metrics_parse_and_agree(void)
 	    "sipc_request_queue_seconds_bucket{le=+Inf}"), total);
 	TL_EQ((uint64_t)value(sm, "sipc_request_run_seconds_count{}"), total);
 	CU_ASSERT(value(sm, "sipc_request_run_seconds_sum{}") >= 0.1);
+	/* per-request figures: counts and sums as the stats have them */
+	TL_EQ((uint64_t)value(sm, "sipc_request_cpu_seconds_count{}"),
+	    st.cpu_known);
+	CU_ASSERT(fabs(value(sm, "sipc_request_cpu_seconds_sum{}") -
+	    (double)st.cpu_us_sum / 1e6) < 1e-5);
+	TL_EQ((uint64_t)value(sm, "sipc_request_peak_rss_bytes_count{}"),
+	    st.peak_rss_known);
+	CU_ASSERT(fabs(value(sm, "sipc_request_peak_rss_bytes_sum{}") -
+	    (double)st.peak_rss_kb_sum * 1024) < 1.0);
+	fprintf(stderr, "measured: %llu (cpu), %llu (peak)\n",
+	    (unsigned long long)st.cpu_known,
+	    (unsigned long long)st.peak_rss_known);
 	snprintf(key, sizeof(key), "sipc_workers{state=%s}",
 	    sipc_worker_state_name(SIPC_WS_READY));
 	ready = (unsigned)value(sm, key);

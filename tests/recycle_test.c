@@ -9,11 +9,16 @@
  * on library threads and touch only an st_outbox (its mutex).  Waits are
  * on events with generous deadlines.
  */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "sipc.h"
+#include "sipc_int.h"
+#include "unix/usage.h"
 #include "sipctest.h"
 #include "testlib.h"
 
@@ -206,6 +211,85 @@ test_recycle_by_rss(void)
 	sipc_destroy(s);
 }
 
+/*
+ * max_rss reads the worker cgroup's memory.current when the file is
+ * there, and /proc only otherwise: a directory standing in for the
+ * cgroup says 3 GiB, which this process's /proc does not; without the
+ * file, the answer is this process's resident memory from /proc.
+ */
+static void
+test_recycle_rss_cgroup_first(void)
+{
+	char dir[64], path[96];
+	enum sipc__mem_src src = SIPC__MEM_PROC;
+	uint64_t bytes = 0;
+	int fd, dfd;
+
+	snprintf(dir, sizeof(dir), "/tmp/sipc-rss-XXXXXX");
+	CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
+	CU_ASSERT_FATAL((dfd = open(dir, O_RDONLY | O_DIRECTORY)) >= 0);
+	TL_EQ(sipc__tree_mem(dfd, getpid(), &bytes, &src), 0);
+	TL_EQ(src, SIPC__MEM_PROC);
+	CU_ASSERT(bytes > 0 && bytes < (3ull << 30));
+	snprintf(path, sizeof(path), "%s/memory.current", dir);
+	CU_ASSERT_FATAL((fd = open(path, O_WRONLY | O_CREAT, 0600)) >= 0);
+	CU_ASSERT_FATAL(write(fd, "3221225472\n", 11) == 11);
+	close(fd);
+	TL_EQ(sipc__tree_mem(dfd, getpid(), &bytes, &src), 0);
+	TL_EQ(src, SIPC__MEM_CGROUP);
+	TL_EQ(bytes, 3ull << 30);
+	TL_EQ(sipc__tree_mem(-1, getpid(), &bytes, &src), 0);
+	TL_EQ(src, SIPC__MEM_PROC);
+	close(dfd);
+	unlink(path);
+	rmdir(dir);
+}
+
+/*
+ * max_rss with a cgroup per worker (as root): the readings come from its
+ * memory.current when the memory controller gives it one, else from
+ * /proc, and never from the other.  Skipped without a cgroup.
+ */
+static void
+test_recycle_rss_source(void)
+{
+	char *const argv[] = { "memhog", "64", NULL };
+	char file[512];
+	struct sipc_config c;
+	struct sipc_result r;
+	struct sipc_stats st;
+	struct stat sb;
+	sipc_supervisor *s;
+	unsigned want = 1;
+	bool has;
+
+	st_cfg_base(&c, "memhog", argv, 1);
+	c.max_rss = (size_t)100 << 20;
+	s = st_start(&c, 1, WAIT_MS);
+	st = st_pool_stats(s);
+	if (st.cgroup_path[0] == '\0') {
+		sipc_destroy(s);
+		tl_skip("no cgroup v2 here");
+		return;
+	}
+	snprintf(file, sizeof(file), "%s/w0.g1/memory.current",
+	    st.cgroup_path);
+	has = stat(file, &sb) == 0;
+	fprintf(stderr, "%s: %s\n", file, has ? "there" : "absent");
+	atomic_store(&sipc__rss_reads[SIPC__MEM_CGROUP], 0);
+	atomic_store(&sipc__rss_reads[SIPC__MEM_PROC], 0);
+	st_call_cmd(s, NULL, WAIT_MS, 0, &r);
+	sipc_result_release(&r);
+	st_call_cmd(s, NULL, WAIT_MS, 0, &r);
+	sipc_result_release(&r);
+	CU_ASSERT(st_stats_wait(s, recycled_at_least, &want, WAIT_MS));
+	CU_ASSERT(atomic_load(&sipc__rss_reads[has ? SIPC__MEM_CGROUP :
+	    SIPC__MEM_PROC]) > 0);
+	TL_EQ(atomic_load(&sipc__rss_reads[has ? SIPC__MEM_PROC :
+	    SIPC__MEM_CGROUP]), 0);
+	sipc_destroy(s);
+}
+
 /* Two workers, max_requests 2: what a retiring worker had queued goes to
  * the other or waits for its own next generation; every request is
  * answered once, OK, and no generation was given more than two. */
@@ -277,6 +361,8 @@ static const tl_test tests[] = {
 	{ "test_recycle_by_age_finishes_in_flight",
 	  test_recycle_by_age_finishes_in_flight },
 	{ "test_recycle_by_rss", test_recycle_by_rss },
+	{ "test_recycle_rss_cgroup_first", test_recycle_rss_cgroup_first },
+	{ "test_recycle_rss_source", test_recycle_rss_source },
 	{ "test_recycle_pool_of_two", test_recycle_pool_of_two },
 	{ "test_recycle_keys_load", test_recycle_keys_load },
 	{ NULL, NULL }

@@ -498,3 +498,36 @@ sipc__tree_rss(pid_t root, uint64_t *ret_bytes)
 		*ret_bytes = total;
 	return rc;
 }
+
+int
+sipc__tree_pids(pid_t root, pid_t *ret, unsigned max)
+{
+	pid_t *stack;
+	unsigned n = 0, seen = 0, k = 0;
+	char path[64];
+	int rc = 0;
+
+	if ((stack = malloc(TREE_MAX * sizeof(*stack))) == NULL)
+		return -ENOMEM;
+	stack[n++] = root;
+	while (n > 0 && seen++ < TREE_MAX) {
+		pid_t p = stack[--n];
+
+		snprintf(path, sizeof(path), "/proc/%d", (int)p);
+		if (access(path, F_OK) < 0) {
+			if (p == root) {
+				rc = -errno;
+				break;
+			}
+			continue;          /* gone meanwhile */
+		}
+		if (k == max) {
+			rc = -E2BIG;
+			break;
+		}
+		ret[k++] = p;
+		push_children(p, stack, &n);
+	}
+	free(stack);
+	return rc < 0 ? rc : (int)k;
+}

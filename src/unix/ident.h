@@ -118,4 +118,9 @@ int sipc__ident_terminate(const struct sipc__ident *rec, unsigned grace_ms);
  * processes.  0, or -errno when root itself cannot be read. */
 int sipc__tree_rss(pid_t root, uint64_t *ret_bytes);
 
+/* The pids of `root` and its descendants (the same walk), root first,
+ * at most max of them: their count, -E2BIG when the tree has more, or
+ * -errno when root is not there. */
+int sipc__tree_pids(pid_t root, pid_t *ret, unsigned max);
+
 #endif

@@ -316,6 +316,7 @@ sipc__wend_chan(struct sipc__wend *w, struct sipc__launch_fds *f,
 	ret->info.cgroup = w->cg != NULL;
 	ret->info.limits = w->cg != NULL && cg != NULL ? sipc__cg_limits(cg) : 0;
 	ret->info.cgroup_err = cg_err;
+	ret->cgroup_fd = w->cg != NULL ? sipc__cgw_fd(w->cg) : -1;
 }
 
 /* Closing them takes them out of the epoll set. */
