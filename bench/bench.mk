@@ -17,7 +17,7 @@ BENCH_QUICK ?= 0
 BENCH_ONLY  ?=
 BENCH_BASE  := $(BENCH_DIR)/raw_pingpong $(BENCH_DIR)/raw_pipelined \
 	       $(BENCH_DIR)/raw_batched \
-	       $(BENCH_DIR)/raw_scale \
+	       $(BENCH_DIR)/raw_scale $(BENCH_DIR)/raw_spawn_contained \
 	       $(BENCH_DIR)/newline_proto
 BENCH_SIPC  := $(BENCH_DIR)/sipc_bench
 
@@ -30,7 +30,7 @@ $(BENCH_BASE): $(BENCH_DIR)/%: bench/%.c bench/bench.h
 
 $(BENCH_SIPC): bench/sipc_bench.c bench/sipc_accept.c bench/sipc_contain.c \
 		bench/sipc_cost.c bench/sipc_sandbox.c bench/sipc_cancel.c \
-		bench/sipc_recycle.c \
+		bench/sipc_recycle.c bench/sipc_spawn_contained.c \
 		bench/sipc_bench.h \
 		bench/sipc_load.h bench/bench.h include/sipc.h $(LIB)
 	@mkdir -p $(@D)

@@ -1,0 +1,95 @@
+/*
+ * sipc_spawn_contained.c - the `spawn_contained` section of sipc_bench:
+ * 256 workers ready in the containment raw_spawn_contained starts
+ * without the library (a PID namespace under sipc-init, a leaf cgroup
+ * per worker where the supervisor can make one), so run.sh can form
+ * spawn_256_ready_vs_same_containment_at_once.
+ *
+ * The `scale` section runs the default configuration, which here falls
+ * back to a process group when sipc-init is not installed; this section
+ * asks for SIPC_CONTAIN_PID_NAMESPACE with init_path = BENCH_INIT, so
+ * both sides start the same processes.  Per round (5, quick 1):
+ * sipc_create() to sipc_wait_ready(256), and the supervisor's CPU over
+ * that interval (getrusage(RUSAGE_SELF): every library thread; the
+ * children's own CPU is theirs), divided by 256.  Figures:
+ *   sipc_spawn_contained_256_ready_r<k>, _ready (median, ms)
+ *   sipc_spawn_contained_256_cpu_per_worker (median, us)
+ * and a note with what worker 0 got (containment, cgroup).
+ *
+ * Threads: the main thread; the library's own.
+ */
+#include <sys/resource.h>
+
+#include "sipc.h"
+#include "bench.h"
+#include "sipc_bench.h"
+
+#define NW 256
+#define ROUNDS_MAX 5
+
+static double
+self_cpu_us(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 +
+	    (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
+/* What worker 0 got: 0, or -1 when it is not the namespace asked for. */
+static int
+check_got(sipc_supervisor *s, bool say)
+{
+	struct sipc_stats st;
+	int rc = -1;
+
+	if (sipc_stats_get(s, &st) < 0)
+		return -1;
+	if (st.nworkers > 0) {
+		const struct sipc_worker_stats *w = &st.workers[0];
+
+		if (say)
+			notef("spawn_contained: workers got %s, %s",
+			    sipc_containment_name(w->containment),
+			    w->cgroup ? "a cgroup each" : "no cgroup");
+		rc = w->containment == SIPC_CONTAIN_PID_NAMESPACE ? 0 : -1;
+	}
+	sipc_stats_release(&st);
+	return rc;
+}
+
+int
+sec_spawn_contained(void)
+{
+	unsigned rounds = O.quick ? 1 : ROUNDS_MAX, r;
+	double ready[ROUNDS_MAX], cpu[ROUNDS_MAX], c0;
+	struct sipc_config c;
+	sipc_supervisor *s;
+	uint64_t t0;
+
+	for (r = 0; r < rounds; r++) {
+		cfg_base(&c, NW);
+		c.containment = SIPC_CONTAIN_PID_NAMESPACE;
+		c.init_path = O.init_path;
+		c0 = self_cpu_us();
+		t0 = bench_now_ns();
+		if (sup_start(&c, 120000, &s) < 0)
+			return -1;
+		ready[r] = ms_since(t0);
+		cpu[r] = (self_cpu_us() - c0) / NW;
+		if (check_got(s, r == 0) < 0) {
+			notef("spawn_contained: workers not in a PID namespace");
+			sipc_destroy(s);
+			return -1;
+		}
+		sipc_destroy(s);
+		metricf(ready[r], "ms", "sipc_spawn_contained_256_ready_r%u",
+		    r + 1);
+	}
+	metricf(bench_median(ready, rounds), "ms",
+	    "sipc_spawn_contained_256_ready");
+	metricf(bench_median(cpu, rounds), "us",
+	    "sipc_spawn_contained_256_cpu_per_worker");
+	return 0;
+}
