@@ -39,7 +39,7 @@ HERE=$(dirname "$0")
 
 parts="raw_pingpong raw_pipelined raw_batched raw_scale newline_proto ppe call pipe spawn
 mem scale stall journal accept containment cost sandbox cancel recycle spawn_cost
-raw_spawn_contained spawn_contained convert"
+raw_spawn_contained spawn_contained syscalls convert"
 for w in $ONLY; do
 	case " $(echo $parts) " in *" $w "*) ;; *)
 		echo "bench: BENCH_ONLY: unknown part $w (parts: $(echo $parts))" >&2
@@ -146,7 +146,7 @@ if [ $sipc_ok = 1 ]; then
 	state="$BIN/state"
 	rm -rf "$state"
 	for sec in call pipe spawn mem scale stall journal accept containment \
-	    cost sandbox cancel recycle spawn_contained
+	    cost sandbox cancel recycle spawn_contained syscalls
 	do
 		want "$sec" || continue
 		run "sipc_$sec" 300 "$BIN/sipc_bench" $q --fixtures "$FIX" \
@@ -301,6 +301,13 @@ for ch in sock pipe pipe1m; do
 	info "sync_64_p50_vs_raw_pingpong_$ch" sipc_call_64_best_p50 "raw_pingpong_64_${ch}_p50"
 done
 info ctxsw_per_sync_call_vs_raw_pingpong sipc_cost_call_64_ctxsw raw_pingpong_64_ctxsw
+# System calls of one sync 64 B call on each side (counted by the
+# kernel, the syscalls section) against the one-descriptor channel of
+# the sync target, and CPU per call against it (samecpu, both sides).
+for side in caller worker; do
+	info "syscalls_per_sync_call_${side}_vs_raw_pingpong_onefd" \
+	    "sipc_call_64_samecpu_syscalls_$side" "raw_pingpong_64_onefd_syscalls_$side"
+done
 # One descriptor (what a worker gets) against the best channel: the floor
 # of the sync ratio for any one-descriptor channel, and sipc against it.
 info raw_pingpong_64_onefd_vs_best raw_pingpong_64_onefd_p50 raw_pingpong_64_p50

@@ -80,6 +80,9 @@ int sec_recycle(void);
 /* `n` bare spawns of `path` one after the other, total ms, or -1. */
 double bare_spawn_ms(const char *path, unsigned n, bool together);
 
+/* sipc_syscalls.c */
+int sec_syscalls(void);
+
 /* sipc_spawn_contained.c */
 int sec_spawn_contained(void);
 
