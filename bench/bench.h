@@ -3,8 +3,10 @@
  * inline so each program stays one translation unit): monotonic time,
  * percentiles, full reads/writes, the `metric` output line, VmRSS, the
  * channels and CPU placements of the raw baselines, their echo children,
- * CPU time and context switches of a process, and the driver the two
- * pipelined baselines (raw_pipelined, raw_batched) share.
+ * CPU time and context switches of a process, system calls counted by
+ * the kernel per task (a perf counter on raw_syscalls:sys_enter), and
+ * the driver the two pipelined baselines (raw_pipelined, raw_batched)
+ * share.
  *
  * Threads: every helper is reentrant; nothing here holds a lock.
  */
