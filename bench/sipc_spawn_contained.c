@@ -2,8 +2,10 @@
  * sipc_spawn_contained.c - the `spawn_contained` section of sipc_bench:
  * 256 workers ready in the containment raw_spawn_contained starts
  * without the library (a PID namespace under sipc-init, a leaf cgroup
- * per worker where the supervisor can make one), so run.sh can form
- * spawn_256_ready_vs_same_containment_at_once.
+ * per worker where the supervisor can make one), each round followed by
+ * a round of that bare start in this same process (spawn_contained.h,
+ * its `same` way), so both see the same machine minute by minute; run.sh
+ * forms spawn_256_ready_vs_same_containment_at_once from the two.
  *
  * The `scale` section runs the default configuration, which here falls
  * back to a process group when sipc-init is not installed; this section
@@ -14,6 +16,9 @@
  * children's own CPU is theirs), divided by 256.  Figures:
  *   sipc_spawn_contained_256_ready_r<k>, _ready (median, ms)
  *   sipc_spawn_contained_256_cpu_per_worker (median, us)
+ *   sipc_spawn_contained_256_bare_ready_r<k>, _bare_ready (median, ms),
+ *   sipc_spawn_contained_256_bare_cpu_per_worker (median, us): the bare
+ *   start's rounds (after the library's threads are joined: one thread)
  * and a note with what worker 0 got (containment, cgroup).
  *
  * Threads: the main thread; the library's own.
@@ -23,8 +28,8 @@
 #include "sipc.h"
 #include "bench.h"
 #include "sipc_bench.h"
+#include "spawn_contained.h"
 
-#define NW 256
 #define ROUNDS_MAX 5
 
 static double
@@ -64,6 +69,12 @@ sec_spawn_contained(void)
 {
 	unsigned rounds = O.quick ? 1 : ROUNDS_MAX, r;
 	double ready[ROUNDS_MAX], cpu[ROUNDS_MAX], c0;
+	double bready[ROUNDS_MAX], bcpu[ROUNDS_MAX];
+	struct fig bf;
+	char why[256];
+
+	if (sc_setup(O.init_path, O.echo) < 0)
+		return -1;
 	struct sipc_config c;
 	sipc_supervisor *s;
 	uint64_t t0;
@@ -86,10 +97,22 @@ sec_spawn_contained(void)
 		sipc_destroy(s);
 		metricf(ready[r], "ms", "sipc_spawn_contained_256_ready_r%u",
 		    r + 1);
+		if (sc_round(false, r, &bf, why, sizeof(why)) < 0) {
+			notef("spawn_contained: the bare start failed: %s", why);
+			return -1;
+		}
+		bready[r] = bf.ready;
+		bcpu[r] = bf.cpu;
+		metricf(bready[r], "ms", "sipc_spawn_contained_256_bare_ready_r%u",
+		    r + 1);
 	}
 	metricf(bench_median(ready, rounds), "ms",
 	    "sipc_spawn_contained_256_ready");
 	metricf(bench_median(cpu, rounds), "us",
 	    "sipc_spawn_contained_256_cpu_per_worker");
+	metricf(bench_median(bready, rounds), "ms",
+	    "sipc_spawn_contained_256_bare_ready");
+	metricf(bench_median(bcpu, rounds), "us",
+	    "sipc_spawn_contained_256_bare_cpu_per_worker");
 	return 0;
 }
