@@ -81,7 +81,7 @@ main(int argc, char **argv)
 	struct fig f[8];
 	double v[5 + NSTEP][8];
 	char why[256], name[32];
-	int a = 1, quick = bench_quick(argc, argv);
+	int a = 1, rc, quick = bench_quick(argc, argv);
 
 	if (a < argc && strcmp(argv[a], "--quick") == 0)
 		a++;
@@ -107,12 +107,14 @@ main(int argc, char **argv)
 		/* Rounds alternate with nothing else: every round of a way
 		 * runs back to back, the median is kept. */
 		for (r = 0; r < rounds; r++) {
-			if (sc_round(wy == 1, r, &f[r], why, sizeof(why)) < 0) {
-				printf("note raw_spawn_contained %s failed: %s\n",
-				    ways[wy], why);
+			if ((rc = sc_round(wy == 1, r, &f[r], why,
+			    sizeof(why))) < 0) {
+				printf("note raw_spawn_contained %s %s: %s\n",
+				    ways[wy], rc == -2 ? "not available here" :
+				    "failed", why);
 				fflush(stdout);
 				if (wy == 0)
-					return 1;
+					return rc == -2 ? 0 : 1;
 				goto next;
 			}
 			snprintf(name, sizeof(name), "ready_r%u", r + 1);

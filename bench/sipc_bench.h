@@ -70,6 +70,10 @@ pid_t worker_pid(sipc_supervisor *s);
 
 /* sipc_contain.c */
 int sec_contain(void);
+/* Start one worker in `mode` with `init`: 0 and the mode it got, or -1
+ * and why not (the library's first warning or error). */
+int contain_probe(enum sipc_containment mode, const char *init,
+    enum sipc_containment *ret_got, char *why, size_t whylen);
 
 /* sipc_cost.c */
 int sec_cost(void);

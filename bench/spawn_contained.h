@@ -433,7 +433,8 @@ teardown(struct wk *w, unsigned n)
 	}
 }
 
-/* One round of 256 at once; 0 and the figures, or -1 and why. */
+/* One round of 256 at once; 0 and the figures, or -1 and why (-2: this
+ * machine refuses the first clone, no PID namespace may be made). */
 static int
 sc_round(bool noexec, unsigned round, struct fig *f, char *why, size_t wl)
 {
@@ -464,8 +465,13 @@ sc_round(bool noexec, unsigned round, struct fig *f, char *why, size_t wl)
 		    stack);
 		w[i].t_clone1 = bench_now_ns();
 		if (r < 0) {
-			snprintf(why, wl, "worker %u: clone: %s", i,
-			    strerror(errno));
+			int e = errno;
+
+			snprintf(why, wl, "worker %u: clone: %s", i, strerror(e));
+			/* the first clone refused: no PID namespace here */
+			if (i == 0 && (e == EPERM || e == EINVAL || e == ENOSPC ||
+			    e == EUSERS || e == ENOSYS))
+				rc = -2;
 			goto out;
 		}
 		wk_close_child(&w[i]);
