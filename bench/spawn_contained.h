@@ -150,8 +150,18 @@ struct ksigaction {
 	uint64_t mask;
 };
 
+/* The vfork child runs on our memory with a stack of its own: no
+ * sanitizer instrumentation there (clone.c does the same). */
+#if defined(__clang__)
+#define SC_CHILD __attribute__((noinline, \
+	no_sanitize("address", "thread", "undefined")))
+#else
+#define SC_CHILD __attribute__((noinline, no_sanitize_address, \
+	no_sanitize_thread, no_sanitize_undefined))
+#endif
+
 /* The clock by system call: the child shares our memory and TLS. */
-static uint64_t
+static SC_CHILD uint64_t
 child_now(void)
 {
 	struct timespec ts;
@@ -160,7 +170,7 @@ child_now(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static __attribute__((noreturn)) void
+static SC_CHILD __attribute__((noreturn)) void
 child_die(void)
 {
 	(void)syscall(SYS_exit_group, 127);
@@ -169,7 +179,7 @@ child_die(void)
 }
 
 /* The library's child steps (clone.c: child_side), raw system calls. */
-static int
+static SC_CHILD int
 child_main(void *arg)
 {
 	struct wk *w = arg;
