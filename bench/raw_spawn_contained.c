@@ -132,7 +132,7 @@ main(int argc, char **argv)
 		emit(ways[wy], "clone_us", bench_median(v[2], rounds), "us");
 		emit(ways[wy], "clones_done", bench_median(v[3], rounds), "ms");
 		emit(ways[wy], "started_last", bench_median(v[4], rounds), "ms");
-		for (int s = 0; s < NSTEP && wy == 0; s++)
+		for (int s = 0; s < NSTEP && wy == 0 && SC_SHARED_VM; s++)
 			emit(ways[wy], step_name[s], bench_median(v[5 + s],
 			    rounds), "us");
 next:;
