@@ -335,6 +335,9 @@ info spawn_256_contained_cpu_vs_same_containment sipc_spawn_contained_256_cpu_pe
 info spawn_256_ready_vs_same_containment_alone sipc_spawn_contained_256_ready raw_spawn_contained_256_same_ready
 info raw_spawn_contained_noexec_vs_same raw_spawn_contained_256_noexec_ready raw_spawn_contained_256_same_ready
 info spawn_256_ready_vs_contained_noexec sipc_spawn_contained_256_ready raw_spawn_contained_256_noexec_ready
+# The exec saved by a copy of the caller, priced while a supervisor of
+# 256 workers runs (its threads and memory are what the copy copies).
+info spawn_contained_live_noexec_vs_same sipc_spawn_contained_256_live_noexec_ready sipc_spawn_contained_256_live_same_ready
 # 1 MiB pipelined: the payload copied into the library (one submitter)
 # against the best channel, and a lent payload (SIPC_REQ_LEND, no copy)
 # against the copied one.  The target's figure is the best load's.
