@@ -3,8 +3,10 @@
  * inline so each program stays one translation unit): monotonic time,
  * percentiles, full reads/writes, the `metric` output line, VmRSS, the
  * channels and CPU placements of the raw baselines, their echo children,
- * CPU time and context switches of a process, and the driver the two
- * pipelined baselines (raw_pipelined, raw_batched) share.
+ * CPU time and context switches of a process, system calls counted by
+ * the kernel per task (a perf counter on raw_syscalls:sys_enter), and
+ * the driver the two pipelined baselines (raw_pipelined, raw_batched)
+ * share.
  *
  * Threads: every helper is reentrant; nothing here holds a lock.
  */
@@ -20,8 +22,12 @@
 #include <stdlib.h>
 #include <signal.h>
 #include <string.h>
+#include <linux/perf_event.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -442,6 +448,342 @@ bench_ctxsw(pid_t pid)
 	}
 	closedir(d);
 	return (double)sum;
+}
+
+/* User and system CPU of a process (0: this one), in us: getrusage, or
+ * /proc/PID/stat (clock ticks; the kernel scales both from the exact
+ * total, so the split is an estimate over a long interval).  0 or -1. */
+static inline int
+bench_cpu_split(pid_t pid, double *ret_user, double *ret_sys)
+{
+	unsigned long long ut, st;
+	char path[64], buf[1024], *p;
+	struct rusage ru;
+	FILE *f;
+	int ok;
+
+	if (pid == 0) {
+		if (getrusage(RUSAGE_SELF, &ru) < 0)
+			return -1;
+		*ret_user = (double)ru.ru_utime.tv_sec * 1e6 +
+		    (double)ru.ru_utime.tv_usec;
+		*ret_sys = (double)ru.ru_stime.tv_sec * 1e6 +
+		    (double)ru.ru_stime.tv_usec;
+		return 0;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return -1;
+	ok = fgets(buf, sizeof(buf), f) != NULL;
+	fclose(f);
+	/* after "(comm)": state is field 3, utime 14, stime 15 */
+	if (!ok || (p = strrchr(buf, ')')) == NULL || sscanf(p + 2,
+	    "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
+	    &st) != 2)
+		return -1;
+	*ret_user = (double)ut * 1e6 / (double)sysconf(_SC_CLK_TCK);
+	*ret_sys = (double)st * 1e6 / (double)sysconf(_SC_CLK_TCK);
+	return 0;
+}
+
+/* User and system CPU per round trip of both sides over `trips` round
+ * trips of `trip` (0 or -1), and the mean time of one; printed as
+ * <prefix>_cpu_user_caller, _cpu_sys_caller, _cpu_user_worker,
+ * _cpu_sys_worker and _mean (us).  No counter is open. */
+static inline int
+bench_cpu_trips(const char *prefix, pid_t worker, unsigned trips,
+    int (*trip)(void *), void *arg)
+{
+	double cu0, cs0, wu0, ws0, cu1, cs1, wu1, ws1;
+	char name[160];
+	uint64_t t0, t1;
+	unsigned i;
+
+	if (bench_cpu_split(0, &cu0, &cs0) < 0 ||
+	    bench_cpu_split(worker, &wu0, &ws0) < 0)
+		return -1;
+	t0 = bench_now_ns();
+	for (i = 0; i < trips; i++)
+		if (trip(arg) < 0)
+			return -1;
+	t1 = bench_now_ns();
+	if (bench_cpu_split(0, &cu1, &cs1) < 0 ||
+	    bench_cpu_split(worker, &wu1, &ws1) < 0)
+		return -1;
+	snprintf(name, sizeof(name), "%s_cpu_user_caller", prefix);
+	bench_metric(name, (cu1 - cu0) / trips, "us");
+	snprintf(name, sizeof(name), "%s_cpu_sys_caller", prefix);
+	bench_metric(name, (cs1 - cs0) / trips, "us");
+	snprintf(name, sizeof(name), "%s_cpu_user_worker", prefix);
+	bench_metric(name, (wu1 - wu0) / trips, "us");
+	snprintf(name, sizeof(name), "%s_cpu_sys_worker", prefix);
+	bench_metric(name, (ws1 - ws0) / trips, "us");
+	snprintf(name, sizeof(name), "%s_mean", prefix);
+	bench_metric(name, (double)(t1 - t0) / 1e3 / trips, "us");
+	return 0;
+}
+
+/* ------------------------------------------------ system calls counted
+ * Exact counts of system calls, by the kernel: a perf counter on the
+ * raw_syscalls:sys_enter tracepoint, one per task (thread) counted, not
+ * inherited, so each side and each thread is counted apart.  A filter
+ * ("id == N", the tracepoint's field) counts one system call only.  The
+ * tracepoint's id comes from tracefs; where it is not mounted, a root
+ * run mounts it in a private mount namespace of a short-lived child (the
+ * machine's mounts stay as they were): call bench_sysc_id() while the
+ * process has one thread.  A counted task pays a little at each switch,
+ * so nothing is timed while counters are open. */
+#define BENCH_TRACEFS "/sys/kernel/tracing"
+
+static inline long
+bench_tp_id_at(const char *root, const char *event)
+{
+	char path[256];
+	long id = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/events/%s/id", root, event);
+	if ((f = fopen(path, "r")) == NULL)
+		return -1;
+	if (fscanf(f, "%ld", &id) != 1)
+		id = -1;
+	fclose(f);
+	return id;
+}
+
+/* The id of tracefs event `event` ("raw_syscalls/sys_enter"), or -1. */
+static inline long
+bench_tp_id(const char *event)
+{
+	long id;
+	int p[2], status;
+	pid_t pid;
+
+	if ((id = bench_tp_id_at(BENCH_TRACEFS, event)) >= 0 ||
+	    (id = bench_tp_id_at("/sys/kernel/debug/tracing", event)) >= 0)
+		return id;
+	if (geteuid() != 0 || pipe2(p, O_CLOEXEC) < 0)
+		return -1;
+	if ((pid = fork()) < 0) {
+		close(p[0]);
+		close(p[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		if (unshare(CLONE_NEWNS) < 0 ||
+		    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+		    mount("tracefs", BENCH_TRACEFS, "tracefs", 0, NULL) < 0)
+			_exit(1);
+		id = bench_tp_id_at(BENCH_TRACEFS, event);
+		_exit(bench_write_all(p[1], &id, sizeof(id)) < 0);
+	}
+	close(p[1]);
+	if (read(p[0], &id, sizeof(id)) != (ssize_t)sizeof(id))
+		id = -1;
+	close(p[0]);
+	waitpid(pid, &status, 0);
+	return id;
+}
+
+/* The raw_syscalls:sys_enter id, or -1 with why. */
+static inline long
+bench_sysc_id(char *why, size_t wl)
+{
+	long id = bench_tp_id("raw_syscalls/sys_enter");
+
+	if (id < 0)
+		snprintf(why, wl, "no raw_syscalls:sys_enter tracepoint "
+		    "(tracefs not mounted%s)", geteuid() ? " and not root" : "");
+	return id;
+}
+
+/* A counter of task `tid`'s entries (`nr` >= 0: of that system call
+ * only); the descriptor, or -errno. */
+static inline int
+bench_sysc_open(long id, pid_t tid, long nr)
+{
+	struct perf_event_attr a;
+	char filter[32];
+	int fd;
+
+	memset(&a, 0, sizeof(a));
+	a.type = PERF_TYPE_TRACEPOINT;
+	a.size = sizeof(a);
+	a.config = (uint64_t)id;
+	fd = (int)syscall(SYS_perf_event_open, &a, tid, -1, -1,
+	    PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	snprintf(filter, sizeof(filter), "id == %ld", nr);
+	if (nr >= 0 && ioctl(fd, PERF_EVENT_IOC_SET_FILTER, filter) < 0) {
+		int e = errno;
+
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+static inline double
+bench_ctr(int fd)
+{
+	uint64_t v;
+
+	return read(fd, &v, sizeof(v)) == (ssize_t)sizeof(v) ? (double)v : 0;
+}
+
+/* The system calls a breakdown names (the others are "other"). */
+static const struct {
+	const char *name;
+	long nr;
+} bench_sysc_names[] = {
+	{ "read", SYS_read }, { "write", SYS_write }, { "readv", SYS_readv },
+	{ "writev", SYS_writev }, { "recvmsg", SYS_recvmsg },
+	{ "sendmsg", SYS_sendmsg }, { "recvfrom", SYS_recvfrom },
+	{ "sendto", SYS_sendto }, { "poll", SYS_poll }, { "ppoll", SYS_ppoll },
+	{ "epoll_wait", SYS_epoll_wait }, { "epoll_pwait", SYS_epoll_pwait },
+	{ "futex", SYS_futex }, { "clock_nanosleep", SYS_clock_nanosleep },
+	{ "sched_yield", SYS_sched_yield },
+};
+#define BENCH_NSYSC (sizeof(bench_sysc_names) / sizeof(bench_sysc_names[0]))
+
+/* Every counter of one task: [0] all its system calls, [1 + i] those of
+ * bench_sysc_names[i]. */
+struct bench_sysc_task {
+	pid_t tid;
+	char comm[20];
+	int fd[1 + BENCH_NSYSC];
+	double v0[1 + BENCH_NSYSC], v[1 + BENCH_NSYSC];
+	double ov[1 + BENCH_NSYSC];   /* the reading's own calls (calibrate) */
+};
+
+static inline void
+bench_sysc_task_close(struct bench_sysc_task *t)
+{
+	for (size_t i = 0; i <= BENCH_NSYSC; i++)
+		if (t->fd[i] >= 0)
+			close(t->fd[i]);
+}
+
+/* Counters on every task of process `pid` (0: this one), at most `max`;
+ * returns how many tasks, or -errno (the first open that failed). */
+static inline int
+bench_sysc_tasks_open(long id, pid_t pid, struct bench_sysc_task *t,
+    int max)
+{
+	char path[300];
+	struct dirent *de;
+	FILE *f;
+	DIR *d;
+	int n = 0, fd;
+
+	if (pid == 0)
+		pid = getpid();
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	if ((d = opendir(path)) == NULL)
+		return -errno;
+	while ((de = readdir(d)) != NULL && n < max) {
+		if (de->d_name[0] == '.')
+			continue;
+		memset(&t[n], 0, sizeof(t[n]));
+		t[n].tid = (pid_t)atoi(de->d_name);
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid,
+		    (int)t[n].tid);
+		if ((f = fopen(path, "r")) != NULL) {
+			if (fgets(t[n].comm, sizeof(t[n].comm), f) == NULL)
+				t[n].comm[0] = '\0';
+			t[n].comm[strcspn(t[n].comm, "\n")] = '\0';
+			fclose(f);
+		}
+		for (size_t i = 0; i <= BENCH_NSYSC; i++)
+			t[n].fd[i] = -1;
+		for (size_t i = 0; i <= BENCH_NSYSC; i++) {
+			fd = bench_sysc_open(id, t[n].tid, i == 0 ? -1 :
+			    bench_sysc_names[i - 1].nr);
+			if (fd < 0) {
+				closedir(d);
+				bench_sysc_task_close(&t[n]);
+				while (n > 0)
+					bench_sysc_task_close(&t[--n]);
+				return fd;
+			}
+			t[n].fd[i] = fd;
+		}
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/* Read every counter: into v0 (`start`) or v (end). */
+static inline void
+bench_sysc_tasks_read(struct bench_sysc_task *t, int n, int start)
+{
+	for (int k = 0; k < n; k++)
+		for (size_t i = 0; i <= BENCH_NSYSC; i++)
+			(start ? t[k].v0 : t[k].v)[i] = bench_ctr(t[k].fd[i]);
+}
+
+/* The calls a start and an end reading add to each counter (the
+ * reading thread's own read()s between its two readings of a counter):
+ * one empty interval, subtracted by bench_sysc_side.  Every task counted
+ * by the reading thread goes in one call, in the order of the real
+ * readings. */
+static inline void
+bench_sysc_calibrate(struct bench_sysc_task *a, int na,
+    struct bench_sysc_task *b, int nb)
+{
+	bench_sysc_tasks_read(a, na, 1);
+	bench_sysc_tasks_read(b, nb, 1);
+	bench_sysc_tasks_read(a, na, 0);
+	bench_sysc_tasks_read(b, nb, 0);
+	for (int k = 0; k < na + nb; k++) {
+		struct bench_sysc_task *t = k < na ? &a[k] : &b[k - na];
+
+		for (size_t i = 0; i <= BENCH_NSYSC; i++)
+			t->ov[i] = t->v[i] - t->v0[i];
+	}
+}
+
+/* One side's calls per round trip: the total, and in `list` the named
+ * system calls that occurred ("read 1.00 write 1.00 other 0.01"), per
+ * thread (comm) when the side has more than one that made a call. */
+static inline double
+bench_sysc_side(const struct bench_sysc_task *t, int n, double trips,
+    char *list, size_t ll)
+{
+	double total = 0, d, named;
+	size_t used = 0;
+	int k, busy = 0;
+
+	list[0] = '\0';
+	for (k = 0; k < n; k++)
+		busy += t[k].v[0] - t[k].v0[0] - t[k].ov[0] >= trips / 100;
+	for (k = 0; k < n; k++) {
+		d = t[k].v[0] - t[k].v0[0] - t[k].ov[0];
+		total += d;
+		if (d < trips / 100)
+			continue;     /* a thread that took no part */
+		if (busy > 1 && used < ll)
+			used += (size_t)snprintf(list + used, ll - used,
+			    "%s[%s %.2f:", used ? " " : "", t[k].comm, d / trips);
+		named = 0;
+		for (size_t i = 1; i <= BENCH_NSYSC && used < ll; i++) {
+			double c = t[k].v[i] - t[k].v0[i] - t[k].ov[i];
+
+			named += c;
+			if (c >= trips / 100)
+				used += (size_t)snprintf(list + used, ll - used,
+				    "%s%s %.2f", used ? " " : "",
+				    bench_sysc_names[i - 1].name, c / trips);
+		}
+		if (d - named >= trips / 100 && used < ll)
+			used += (size_t)snprintf(list + used, ll - used,
+			    " other %.2f", (d - named) / trips);
+		if (busy > 1 && used < ll)
+			used += (size_t)snprintf(list + used, ll - used, "]");
+	}
+	return total / trips;
 }
 
 /* ------------------------------------------------- pipelined baselines

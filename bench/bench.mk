@@ -17,20 +17,21 @@ BENCH_QUICK ?= 0
 BENCH_ONLY  ?=
 BENCH_BASE  := $(BENCH_DIR)/raw_pingpong $(BENCH_DIR)/raw_pipelined \
 	       $(BENCH_DIR)/raw_batched \
-	       $(BENCH_DIR)/raw_scale \
+	       $(BENCH_DIR)/raw_scale $(BENCH_DIR)/raw_spawn_contained \
 	       $(BENCH_DIR)/newline_proto
 BENCH_SIPC  := $(BENCH_DIR)/sipc_bench
 
 .PHONY: bench bench-build bench-sipc bench-sipc-try
 
 # Baselines: one C file each, libc and pthreads only.
-$(BENCH_BASE): $(BENCH_DIR)/%: bench/%.c bench/bench.h
+$(BENCH_BASE): $(BENCH_DIR)/%: bench/%.c bench/bench.h bench/spawn_contained.h
 	@mkdir -p $(@D)
 	$(COMPILE) $(BENCH_OPT) -o $@ $< $(XLDFLAGS)
 
 $(BENCH_SIPC): bench/sipc_bench.c bench/sipc_accept.c bench/sipc_contain.c \
 		bench/sipc_cost.c bench/sipc_sandbox.c bench/sipc_cancel.c \
-		bench/sipc_recycle.c bench/sipc_figures.c \
+		bench/sipc_recycle.c bench/sipc_figures.c bench/sipc_spawn_contained.c \
+		bench/sipc_syscalls.c bench/spawn_contained.h \
 		bench/sipc_bench.h \
 		bench/sipc_load.h bench/bench.h include/sipc.h $(LIB)
 	@mkdir -p $(@D)

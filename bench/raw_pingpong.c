@@ -31,7 +31,18 @@
  *   metric raw_pingpong_64_onefd_p50, _p99, _ctxsw   the best one-descriptor
  *       channel (the plain stream socketpair included), better placement
  * These never enter the limit above; they show what one descriptor can
- * reach against two pipes on this machine.
+ * reach against two pipes on this machine.  Last, the system calls of
+ * one 64 B round trip on each side, counted by the kernel (not timed;
+ * bench.h, bench_sysc_*) for each one-descriptor channel at samecpu:
+ *   metric raw_pingpong_64_<sock|seqpacket|dgram|sockpoll>_syscalls_caller,
+ *       _syscalls_worker (calls), and a note with them by name
+ *   metric raw_pingpong_64_onefd_syscalls_caller, _worker  the channel of
+ *       the _onefd figure
+ *   metric raw_pingpong_64_<chan>_samecpu_cpu_user_caller, _cpu_sys_caller,
+ *       _cpu_user_worker, _cpu_sys_worker, _mean (us a trip, 100,000
+ *       trips without counters; the split of user and system time is the
+ *       kernel's estimate)
+ * or a note "system calls not measured" saying why.
  *
  * Threads: single-threaded parent and child.
  */
@@ -340,6 +351,10 @@ msg_placement(int m, int pc, int cc, double dur, uint64_t *lat,
 	return rc;
 }
 
+/* Which one-descriptor channel gave the _onefd figure: a msg_name
+ * index, or NMSG for the stream socketpair (-1 before report_onefd). */
+static int onefd_best = -1;
+
 /* The message channels' figures, and the best one-descriptor channel
  * (these two and the stream socketpair) at 64 B. */
 static void
@@ -374,11 +389,156 @@ report_onefd(int nplace)
 	}
 	if (best == NULL)
 		return;
+	for (m = 0; m < NMSG; m++)
+		if (strcmp(bn, msg_name[m]) == 0)
+			onefd_best = m;
 	print_fig("_onefd", 0, best, 0);
 	snprintf(note, sizeof(note), "raw_pingpong best one-descriptor channel "
 	    "at 64 B: %s %s (p50 %.1f us, %.2f context switches a trip)", bn,
 	    nplace > 1 ? bp : "unpinned", best->p50, best->ctxsw);
 	bench_note(note);
+}
+
+/*
+ * System calls per round trip of one-descriptor channel `m` (a msg_name
+ * index, or NMSG: the stream socketpair with child_echo, as in the
+ * `sock` figure), both processes on CPU `cpu`: SYSC_TRIPS trips counted
+ * by the kernel for each (bench_sysc_*, bench.h), after a warm-up; no
+ * time is taken.  Prints raw_pingpong_64_<chan>_syscalls_caller and
+ * _worker and a note with the calls by name; 0 or -errno.
+ */
+#define SYSC_TRIPS 20000
+static unsigned cpu_trips = 100000;  /* quick: 10,000 */
+
+struct trip_arg {
+	struct bench_chan c;
+	uint8_t *out, *in;
+};
+
+static int
+trip64(void *arg)
+{
+	struct trip_arg *a = arg;
+
+	return round_trip(a->c, a->out, a->in, 64);
+}
+
+static int
+count_onefd(int m, long id, int cpu, double *ret_caller, double *ret_worker)
+{
+	const char *name = m == NMSG ? "sock" : msg_name[m];
+	int usepoll = m == MSG_SOCKPOLL, sv[2], status, rc, i, nc;
+	struct bench_sysc_task self[4], kid;
+	uint8_t out[68], in[68];
+	char lc[256], lw[256], note[640], mn[96];
+	struct bench_chan par;
+	cpu_set_t orig;
+	pid_t pid;
+
+	sched_getaffinity(0, sizeof(orig), &orig);
+	if (socketpair(AF_UNIX, (m == NMSG ? SOCK_STREAM : msg_type[m]) |
+	    SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	if ((pid = fork()) < 0) {
+		rc = -errno;
+		close(sv[0]);
+		close(sv[1]);
+		return rc;
+	}
+	if (pid == 0) {
+		bench_pin(cpu);
+		close(sv[0]);
+		if (m == NMSG)
+			child_echo((struct bench_chan){ sv[1], sv[1] });
+		child_echo_msg(sv[1], usepoll);
+	}
+	close(sv[1]);
+	bench_pin(cpu);
+	par.rd = par.wr = sv[0];
+	parent_polls = usepoll;
+	bench_fill(out + 4, 64, 64);
+	rc = 0;
+	for (i = 0; i < 200 && rc == 0; i++)
+		rc = round_trip(par, out, in, 64);
+	nc = rc == 0 ? bench_sysc_tasks_open(id, 0, self, 4) : rc;
+	if (nc > 0 && (rc = bench_sysc_tasks_open(id, pid, &kid, 1)) < 0)
+		while (nc > 0)
+			bench_sysc_task_close(&self[--nc]);
+	if (nc <= 0 || rc < 0) {
+		rc = nc < 0 ? nc : rc < 0 ? rc : -ESRCH;
+		goto out;
+	}
+	bench_sysc_calibrate(self, nc, &kid, 1);
+	bench_sysc_tasks_read(self, nc, 1);
+	bench_sysc_tasks_read(&kid, 1, 1);
+	for (i = 0, rc = 0; i < SYSC_TRIPS && rc == 0; i++)
+		rc = round_trip(par, out, in, 64);
+	bench_sysc_tasks_read(self, nc, 0);
+	bench_sysc_tasks_read(&kid, 1, 0);
+	if (rc == 0) {
+		*ret_caller = bench_sysc_side(self, nc, SYSC_TRIPS, lc, sizeof(lc));
+		*ret_worker = bench_sysc_side(&kid, 1, SYSC_TRIPS, lw, sizeof(lw));
+		snprintf(mn, sizeof(mn), "raw_pingpong_64_%s_syscalls_caller",
+		    name);
+		bench_metric(mn, *ret_caller, "calls");
+		snprintf(mn, sizeof(mn), "raw_pingpong_64_%s_syscalls_worker",
+		    name);
+		bench_metric(mn, *ret_worker, "calls");
+		snprintf(note, sizeof(note), "raw_pingpong %s system calls a "
+		    "round trip (%d counted): caller %s; worker %s", name,
+		    SYSC_TRIPS, lc, lw);
+		bench_note(note);
+	}
+	while (nc > 0)
+		bench_sysc_task_close(&self[--nc]);
+	bench_sysc_task_close(&kid);
+	if (rc == 0) {
+		struct trip_arg ta = { par, out, in };
+
+		snprintf(mn, sizeof(mn), "raw_pingpong_64_%s_samecpu", name);
+		if (bench_cpu_trips(mn, pid, cpu_trips, trip64, &ta) < 0)
+			rc = -EIO;
+	}
+out:
+	parent_polls = 0;
+	close(sv[0]);
+	(void)kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	sched_setaffinity(0, sizeof(orig), &orig);
+	return rc;
+}
+
+/* The counts of every one-descriptor channel, and the _onefd figure's
+ * under raw_pingpong_64_onefd_syscalls_caller/_worker. */
+static void
+count_all(int cpu)
+{
+	double c = 0, w = 0;
+	char why[160], note[256];
+	long id;
+	int m, rc;
+
+	if ((id = bench_sysc_id(why, sizeof(why))) < 0) {
+		snprintf(note, sizeof(note), "raw_pingpong system calls not "
+		    "measured: %s", why);
+		bench_note(note);
+		return;
+	}
+	for (m = 0; m <= NMSG; m++) {
+		if ((rc = count_onefd(m, id, cpu, &c, &w)) < 0) {
+			snprintf(note, sizeof(note), "raw_pingpong system calls "
+			    "of %s not measured: %s", m == NMSG ? "sock" :
+			    msg_name[m], strerror(-rc));
+			bench_note(note);
+			continue;
+		}
+		if (m == (onefd_best < 0 ? NMSG : onefd_best)) {
+			bench_metric("raw_pingpong_64_onefd_syscalls_caller", c,
+			    "calls");
+			bench_metric("raw_pingpong_64_onefd_syscalls_worker", w,
+			    "calls");
+		}
+	}
 }
 
 /*
@@ -391,6 +551,9 @@ int
 main(int argc, char **argv)
 {
 	double dur = bench_quick(argc, argv) ? 0.15 : 0.6;
+
+	if (bench_quick(argc, argv))
+		cpu_trips = 10000;
 	uint64_t *lat = malloc(MAXSAMPLES * sizeof(*lat));
 	int cpu[2], k, c, p, rc, nplace;
 	char note[256];
@@ -434,6 +597,7 @@ main(int argc, char **argv)
 			bench_note(note);
 		}
 	report_onefd(nplace);
+	count_all(cpu[0]);
 	free(lat);
 	return 0;
 fail:

@@ -17,8 +17,8 @@
 #   BENCH_QUICK=1  short smoke run (about a minute)
 #   BENCH_ONLY     parts to run, blank-separated (all): raw_pingpong
 #                  raw_pipelined raw_batched raw_scale newline_proto ppe
-#                  spawn_cost and the sipc_bench sections (call pipe ...
-#                  containment)
+#                  spawn_cost raw_spawn_contained and the sipc_bench
+#                  sections (call pipe ... containment ... syscalls)
 #   BENCH_STALL_MS stall timeout of the stall test   (1000)
 #   PYTHON         interpreter for the ProcessPoolExecutor baseline (python3)
 #
@@ -39,7 +39,7 @@ HERE=$(dirname "$0")
 
 parts="raw_pingpong raw_pipelined raw_batched raw_scale newline_proto ppe call pipe spawn
 mem scale stall journal accept containment cost sandbox cancel recycle figures
-spawn_cost convert"
+spawn_cost raw_spawn_contained spawn_contained syscalls convert"
 for w in $ONLY; do
 	case " $(echo $parts) " in *" $w "*) ;; *)
 		echo "bench: BENCH_ONLY: unknown part $w (parts: $(echo $parts))" >&2
@@ -146,7 +146,7 @@ if [ $sipc_ok = 1 ]; then
 	state="$BIN/state"
 	rm -rf "$state"
 	for sec in call pipe spawn mem scale stall journal accept containment \
-	    cost sandbox cancel recycle figures
+	    cost sandbox cancel recycle figures spawn_contained syscalls
 	do
 		want "$sec" || continue
 		run "sipc_$sec" 300 "$BIN/sipc_bench" $q --fixtures "$FIX" \
@@ -161,6 +161,18 @@ if [ $sipc_ok = 1 ]; then
 			run spawn_cost 300 "$BIN/spawn_cost" $q "$INIT"
 		else
 			emit "note spawn_cost missing: $BIN/spawn_cost was not built"
+			status=1
+		fi
+	fi
+	# 256 workers at once in the containment spawn_contained asks the
+	# library for (a PID namespace under sipc-init, a leaf cgroup each),
+	# without the library; it needs sipc-init and the echo fixture.
+	if want raw_spawn_contained; then
+		if [ -x "$BIN/raw_spawn_contained" ] && [ -x "$INIT" ]; then
+			run raw_spawn_contained 120 "$BIN/raw_spawn_contained" $q \
+			    "$INIT" "$FIX/echo"
+		else
+			emit "note raw_spawn_contained missing: $BIN/raw_spawn_contained or $INIT was not built"
 			status=1
 		fi
 	fi
@@ -247,6 +259,10 @@ ratio cpu_per_req_64_vs_raw_pipelined sipc_cost_pipe_w1_64_cpu_per_req raw_pipel
 ratio scale_w64_vs_w4_64_msgs sipc_scale_w64_64_msgs sipc_scale_w4_64_msgs '>=' 0.7
 ratio scale_w256_vs_w4_64_msgs sipc_scale_w256_64_msgs sipc_scale_w4_64_msgs '>=' 0.5
 ratio spawn_256_ready_vs_bare_spawns_per_cpu sipc_scale_w256_ready sipc_scale_bare_spawn_256_per_cpu '<=' 1.0
+# 256 workers ready in a PID namespace under sipc-init with a cgroup
+# each, against the same processes started at once without the library
+# (the bare rounds alternate with sipc's in the spawn_contained section).
+ratio spawn_256_ready_vs_same_containment_at_once sipc_spawn_contained_256_ready sipc_spawn_contained_256_bare_ready '<=' 1.25
 ratio req_64_vs_ppe sipc_pipe_w2_64_msgs ppe_64_reqs '>=' 20
 ratio req_64_vs_newline_proto sipc_pipe_w1_64_msgs newline_proto_64_reqs '>=' 5
 ratio stall_healthy_vs_3_workers sipc_stall_healthy_msgs sipc_stall_base3_msgs '>=' 0.9
@@ -288,6 +304,13 @@ for ch in sock pipe pipe1m; do
 	info "sync_64_p50_vs_raw_pingpong_$ch" sipc_call_64_best_p50 "raw_pingpong_64_${ch}_p50"
 done
 info ctxsw_per_sync_call_vs_raw_pingpong sipc_cost_call_64_ctxsw raw_pingpong_64_ctxsw
+# System calls of one sync 64 B call on each side (counted by the
+# kernel, the syscalls section) against the one-descriptor channel of
+# the sync target, and CPU per call against it (samecpu, both sides).
+for side in caller worker; do
+	info "syscalls_per_sync_call_${side}_vs_raw_pingpong_onefd" \
+	    "sipc_call_64_samecpu_syscalls_$side" "raw_pingpong_64_onefd_syscalls_$side"
+done
 # One descriptor (what a worker gets) against the best channel: the floor
 # of the sync ratio for any one-descriptor channel, and sipc against it.
 info raw_pingpong_64_onefd_vs_best raw_pingpong_64_onefd_p50 raw_pingpong_64_p50
@@ -307,6 +330,16 @@ info req_64_vs_newline_proto_crosscpu sipc_pipe_w1_64_msgs newline_proto_64_cros
 # divided by the CPUs (the spawn target's limit), and sipc against it.
 info bare_spawns_together_vs_per_cpu sipc_scale_bare_spawn_256_together sipc_scale_bare_spawn_256_per_cpu
 info spawn_256_ready_vs_bare_spawns_together sipc_scale_w256_ready sipc_scale_bare_spawn_256_together
+# The same contained start: the supervisor's CPU per worker, sipc
+# against the bare one, and the bare start with one exec saved (the
+# cloned child does sipc-init's work itself) against the one with it.
+info spawn_256_contained_cpu_vs_same_containment sipc_spawn_contained_256_cpu_per_worker sipc_spawn_contained_256_bare_cpu_per_worker
+info spawn_256_ready_vs_same_containment_alone sipc_spawn_contained_256_ready raw_spawn_contained_256_same_ready
+info raw_spawn_contained_noexec_vs_same raw_spawn_contained_256_noexec_ready raw_spawn_contained_256_same_ready
+info spawn_256_ready_vs_contained_noexec sipc_spawn_contained_256_ready raw_spawn_contained_256_noexec_ready
+# The exec saved by a copy of the caller, priced while a supervisor of
+# 256 workers runs (its threads and memory are what the copy copies).
+info spawn_contained_live_noexec_vs_same sipc_spawn_contained_256_live_noexec_ready sipc_spawn_contained_256_live_same_ready
 # 1 MiB pipelined: the payload copied into the library (one submitter)
 # against the best channel, and a lent payload (SIPC_REQ_LEND, no copy)
 # against the copied one.  The target's figure is the best load's.

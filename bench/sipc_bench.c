@@ -938,6 +938,8 @@ static const struct {
 	{ "containment", sec_contain }, { "cost", sec_cost },
 	{ "sandbox", sec_sandbox }, { "cancel", sec_cancel },
 	{ "recycle", sec_recycle }, { "figures", sec_figures },
+	{ "spawn_contained", sec_spawn_contained },
+	{ "syscalls", sec_syscalls },
 };
 #define NSECTIONS (sizeof(sections) / sizeof(sections[0]))
 

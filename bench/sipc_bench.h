@@ -70,6 +70,10 @@ pid_t worker_pid(sipc_supervisor *s);
 
 /* sipc_contain.c */
 int sec_contain(void);
+/* Start one worker in `mode` with `init`: 0 and the mode it got, or -1
+ * and why not (the library's first warning or error). */
+int contain_probe(enum sipc_containment mode, const char *init,
+    enum sipc_containment *ret_got, char *why, size_t whylen);
 
 /* sipc_cost.c */
 int sec_cost(void);
@@ -81,6 +85,12 @@ int sec_recycle(void);
 int sec_figures(void);
 /* `n` bare spawns of `path` one after the other, total ms, or -1. */
 double bare_spawn_ms(const char *path, unsigned n, bool together);
+
+/* sipc_syscalls.c */
+int sec_syscalls(void);
+
+/* sipc_spawn_contained.c */
+int sec_spawn_contained(void);
 
 /* sipc_sandbox.c */
 int sec_sandbox(void);

@@ -78,8 +78,8 @@ cfg_mode(struct sipc_config *c, enum sipc_containment mode,
  * (the library's first warning or error, else what failed).  A start
  * error ends the wait at once instead of after PROBE_MS of retries.
  */
-static int
-probe(enum sipc_containment mode, const char *init,
+int
+contain_probe(enum sipc_containment mode, const char *init,
     enum sipc_containment *ret_got, char *why, size_t whylen)
 {
 	struct capture cap = { .msg = "" };
@@ -212,7 +212,7 @@ available(enum sipc_containment *avail)
 	for (i = 0; i < NMODES; i++) {
 		if (modes[i] != SIPC_CONTAIN_PROCESS_GROUP && O.init_path == NULL)
 			snprintf(why, sizeof(why), "no --init given");
-		else if (probe(modes[i], O.init_path, &got, why,
+		else if (contain_probe(modes[i], O.init_path, &got, why,
 		    sizeof(why)) == 0 && got == modes[i]) {
 			avail[n++] = modes[i];
 			continue;
@@ -223,7 +223,7 @@ available(enum sipc_containment *avail)
 		    sipc_containment_name(modes[i]),
 		    O.init_path ? O.init_path : "none", why);
 	}
-	if (probe(SIPC_CONTAIN_AUTO, NULL, &got, why, sizeof(why)) == 0)
+	if (contain_probe(SIPC_CONTAIN_AUTO, NULL, &got, why, sizeof(why)) == 0)
 		notef("containment: the other sipc sections run the default "
 		    "configuration (auto, init_path unset), which got %s here%s%s",
 		    sipc_containment_name(got), why[0] ? ": " : "", why);

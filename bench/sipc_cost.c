@@ -43,76 +43,25 @@ static const char *const futex_tp[] = {
 	"sys_enter_futex_waitv", "sys_enter_futex_requeue",
 };
 #define NFTP (sizeof(futex_tp) / sizeof(futex_tp[0]))
-#define TRACEFS "/sys/kernel/tracing"
 
 struct futex_ctr {
 	int fd[NFTP];
 	size_t n;
 };
 
-/* Tracepoint ids under `root` (tracefs); returns how many were found. */
+/* Tracepoint ids of the futex calls (bench_tp_id: tracefs, or a private
+ * mount of it; may fork, so while this process has one thread); returns
+ * how many were found. */
 static size_t
-tp_ids_at(const char *root, long ids[NFTP])
+tp_ids(long ids[NFTP])
 {
-	char path[256];
+	char ev[64];
 	size_t i, found = 0;
-	FILE *f;
 
 	for (i = 0; i < NFTP; i++) {
-		ids[i] = -1;
-		snprintf(path, sizeof(path), "%s/events/syscalls/%s/id", root,
-		    futex_tp[i]);
-		if ((f = fopen(path, "r")) == NULL)
-			continue;
-		if (fscanf(f, "%ld", &ids[i]) == 1)
-			found++;
-		else
-			ids[i] = -1;
-		fclose(f);
+		snprintf(ev, sizeof(ev), "syscalls/%s", futex_tp[i]);
+		found += (ids[i] = bench_tp_id(ev)) >= 0;
 	}
-	return found;
-}
-
-/*
- * Tracepoint ids when tracefs is not mounted: a child mounts it in a
- * mount namespace of its own (root only), so the machine's mounts are
- * left as they were, and passes the ids back through a pipe.  Called
- * while this process has one thread (fork).
- */
-static size_t
-tp_ids_private(long ids[NFTP])
-{
-	int p[2], status;
-	size_t i, found = 0;
-	ssize_t n;
-	pid_t pid;
-
-	for (i = 0; i < NFTP; i++)
-		ids[i] = -1;
-	if (geteuid() != 0 || pipe2(p, O_CLOEXEC) < 0)
-		return 0;
-	if ((pid = fork()) < 0) {
-		close(p[0]);
-		close(p[1]);
-		return 0;
-	}
-	if (pid == 0) {
-		if (unshare(CLONE_NEWNS) < 0 ||
-		    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
-		    mount("tracefs", TRACEFS, "tracefs", 0, NULL) < 0)
-			_exit(1);
-		tp_ids_at(TRACEFS, ids);
-		_exit(bench_write_all(p[1], ids, sizeof(long) * NFTP) < 0);
-	}
-	close(p[1]);
-	n = read(p[0], ids, sizeof(long) * NFTP);
-	close(p[0]);
-	waitpid(pid, &status, 0);
-	if (n != (ssize_t)(sizeof(long) * NFTP))
-		for (i = 0; i < NFTP; i++)
-			ids[i] = -1;
-	for (i = 0; i < NFTP; i++)
-		found += ids[i] >= 0;
 	return found;
 }
 
@@ -130,9 +79,7 @@ futex_ctr_open(struct futex_ctr *fc, char *why, size_t whylen)
 	int fd;
 
 	fc->n = 0;
-	if (tp_ids_at(TRACEFS, ids) == 0 &&
-	    tp_ids_at("/sys/kernel/debug/tracing", ids) == 0 &&
-	    tp_ids_private(ids) == 0) {
+	if (tp_ids(ids) == 0) {
 		snprintf(why, whylen, "no syscalls:sys_enter_futex tracepoint "
 		    "(tracefs not mounted%s, or no syscall tracepoints in this "
 		    "kernel)", geteuid() ? " and not root" : "");
