@@ -158,6 +158,7 @@ submit_doc(sipc_supervisor *s, int fd, unsigned timeout_ms,
 	return id;
 }
 
+/* rules: F12 */
 static void
 test_fd_pass_large_documents_checksummed(void)
 {
@@ -203,6 +204,7 @@ test_fd_pass_large_documents_checksummed(void)
 	sipc_destroy(s);
 }
 
+/* rules: F12 */
 static void
 test_fd_pass_reply_by_descriptor(void)
 {
@@ -376,12 +378,14 @@ violation_case(const char *cmd)
 	sipc_destroy(s);
 }
 
+/* rules: F11 */
 static void
 test_fd_pass_unasked_descriptor_is_violation(void)
 {
 	violation_case("unasked");
 }
 
+/* rules: F12 */
 static void
 test_fd_pass_flag_without_descriptor_is_violation(void)
 {
@@ -502,6 +506,7 @@ runtime_case(bool flag, bool with_fd)
 	close(sv[0]);
 }
 
+/* rules: F9 F12 */
 static void
 test_fd_pass_runtime_refuses_unmatched(void)
 {
