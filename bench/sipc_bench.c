@@ -937,7 +937,7 @@ static const struct {
 	{ "journal", sec_journal }, { "accept", sec_accept },
 	{ "containment", sec_contain }, { "cost", sec_cost },
 	{ "sandbox", sec_sandbox }, { "cancel", sec_cancel },
-	{ "recycle", sec_recycle },
+	{ "recycle", sec_recycle }, { "fdpass", sec_fdpass },
 };
 #define NSECTIONS (sizeof(sections) / sizeof(sections[0]))
 

@@ -75,6 +75,8 @@ int sec_contain(void);
 int sec_cost(void);
 /* sipc_cancel.c */
 int sec_cancel(void);
+/* sipc_fdpass.c */
+int sec_fdpass(void);
 /* sipc_recycle.c */
 int sec_recycle(void);
 /* `n` bare spawns of `path` one after the other, total ms, or -1. */
