@@ -6,7 +6,9 @@
  * back to where they were after every outcome kind (OK, REJECTED, a
  * worker killed mid-request, a deadline, a cancel, a destroy with
  * requests pending); the worker holds no descriptor beyond 0-3 and its
- * request's; a worker that sends a descriptor unasked, or a frame
+ * request's (one at a time), or those of its own requests read ahead
+ * (pipelined, at most max_fds_in_flight); many in flight, by descriptor
+ * and inline in turn, each reach their own request; a worker that sends a descriptor unasked, or a frame
  * flagged for one without it, is a protocol violation and is restarted,
  * losing nothing else; max_fds_in_flight refuses one more, never sent;
  * a REQUEST flagged without its descriptor ends the worker runtime.
@@ -82,7 +84,7 @@ cfg_docsum(struct sipc_config *c, unsigned workers)
 /* The reply line's parts: "crc=X len=N fds=A,B,...". */
 static bool
 reply_parse(const uint8_t *p, size_t n, uint32_t *crc, size_t *len,
-            int fds[16], int *nfds)
+            int fds[64], int *nfds)
 {
 	char buf[4096], *f, *save = NULL;
 	unsigned c;
@@ -96,7 +98,7 @@ reply_parse(const uint8_t *p, size_t n, uint32_t *crc, size_t *len,
 		return false;
 	*crc = c;
 	*nfds = 0;
-	for (f = strtok_r(f + 4, ",", &save); f != NULL && *nfds < 16;
+	for (f = strtok_r(f + 4, ",", &save); f != NULL && *nfds < 64;
 	    f = strtok_r(NULL, ",", &save))
 		fds[(*nfds)++] = atoi(f);
 	return true;
@@ -166,7 +168,7 @@ test_fd_pass_large_documents_checksummed(void)
 	struct sipc_config c;
 	struct sipc_result r;
 	sipc_supervisor *s;
-	int fds[16], nfds, fd;
+	int fds[64], nfds, fd;
 	uint32_t crc, got;
 	size_t i, len;
 
@@ -212,7 +214,7 @@ test_fd_pass_reply_by_descriptor(void)
 	struct sipc_result r;
 	sipc_supervisor *s;
 	char buf[4096];
-	int fds[16], nfds, fd;
+	int fds[64], nfds, fd;
 	uint32_t got;
 	size_t len;
 	ssize_t n;
@@ -340,6 +342,76 @@ test_fd_pass_closed_on_every_outcome(void)
 	st_outbox_release(&box);
 	fd_base = base0;
 	check_fds_back("destroy");
+}
+
+/*
+ * Many requests in flight, by descriptor and inline in turn: the
+ * writer's batches carry several descriptors, each on its own frame's
+ * first byte, and every document reaches its own request.
+ */
+#define MIX 96
+static struct st_outbox mixbox = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+/* rules: F12 */
+static void
+test_fd_pass_pipelined_mix(void)
+{
+	static uint8_t inl[MIX][512];
+	struct st_outslot o[MIX];
+	struct sipc_config c;
+	sipc_supervisor *s;
+	uint32_t crc[MIX], got;
+	int fds[64], nfds, fd, i, ok = 0;
+	size_t len;
+
+	st_outbox_reset(&mixbox);
+	cfg_docsum(&c, 1);
+	c.max_inflight = 32;
+	c.max_fds_in_flight = 32;
+	s = st_start(&c, 1, WAIT_MS);
+	fd_base = tl_count_fds();
+	for (i = 0; i < MIX; i++) {
+		o[i] = (struct st_outslot){ &mixbox, (unsigned)i };
+		if (i % 3 != 2) {
+			fd = doc_make(4096 + (size_t)i, (unsigned)i, NULL,
+			    &crc[i]);
+			submit_doc(s, fd, 0, &o[i]);
+			close(fd);
+		} else {
+			struct sipc_request rq = { .payload = inl[i],
+			    .len = sizeof(inl[i]) };
+
+			memset(inl[i], i, sizeof(inl[i]));
+			crc[i] = sipc__crc32c(0, inl[i], sizeof(inl[i]));
+			CU_ASSERT_FATAL(sipc_submit(s, &rq, st_outbox_done,
+			    &o[i], NULL) == 0);
+		}
+	}
+	CU_ASSERT_FATAL(st_outbox_wait(&mixbox, MIX, WAIT_MS));
+	for (i = 0; i < MIX; i++) {
+		struct sipc_result *r = &mixbox.res[i];
+
+		if (r->outcome != SIPC_OUTCOME_OK ||
+		    !reply_parse(r->reply, r->reply_len, &got, &len, fds,
+		    &nfds)) {
+			fprintf(stderr, "mix %d: outcome %d error %d %.*s\n", i,
+			    r->outcome, r->error, (int)r->reply_len,
+			    r->reply ? (const char *)r->reply : "");
+			continue;
+		}
+		if (got != crc[i])
+			fprintf(stderr, "mix %d: %.*s\n", i, (int)r->reply_len,
+			    (const char *)r->reply);
+		/* Besides 0-3, only descriptors of this worker's own
+		 * requests, read ahead of their handlers: at most
+		 * max_fds_in_flight. */
+		ok += got == crc[i] && len == (i % 3 != 2 ?
+		    4096 + (size_t)i : 512) && nfds >= 4 && nfds <= 4 + 32;
+	}
+	TL_EQ(ok, MIX);
+	st_outbox_release(&mixbox);
+	check_fds_back("the mix");
+	sipc_destroy(s);
 }
 
 /* A worker that sends a descriptor no frame claims, or flags a reply
@@ -521,6 +593,7 @@ static const tl_test tests[] = {
 	  test_fd_pass_reply_by_descriptor },
 	{ "test_fd_pass_closed_on_every_outcome",
 	  test_fd_pass_closed_on_every_outcome },
+	{ "test_fd_pass_pipelined_mix", test_fd_pass_pipelined_mix },
 	{ "test_fd_pass_unasked_descriptor_is_violation",
 	  test_fd_pass_unasked_descriptor_is_violation },
 	{ "test_fd_pass_flag_without_descriptor_is_violation",
