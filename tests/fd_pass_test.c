@@ -10,7 +10,8 @@
  * (pipelined, at most max_fds_in_flight); many in flight, by descriptor
  * and inline in turn, each reach their own request; a worker that sends a descriptor unasked, or a frame
  * flagged for one without it, is a protocol violation and is restarted,
- * losing nothing else; max_fds_in_flight refuses one more, never sent;
+ * losing nothing else; max_fds_in_flight refuses one more, never sent,
+ * and so does a worker whose HELLO offers no descriptors (SIPC_E_NOFD);
  * a REQUEST flagged without its descriptor ends the worker runtime.
  *
  * Threads: the CUnit thread, and the library's threads calling
@@ -481,6 +482,36 @@ test_fd_pass_flag_without_descriptor_is_violation(void)
 	violation_case("nofd");
 }
 
+/* A worker whose HELLO offers no descriptors (the startctr fixture's
+ * first generation, written without the runtime) is sent none: the
+ * request ends REJECTED / SIPC_E_NOFD, never sent; inline still goes. */
+static void
+test_fd_pass_refused_without_hello_flag(void)
+{
+	char *argv[] = { "startctr", "noflag", NULL };
+	struct sipc_config c;
+	struct sipc_result r;
+	sipc_supervisor *s;
+	int fd;
+
+	st_cfg_base(&c, "startctr", argv, 1);
+	s = st_start(&c, 1, WAIT_MS);
+	fd_base = tl_count_fds();
+	fd = doc_make(4096, 7, NULL, NULL);
+	call_doc(s, fd, 0, &r);
+	close(fd);
+	TL_EQ(r.outcome, SIPC_OUTCOME_REJECTED);
+	TL_EQ(r.error, SIPC_E_NOFD);
+	CU_ASSERT(!r.may_have_run);
+	sipc_result_release(&r);
+	st_call_cmd(s, "x", WAIT_MS, 0, &r);
+	TL_EQ(r.outcome, SIPC_OUTCOME_OK);
+	sipc_result_release(&r);
+	TL_EQ(st_worker_stats(s, 0).generation, 1);
+	check_fds_back("a refusal for want of the HELLO flag");
+	sipc_destroy(s);
+}
+
 static void
 test_fd_pass_bad_arguments(void)
 {
@@ -615,6 +646,8 @@ static const tl_test tests[] = {
 	  test_fd_pass_unasked_descriptor_is_violation },
 	{ "test_fd_pass_flag_without_descriptor_is_violation",
 	  test_fd_pass_flag_without_descriptor_is_violation },
+	{ "test_fd_pass_refused_without_hello_flag",
+	  test_fd_pass_refused_without_hello_flag },
 	{ "test_fd_pass_bad_arguments", test_fd_pass_bad_arguments },
 	{ "test_fd_pass_runtime_refuses_unmatched",
 	  test_fd_pass_runtime_refuses_unmatched },
