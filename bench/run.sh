@@ -39,7 +39,7 @@ HERE=$(dirname "$0")
 
 parts="raw_pingpong raw_pipelined raw_batched raw_scale newline_proto ppe call pipe spawn
 mem scale stall journal accept containment cost sandbox cancel recycle figures
-spawn_cost raw_spawn_contained spawn_contained syscalls convert"
+fdpass spawn_cost raw_spawn_contained spawn_contained syscalls convert"
 for w in $ONLY; do
 	case " $(echo $parts) " in *" $w "*) ;; *)
 		echo "bench: BENCH_ONLY: unknown part $w (parts: $(echo $parts))" >&2
@@ -146,7 +146,7 @@ if [ $sipc_ok = 1 ]; then
 	state="$BIN/state"
 	rm -rf "$state"
 	for sec in call pipe spawn mem scale stall journal accept containment \
-	    cost sandbox cancel recycle figures spawn_contained syscalls
+	    cost sandbox cancel recycle figures fdpass spawn_contained syscalls
 	do
 		want "$sec" || continue
 		run "sipc_$sec" 300 "$BIN/sipc_bench" $q --fixtures "$FIX" \
@@ -239,6 +239,10 @@ ratio cancel_coop_gone_ms sipc_cancel_coop_gone_p50 - '<=' 50
 # request written to a worker (us; without a spare it is the info).
 ratio recycle_every10_spare_vs_none sipc_recycle_every10_spare_calls sipc_recycle_none_calls '>=' 0.97
 ratio crash_next_write_spare_us sipc_crash_next_write_spare_p50 - '<=' 1000
+# A document by descriptor (SIPC_REQ_FD) against the same bytes inline,
+# time per call, the worker reading every byte both ways.
+ratio fd_1m_vs_inline sipc_fdpass_fd_1m_p50 sipc_fdpass_inline_1m_p50 '<=' 1.0
+ratio fd_64m_vs_inline sipc_fdpass_fd_64m_p50 sipc_fdpass_inline_64m_p50 '<=' 1.0
 if grep -q '^metric sipc_cost_call_64_futex ' "$out" ||
     ! grep -q '^note cost: futex calls per sync call not measurable' "$out"
 then

@@ -940,6 +940,7 @@ static const struct {
 	{ "recycle", sec_recycle }, { "figures", sec_figures },
 	{ "spawn_contained", sec_spawn_contained },
 	{ "syscalls", sec_syscalls },
+	{ "fdpass", sec_fdpass },
 };
 #define NSECTIONS (sizeof(sections) / sizeof(sections[0]))
 

@@ -79,6 +79,8 @@ int contain_probe(enum sipc_containment mode, const char *init,
 int sec_cost(void);
 /* sipc_cancel.c */
 int sec_cancel(void);
+/* sipc_fdpass.c */
+int sec_fdpass(void);
 /* sipc_recycle.c */
 int sec_recycle(void);
 /* sipc_figures.c */

@@ -42,7 +42,10 @@
  *     it), so it must not change until sipc_call() returns; it is
  *     never read after.  One exception in when: the payload of a
  *     sipc_submit() with SIPC_REQ_LEND is not copied; it is read where
- *     it is until its callback begins (see sipc_submit).  Kept by
+ *     it is until its callback begins (see sipc_submit).  A request's
+ *     descriptor (SIPC_REQ_FD) is duplicated, read-only, before the
+ *     call returns; the copy is closed once the request is freed,
+ *     whatever its outcome.  Kept by
  *     pointer: cfg.log_arg
  *     (until sipc_destroy returns) and a submit's callback `arg` (until
  *     its callback has run; never used when sipc_submit fails).
@@ -106,7 +109,8 @@ const char *sipc_version_string(void);
 	X(SIPC_E_STALL, -1021, "worker stalled")                              \
 	X(SIPC_E_NOTFOUND, -1022, "no such request")                          \
 	X(SIPC_E_CGROUP, -1023, "cgroup or resource limit cannot be enforced here") \
-	X(SIPC_E_QUEUE_TIMEOUT, -1024, "request waited past its queue budget unwritten")
+	X(SIPC_E_QUEUE_TIMEOUT, -1024, "request waited past its queue budget unwritten") \
+	X(SIPC_E_NOFD, -1025, "worker takes no descriptors")
 
 enum sipc_error {
 #define SIPC__ERRENUM(name, val, msg) name = (val),
@@ -220,6 +224,11 @@ struct sipc_result {
 	const uint8_t *reply;
 	size_t reply_len;
 	uint32_t worker_error_code; /* code from the worker's error frame */
+	/* A reply by descriptor (sipc_worker_reply_fd()): read-only as the
+	 * worker sent it, owned by the result (sipc_result_release closes
+	 * it; set it to -1 to keep it); -1 when none.  `reply` then holds
+	 * nothing. */
+	int reply_fd;
 	/* Last worker this request was written to (0/0/0 if never sent). */
 	uint32_t worker_id;
 	uint32_t generation;
@@ -254,8 +263,8 @@ enum sipc_figure {
 	SIPC_FIG_PEAK_RSS = 1u << 1,  /* peak_rss_kb */
 };
 
-/* Free what a result owns (reply, diag_tail) and clear it.  Accepts NULL
- * and an already released result. */
+/* Free what a result owns (reply, reply_fd, diag_tail) and clear it.
+ * Accepts NULL and an already released result. */
 void sipc_result_release(struct sipc_result *r);
 
 /* ---------------------------------------------------------- configuration */
@@ -408,6 +417,9 @@ struct sipc_config {
 
 	unsigned workers;             /* pool size (default 2, 1..1024) */
 	unsigned max_inflight;        /* per worker written, unanswered (16) */
+	unsigned max_fds_in_flight;   /* per worker SIPC_REQ_FD requests
+	                               * written, unanswered (64); see
+	                               * sipc_submit() */
 	uint32_t max_payload;         /* bytes per frame payload (16 MiB) */
 	unsigned ring_frames;         /* per worker queued frames (256) */
 	size_t ring_bytes;            /* per worker queued bytes (64 MiB) */
@@ -675,6 +687,8 @@ enum sipc_req_flags {
 	SIPC_REQ_SCRATCH = 1u << 3,    /* an empty directory of its own on
 	                                * the worker it is written to
 	                                * (cfg.scratch_root; -EINVAL without) */
+	SIPC_REQ_FD = 1u << 4,         /* the document is `fd`, not inline
+	                                * bytes (see sipc_submit) */
 };
 
 /* Completion callback: exactly once per accepted submit.  Runs on a
@@ -701,6 +715,8 @@ struct sipc_request {
 	const char *idempotency_key;/* optional, journalled for reconcile */
 	unsigned queue_timeout_ms;  /* queue budget from submit; 0 = the
 	                             * supervisor's cfg.queue_timeout_ms */
+	int fd;                     /* SIPC_REQ_FD: the document, a regular
+	                             * file (a sealed memfd); else unused */
 };
 
 /*
@@ -734,7 +750,22 @@ struct sipc_request {
  * stall rule), and then `done` may run on the reaper thread.  Calls
  * ignore the flag (a sipc_call() payload is read in place anyway).  The
  * bytes still count against cfg.mem_ceiling, as a copy would.
- * Unknown flag bits return -EINVAL.
+ *
+ * SIPC_REQ_FD: the document is req->fd, a regular file the worker maps
+ * read-only (a memfd sealed with F_SEAL_SHRINK | F_SEAL_WRITE is the
+ * safe choice: a file shrunk under the mapping faults the worker), of
+ * any size; payload and len must be NULL and 0 (-EINVAL).  The library
+ * keeps a read-only duplicate (a descriptor open for writing is
+ * reopened read-only through /proc/self/fd; -EBADF, -EINVAL for one
+ * that is not a regular file, -errno when it cannot be reopened), so
+ * the host may close its own when this returns; the duplicate is
+ * closed exactly once, when the request is freed after its outcome,
+ * whatever that is.  It travels with the frame (SCM_RIGHTS), no byte
+ * of it is copied.  A worker whose HELLO did not offer descriptors
+ * gets none: the request ends REJECTED / SIPC_E_NOFD, never sent.  A
+ * worker holds at most cfg.max_fds_in_flight such requests written and
+ * unanswered; one more taken for it ends REJECTED / SIPC_E_FULL, never
+ * sent (safe to resubmit).  Unknown flag bits return -EINVAL.
  */
 int sipc_submit(sipc_supervisor *s, const struct sipc_request *req,
                 sipc_done_fn done, void *arg, uint64_t *ret_id);

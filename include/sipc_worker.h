@@ -84,7 +84,11 @@ extern "C" {
 
 typedef struct sipc_worker sipc_worker;
 
-/* Called once per request.  `payload` is valid only during the call. */
+/* Called once per request.  `payload` is valid only during the call.  A
+ * request submitted SIPC_REQ_FD arrives the same way: its document is
+ * mapped read-only (PROT_READ, MAP_SHARED) for the call, `len` bytes as
+ * the supervisor measured them at submit, and the mapping and the
+ * descriptor are gone when it returns; no byte of it is copied. */
 typedef void (*sipc_worker_handler)(sipc_worker *w, uint64_t id,
                                     const uint8_t *payload, size_t len,
                                     void *arg);
@@ -111,6 +115,16 @@ int sipc_worker_reply(sipc_worker *w, uint64_t id, const void *buf,
                       size_t len);
 int sipc_worker_error(sipc_worker *w, uint64_t id, uint32_t code,
                       const void *msg, size_t len);
+/*
+ * Reply to `id` with a document by descriptor: `fd`, a regular file
+ * (a memfd sealed with F_SEAL_SHRINK | F_SEAL_WRITE is the safe
+ * choice), whose size now is the reply's length.  Written at once,
+ * after what is buffered; the supervisor gets its own descriptor in
+ * sipc_result.reply_fd, so `fd` stays the caller's to close.  0,
+ * -EBADF, -EINVAL (not a regular file), -ENOTSUP (the channel carries
+ * no descriptors), or the write's error.
+ */
+int sipc_worker_reply_fd(sipc_worker *w, uint64_t id, int fd);
 /* Send a heartbeat now (long-running handlers). */
 int sipc_worker_heartbeat(sipc_worker *w);
 /* Write everything buffered.  Returns 0 or a negative error. */
@@ -133,6 +147,11 @@ int sipc_worker_run(sipc_worker *w, sipc_worker_handler fn, void *arg);
 /* The error code a handler replies with when it stopped because its
  * request was cancelled or timed out (sipc_worker_error()). */
 #define SIPC_WORKER_E_CANCELLED 125u
+/* The error code the runtime replies with, without calling the handler,
+ * when a request's document by descriptor (SIPC_REQ_FD) cannot be
+ * mapped: not a regular file, shorter than its frame says, or mmap()
+ * refused.  The message says which. */
+#define SIPC_WORKER_E_DOCUMENT 124u
 
 /*
  * The scratch directory of request `id` (submitted SIPC_REQ_SCRATCH to a

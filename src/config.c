@@ -35,6 +35,7 @@ const struct sipc__cfg_key sipc__cfg_keys[] = {
 	OTHER(env_set, SIPC__CK_ENVSET),
 	NUM(workers, 1, 1024),
 	NUM(max_inflight, 1, 65536),
+	NUM(max_fds_in_flight, 1, 65536),
 	/* At least a HELLO: the limit applies to every frame a worker
 	 * sends, its handshake included, so a smaller one starts nothing. */
 	NUM(max_payload, SIPC_HELLO_LEN, SIPC_FRAME_MAX_PAYLOAD),
@@ -157,6 +158,7 @@ config_defaults(struct sipc_config *cfg)
 	cfg->provider = "local";
 	cfg->workers = 2;
 	cfg->max_inflight = 16;
+	cfg->max_fds_in_flight = 64;
 	cfg->gather_us = 1000;
 	cfg->max_payload = 16 * 1024 * 1024;
 	cfg->ring_frames = 256;

@@ -43,6 +43,7 @@
  *
  * Numeric ranges (also enforced by sipc__config_validate):
  *   workers 1..1024              max_inflight 1..65536
+ *   max_fds_in_flight 1..65536
  *   max_payload 16..2^30         ring_frames 1..1048576
  *   ring_bytes 40..2^40          mem_ceiling 40..2^40
  *   diag_line_max 16..2^20       diag_tail_bytes 64..2^24

@@ -116,6 +116,7 @@ decoder_emit(struct sipc_decoder *d, struct sipc_frame *ret_frame)
 {
 	ret_frame->hdr = d->cur;
 	ret_frame->payload = d->payload;
+	ret_frame->fd = -1;
 	d->payload = NULL;
 	d->in_payload = false;
 	d->have = 0;

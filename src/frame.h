@@ -10,8 +10,10 @@
  *    5   1   type      enum sipc_frame_type
  *    6   2   flags     0, except SIPC_FRAME_F_DEADLINE on a REQUEST to a
  *                      worker that asked for it (HELLO flag
- *                      SIPC_HELLO_F_DEADLINES); the codec carries them;
- *                      both ends reject any other non-zero value
+ *                      SIPC_HELLO_F_DEADLINES) and SIPC_FRAME_F_FD on a
+ *                      REQUEST or REPLY to or from a worker that set
+ *                      SIPC_HELLO_F_FDS; the codec carries them; both
+ *                      ends reject any other non-zero value
  *    8   8   id        request id (0 for HELLO/HEARTBEAT/SHUTDOWN)
  *   16   4   length    payload bytes, <= the receiver's max_payload
  *   20   4   hcrc      CRC-32C of bytes 0..19
@@ -64,6 +66,10 @@ enum sipc_frame_type {
  * (SIPC_FRAME_F_DEADLINE).  A supervisor that does not know the flag
  * ignores it and sends none: both sides stay compatible. */
 #define SIPC_HELLO_F_DEADLINES 4u
+/* The worker takes and sends documents by descriptor
+ * (SIPC_FRAME_F_FD).  A supervisor refuses a SIPC_REQ_FD request to a
+ * worker without it (REJECTED / SIPC_E_NOFD, never sent). */
+#define SIPC_HELLO_F_FDS 8u
 
 /* Frame flag, REQUEST only, only to a worker whose HELLO set
  * SIPC_HELLO_F_DEADLINES: the payload begins with 8 bytes, the
@@ -74,6 +80,15 @@ enum sipc_frame_type {
  * without the flag. */
 #define SIPC_FRAME_F_DEADLINE 1u
 #define SIPC_FRAME_DEADLINE_LEN 8
+/* Frame flag, REQUEST or REPLY, only with SIPC_HELLO_F_FDS: the
+ * document is not inline.  One descriptor travels with the frame
+ * (SCM_RIGHTS on its first byte), and the payload (after a deadline,
+ * when flagged too) is exactly 8 bytes: the document's length
+ * (little-endian), the descriptor's first bytes.  A frame with the flag
+ * and no descriptor, or a descriptor no such frame claims, is a
+ * protocol error (fdq.h). */
+#define SIPC_FRAME_F_FD 2u
+#define SIPC_FRAME_FDLEN_LEN 8
 struct sipc_hello {
 	uint32_t proto_version;  /* SIPC_PROTOCOL_VERSION */
 	uint32_t pid;            /* worker's getpid() */
@@ -121,6 +136,9 @@ struct sipc_decoder {
 struct sipc_frame {
 	struct sipc_frame_hdr hdr;
 	uint8_t *payload;            /* malloc'd, owned by the receiver; NULL if len 0 */
+	int fd;                      /* -1 from the decoder; a receiver sets
+	                              * the descriptor a SIPC_FRAME_F_FD
+	                              * frame claimed (fdq.h) */
 };
 
 void sipc__decoder_init(struct sipc_decoder *d, uint32_t max_payload);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sipc.h"
 
@@ -149,6 +150,9 @@ sipc_result_release(struct sipc_result *r)
 		return;
 	free((void *)r->reply);
 	free((void *)r->diag_tail);
+	if (r->reply_fd > 0)
+		(void)close(r->reply_fd);
+	r->reply_fd = -1;
 	r->reply = NULL;
 	r->reply_len = 0;
 	r->diag_tail = NULL;

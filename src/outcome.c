@@ -26,6 +26,7 @@ sipc__outcome_set(struct sipc_supervisor *s, struct sipc__req *q,
 	if (--s->table.pending == 0 || atomic_load(&s->closing))
 		pthread_cond_broadcast(&s->table.cv);
 	memset(res, 0, sizeof(*res));
+	res->reply_fd = -1;
 	res->outcome = o;
 	res->error = err;
 	res->may_have_run = may_have_run;
@@ -263,6 +264,9 @@ sipc__outcome_unsend(struct sipc_supervisor *s, struct sipc__slot *sl,
 		if (--q->attempts == 0)
 			q->written_ns = 0;     /* never written after all */
 		atomic_fetch_sub(&sl->inflight, 1);
+		if (q->fd_counted)
+			sl->fds_inflight--;
+		q->fd_counted = false;
 		sipc__table_remove(&s->table, q);
 		/* Not sent now; an earlier worker that died with it may
 		 * still have run it (settle.c reports that UNKNOWN too). */

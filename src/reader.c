@@ -113,6 +113,7 @@ on_hello(struct reader *r, struct sipc_frame *f)
 	pthread_mutex_lock(&sl->lock);
 	sl->accepts = (h.flags & SIPC_HELLO_F_ACCEPTS) != 0;
 	sl->deadlines = (h.flags & SIPC_HELLO_F_DEADLINES) != 0;
+	sl->fds = (h.flags & SIPC_HELLO_F_FDS) != 0;
 	sl->start_ctr = ctr;
 	if (sl->state == SIPC_WS_STARTING)
 		sipc__slot_set_state(sl, SIPC_WS_READY);
@@ -262,6 +263,21 @@ svc_sample(struct sipc__slot *sl, int64_t now)
 	    memory_order_relaxed);
 }
 
+/* The descriptor of a REPLY flagged SIPC_FRAME_F_FD, the next queued
+ * (fdq.h), moved above 2 so that a result zeroed by a host (reply_fd 0)
+ * never names it; -1 when none came. */
+static int
+reply_fd_take(struct reader *r)
+{
+	int fd = sipc__fdq_take(&r->rx->fdq), nfd;
+
+	if (fd < 0 || fd > 2)
+		return fd;
+	nfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	(void)close(fd);
+	return nfd;
+}
+
 static void
 on_reply(struct reader *r, struct sipc_frame *f)
 {
@@ -273,7 +289,20 @@ on_reply(struct reader *r, struct sipc_frame *f)
 	uint32_t code = 0;
 	bool won = false, fig;
 	enum sipc_outcome o = SIPC_OUTCOME_OK;
+	int rfd = -1;
+	uint64_t rlen = 0;
 
+	if (f->hdr.flags & SIPC_FRAME_F_FD) {
+		if (f->hdr.len != SIPC_FRAME_FDLEN_LEN ||
+		    (rfd = reply_fd_take(r)) < 0) {
+			violation(r, SIPC_E_PROTOCOL, f->hdr.len !=
+			    SIPC_FRAME_FDLEN_LEN ? "descriptor reply without "
+			    "its length" : "descriptor flag without a "
+			    "descriptor", f->hdr.id);
+			return;
+		}
+		rlen = sipc__le64_get(f->payload);
+	}
 	if (f->hdr.type == SIPC_FT_ERROR) {
 		if (f->hdr.len < 4) {
 			violation(r, SIPC_E_PROTOCOL, "short ERROR frame",
@@ -290,6 +319,8 @@ on_reply(struct reader *r, struct sipc_frame *f)
 	q = sipc__table_find(&s->table, f->hdr.id);
 	if (!owed_here(sl, q)) {
 		pthread_mutex_unlock(&s->table.lock);
+		if (rfd >= 0)
+			(void)close(rfd);
 		violation(r, SIPC_E_PROTOCOL, q == NULL ?
 		    "reply to an unknown or already answered id" :
 		    "reply to an id this worker does not hold", f->hdr.id);
@@ -310,6 +341,9 @@ on_reply(struct reader *r, struct sipc_frame *f)
 		r->wake_at_ms = sipc__now_ms();
 	}
 	svc_sample(sl, r->now_ns);
+	if (q->fd_counted)
+		sl->fds_inflight--;
+	q->fd_counted = false;
 	sipc__table_remove(&s->table, q);
 	/* A late answer to a timed-out request is expected and dropped. */
 	won = sipc__outcome_set(s, q, o, 0, true, &res);
@@ -326,6 +360,14 @@ on_reply(struct reader *r, struct sipc_frame *f)
 		res.reply_len = f->hdr.len;
 		res.worker_error_code = code;
 		f->payload = NULL;
+		if (rfd >= 0) {
+			/* The document's length, its bytes in reply_fd. */
+			free((void *)res.reply);
+			res.reply = NULL;
+			res.reply_len = (size_t)rlen;
+			res.reply_fd = rfd;
+			rfd = -1;
+		}
 		if (!later_push(r, q, &res, held))
 			sipc__outcome_deliver_held(s, q, &res, held);
 	}
@@ -337,14 +379,25 @@ on_reply(struct reader *r, struct sipc_frame *f)
 		    q->id);
 		(void)sipc__scratch_remove(s->scratch_fd, name);
 	}
+	if (rfd >= 0)
+		(void)close(rfd);        /* a late reply's, dropped with it */
 	sipc__req_unref(s, q);   /* the table's reference */
+}
+
+/* Flags a worker may set: SIPC_FRAME_F_FD on a REPLY, when its HELLO
+ * offered descriptors; none other. */
+static bool
+flags_ok(const struct reader *r, const struct sipc_frame *f)
+{
+	return f->hdr.flags == 0 || (f->hdr.flags == SIPC_FRAME_F_FD &&
+	    r->rx->ready && r->sl->fds && f->hdr.type == SIPC_FT_REPLY);
 }
 
 static void
 on_frame(struct reader *r, struct sipc_frame *f)
 {
 	atomic_fetch_add(&r->sl->frames_in, 1);
-	if (f->hdr.flags != 0) {      /* version 1 defines no flag bits */
+	if (!flags_ok(r, f)) {
 		violation(r, SIPC_E_PROTOCOL, "unknown flag bits", f->hdr.id);
 		return;
 	}
@@ -465,6 +518,18 @@ frame_done(struct reader *r, struct sipc_frame *f)
 	r->rx->held = 0;
 }
 
+/* The bytes of a read are decoded (`left` of them not, for now): a
+ * descriptor that came with them and no frame claims is a violation
+ * (fdq.h); it is closed with the decode state. */
+static void
+fds_check(struct reader *r, size_t left)
+{
+	if (left == 0 && !r->rx->proto_done &&
+	    !sipc__fdq_settled(&r->rx->fdq, &r->rx->dec))
+		violation(r, SIPC_E_PROTOCOL, r->rx->fdq.bad ? "descriptors "
+		    "cut or too many" : "a descriptor no frame claims", 0);
+}
+
 static void
 proto_bytes(struct reader *r, const uint8_t *p, size_t n)
 {
@@ -498,6 +563,7 @@ proto_bytes(struct reader *r, const uint8_t *p, size_t n)
 		if (done)
 			frame_done(r, &f);
 	}
+	fds_check(r, n);
 	writer_flush(r, false);
 }
 
@@ -529,7 +595,7 @@ static ssize_t
 proto_recv(struct reader *r, int fd, void *buf, size_t len)
 {
 	if (r->rx->ready)
-		return recv(fd, buf, len, MSG_DONTWAIT);
+		return sipc__recv_fds(fd, buf, len, MSG_DONTWAIT, &r->rx->fdq);
 	return sipc__recv_hello(fd, buf, len, &r->rx->hello_fd);
 }
 
@@ -548,7 +614,8 @@ proto_direct(struct reader *r, int fd, bool nonblock, size_t max, bool *used)
 	*used = need >= DIRECT_MIN;
 	if (!*used)
 		return 0;
-	n = recv(fd, dst, need < max ? need : max, nonblock ? MSG_DONTWAIT : 0);
+	n = sipc__recv_fds(fd, dst, need < max ? need : max,
+	    nonblock ? MSG_DONTWAIT : 0, &r->rx->fdq);
 	if (n <= 0)
 		return n;
 	r->now_ns = sipc__now_ns();
@@ -557,6 +624,7 @@ proto_direct(struct reader *r, int fd, bool nonblock, size_t max, bool *used)
 	sipc__decoder_direct_done(&r->rx->dec, (size_t)n, &f, &done);
 	if (done)
 		frame_done(r, &f);
+	fds_check(r, 0);
 	writer_flush(r, false);
 	return n;
 }
@@ -863,6 +931,7 @@ rx_new(struct sipc__slot *sl)
 		return NULL;
 	sipc__decoder_init(&rx->dec, sl->sup->cfg.max_payload);
 	rx->hello_fd = -1;
+	sipc__fdq_init(&rx->fdq);
 	rx->buf = malloc(READ_BUF);
 	rx->epfd = epoll_create1(EPOLL_CLOEXEC);
 	rx->give_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -891,6 +960,7 @@ rx_free(struct sipc__slot *sl, struct sipc__rx *rx)
 	close(rx->give_fd);
 	if (rx->hello_fd >= 0)
 		close(rx->hello_fd);    /* no HELLO came */
+	sipc__fdq_clear(&rx->fdq);      /* unclaimed, or after a violation */
 	free(rx->buf);
 	free(rx);
 }

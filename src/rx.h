@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fdq.h"
 #include "sipc_int.h"
 
 /* The protocol socket's decode state: the reader thread's, or while a
@@ -23,6 +24,8 @@ struct sipc__rx {
 	int hello_fd;                 /* a descriptor sent with the bytes
 	                               * before HELLO (its start counter),
 	                               * or -1 */
+	struct sipc__fdq fdq;         /* descriptors read, not yet claimed
+	                              * by their REPLY frames (fdq.h) */
 	bool proto_done;              /* EOF, error or violation */
 	bool at_eof;                  /* the whole stream was decoded */
 	bool final;                   /* final drain: never wait for room */

@@ -244,6 +244,7 @@ settle_round(struct sipc__slot *sl, const struct sipc_exit *e,
 	pthread_mutex_lock(&s->table.lock);
 	sipc__table_foreach(&s->table, collect_owed, &c);
 	sl->inflight = 0;
+	sl->fds_inflight = 0;
 	for (i = 0; i < c.n; i++) {
 		struct sipc__req *q = c.qs[i];
 

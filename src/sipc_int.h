@@ -65,6 +65,10 @@ struct sipc__req {
 	 * `buf`: on the calling thread, or under the table lock while the
 	 * request is not delivered (the caller still waits). */
 	unsigned flags;               /* [const] SIPC_REQ_* */
+	/* SIPC_REQ_FD: the document, a read-only duplicate of the host's,
+	 * closed at the last unref whatever the outcome; payload then
+	 * holds its length (8 bytes, the frame's).  -1 otherwise. */
+	int fd;                       /* [const] */
 	char *key;                    /* [const] idempotency key or NULL */
 	bool call;                    /* [const] from sipc_call(): its
 	                               * thread waits for the outcome */
@@ -91,6 +95,10 @@ struct sipc__req {
 	unsigned attempts;            /* times written */
 	int64_t written_ns;           /* first write; 0 = never written */
 	unsigned deaths;              /* workers that died with it in flight */
+	bool fd_counted;              /* counted in its worker's
+	                               * fds_inflight; a request with a
+	                               * descriptor taken while it is not
+	                               * is refused, never sent (writer.c) */
 	bool unstarted;               /* settle: provably never started */
 	uint64_t pos;                 /* its REQUEST frame's place on the
 	                               * channel of `gen`, from 1 (the
@@ -211,6 +219,8 @@ struct sipc__slot {
 	bool accepts;                 /* worker sends ACCEPT frames */
 	bool deadlines;               /* worker reads REQUEST deadlines
 	                               * (HELLO, SIPC_HELLO_F_DEADLINES) */
+	bool fds;                     /* worker takes and sends documents
+	                               * by descriptor (SIPC_HELLO_F_FDS) */
 	/* The worker's start counter (A5), mapped read-only at HELLO by
 	 * the reader, read by settle once the worker is gone, unmapped by
 	 * the reaper; NULL without one.  npos: REQUEST frames committed to
@@ -266,6 +276,9 @@ struct sipc__slot {
 	_Atomic uint64_t fig_id;
 	struct sipc__usage fig0;
 	int cg_fd;
+	/* [table] of those, requests with a descriptor (fd_counted), at
+	 * most cfg.max_fds_in_flight */
+	unsigned fds_inflight;
 	/* [table] The worker's time per reply (dispatch.c): svc_from_ns is
 	 * when the current interval began (the write that made the worker
 	 * busy, or its last reply); svc_ns the moving mean, 0 = none yet

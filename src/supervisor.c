@@ -30,7 +30,9 @@
 #include "provider.h"
 #include "startprobe.h"
 #include "sipc_int.h"
+#include "unix/docfd.h"
 #include "unix/scratch.h"
+#include "le.h"
 
 
 /* Reserve payload bytes under the memory ceiling, leaving the reply
@@ -79,6 +81,7 @@ reject_unreserved(struct sipc_supervisor *s, struct sipc__req *q)
 	bool was;
 
 	memset(&res, 0, sizeof(res));
+	res.reply_fd = -1;
 	res.outcome = SIPC_OUTCOME_REJECTED;
 	res.error = SIPC_E_FULL;
 	res.request_id = q->id;
@@ -97,18 +100,24 @@ static int
 submit(sipc_supervisor *s, const struct sipc_request *req, sipc_done_fn done,
        void *arg, struct sipc__callread *cr, uint64_t *ret_id)
 {
+	struct sipc_request fdreq;
+	uint8_t doclen[SIPC_FRAME_FDLEN_LEN];
 	struct sipc__req *q;
-	uint64_t id;
+	uint64_t id, size;
+	int docfd = -1;
 	bool was;
 	int rc;
 
 	if (s == NULL || req == NULL || done == NULL ||
 	    (req->payload == NULL && req->len > 0))
 		return -EINVAL;
+	if ((req->flags & SIPC_REQ_FD) && (req->payload != NULL ||
+	    req->len > 0))
+		return -EINVAL;
 	if ((req->flags & SIPC_REQ_SCRATCH) && s->scratch_fd < 0)
 		return -EINVAL;
 	if (req->flags & ~(unsigned)(SIPC_REQ_IDEMPOTENT | SIPC_REQ_NOWAIT |
-	    SIPC_REQ_SCRATCH |
+	    SIPC_REQ_SCRATCH | SIPC_REQ_FD |
 	    SIPC_REQ_LEND))
 		return -EINVAL;
 	if (req->len > s->cfg.max_payload)
@@ -117,12 +126,27 @@ submit(sipc_supervisor *s, const struct sipc_request *req, sipc_done_fn done,
 		return -EINVAL;
 	if ((rc = sipc__api_enter(s)) < 0)
 		return rc;
+	if (req->flags & SIPC_REQ_FD) {
+		/* The frame's payload is the document's length; the
+		 * document itself is the duplicate, which goes with it. */
+		if ((rc = sipc__docfd_take(req->fd, &docfd, &size)) < 0)
+			goto out;
+		sipc__le64_put(doclen, size);
+		fdreq = *req;
+		fdreq.payload = doclen;
+		fdreq.len = sizeof(doclen);
+		fdreq.flags &= ~(unsigned)SIPC_REQ_LEND;
+		req = &fdreq;
+	}
 	q = sipc__req_new(s, req, atomic_fetch_add(&s->next_id, 1), done, arg,
 	    cr != NULL);
 	if (q == NULL) {
+		if (docfd >= 0)
+			(void)close(docfd);
 		rc = -ENOMEM;
 		goto out;
 	}
+	q->fd = docfd;
 	if ((rc = reserve_memory(s, q)) != 0) {
 		if (rc == SIPC_E_FULL && !(q->flags & SIPC_REQ_NOWAIT) &&
 		    !sipc__lib_thread) {
@@ -235,6 +259,7 @@ sipc_call(sipc_supervisor *s, const struct sipc_request *req,
 	rc = submit(s, req, call_done, &w, &cr, NULL);
 	if (rc == SIPC_E_FULL || rc == SIPC_E_SHUTDOWN) {
 		memset(&w.res, 0, sizeof(w.res));
+		w.res.reply_fd = -1;
 		w.res.outcome = SIPC_OUTCOME_REJECTED;
 		w.res.error = rc;
 		*ret = w.res;

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 #include <bsd/stdlib.h>
@@ -163,6 +164,7 @@ sipc__req_new(struct sipc_supervisor *s, const struct sipc_request *r,
 	q->done_arg = arg;
 	q->call = call;
 	q->slot = -1;
+	q->fd = -1;
 	return q;
 fail:
 	if (q->buf != NULL)
@@ -197,6 +199,8 @@ sipc__req_unref(struct sipc_supervisor *s, struct sipc__req *q)
 	sipc__mem_release(s, q->len);
 	if (q->buf != NULL)
 		payc_put(&s->table.payc, q->buf, q->cap);
+	if (q->fd >= 0)
+		(void)close(q->fd);    /* the one close of the duplicate */
 	free(q->key);
 	free(q);                       /* a small payload is in this block */
 }
@@ -206,6 +210,8 @@ sipc__req_discard(struct sipc_supervisor *s, struct sipc__req *q)
 {
 	if (q->buf != NULL)
 		payc_put(&s->table.payc, q->buf, q->cap);
+	if (q->fd >= 0)
+		(void)close(q->fd);
 	free(q->key);
 	free(q);
 }

@@ -58,6 +58,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fdq.h"
 #include "frame.h"
 #include "le.h"
 #include "sipc.h"
@@ -83,6 +84,12 @@ struct sipc_worker {
 	int err;                    /* sticky write error; 0 while healthy */
 	uint32_t max_payload;
 	struct sipc_decoder dec;
+	/* Descriptors read with the bytes, claimed by the REQUEST frames
+	 * flagged SIPC_FRAME_F_FD in arrival order (fdq.h); the watcher's
+	 * while armed, as the decoder is. */
+	struct sipc__fdq fdq;
+	bool fds;                   /* the channel carries descriptors (a
+	                             * unix socket): HELLO offers them */
 	uint8_t *out;               /* buffered outgoing frames */
 	size_t out_len;
 	size_t out_cap;
@@ -285,6 +292,64 @@ sipc_worker_reply(sipc_worker *w, uint64_t id, const void *buf, size_t len)
 	return rt_send(w, SIPC_FT_REPLY, id, buf, len, NULL, 0);
 }
 
+/*
+ * REPLY(id) flagged SIPC_FRAME_F_FD: 8 bytes of length, and `fd` as
+ * SCM_RIGHTS on the frame's first byte.  What is buffered goes first
+ * (order), then this frame in its own sendmsg(), so that its
+ * descriptor rides on its first byte and on no other frame's.
+ */
+int
+sipc_worker_reply_fd(sipc_worker *w, uint64_t id, int fd)
+{
+	struct sipc_frame_hdr h = { .type = SIPC_FT_REPLY, .id = id,
+	    .flags = SIPC_FRAME_F_FD, .len = SIPC_FRAME_FDLEN_LEN };
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} ctl;
+	uint8_t fr[SIPC_FRAME_HDR_LEN + SIPC_FRAME_FDLEN_LEN];
+	struct iovec iov = { .iov_base = fr, .iov_len = sizeof(fr) };
+	struct msghdr mh;
+	struct cmsghdr *c;
+	struct stat st;
+	ssize_t n;
+	int r;
+
+	if (w->err != 0)
+		return w->err;
+	if (!w->fds)
+		return -ENOTSUP;
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return -EBADF;
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
+	if ((r = sipc_worker_flush(w)) < 0)
+		return r;
+	sipc__frame_encode_hdr(fr, &h);
+	sipc__le64_put(fr + SIPC_FRAME_HDR_LEN, (uint64_t)st.st_size);
+	memset(&mh, 0, sizeof(mh));
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = ctl.buf;
+	mh.msg_controllen = sizeof(ctl.buf);
+	c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	while ((n = sendmsg(w->fd, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+		;
+	if (n < 0)
+		return w->err = -errno;
+	/* The rest of a frame the socket took only part of: no
+	 * descriptor with it (it went with the first byte). */
+	iov.iov_base = fr + n;
+	iov.iov_len = sizeof(fr) - (size_t)n;
+	if ((r = rt_write_all(w->fd, &iov, 1)) < 0)
+		w->err = r;
+	return r;
+}
+
 int
 sipc_worker_error(sipc_worker *w, uint64_t id, uint32_t code,
     const void *msg, size_t len)
@@ -429,7 +494,8 @@ rt_hello(sipc_worker *w, int ctr_fd)
 		.proto_version = SIPC_PROTOCOL_VERSION,
 		.pid = (uint32_t)getpid(),
 		.flags = (ctr_fd >= 0 ? SIPC_HELLO_F_START_COUNTER :
-		    SIPC_HELLO_F_ACCEPTS) | SIPC_HELLO_F_DEADLINES,
+		    SIPC_HELLO_F_ACCEPTS) | SIPC_HELLO_F_DEADLINES |
+		    (w->fds ? SIPC_HELLO_F_FDS : 0),
 		.max_inflight = 0,
 	};
 	union {
@@ -506,6 +572,14 @@ sipc_worker_open(sipc_worker **ret)
 	(void)setsockopt(w->fd, SOL_SOCKET, SO_SNDBUF,
 	    &(int){ SIPC__CHANNEL_SNDBUF }, sizeof(int));
 	w->max_payload = (uint32_t)maxp;
+	sipc__fdq_init(&w->fdq);
+	{
+		socklen_t sl = sizeof(int);
+		int dom = -1;
+
+		w->fds = getsockopt(w->fd, SOL_SOCKET, SO_DOMAIN, &dom,
+		    &sl) == 0 && dom == AF_UNIX;
+	}
 	/* a request's payload may come with its deadline in front */
 	sipc__decoder_init(&w->dec, w->max_payload + SIPC_FRAME_DEADLINE_LEN);
 	ctr_fd = rt_counter_new(w);
@@ -539,6 +613,7 @@ sipc_worker_close(sipc_worker *w)
 	if (w->started != NULL)
 		(void)munmap(w->started, SIPC_START_COUNTER_LEN);
 	sipc__decoder_free(&w->dec);
+	sipc__fdq_clear(&w->fdq);
 	free(w->out);
 	free(w);
 }
@@ -547,8 +622,11 @@ sipc_worker_close(sipc_worker *w)
 static void
 rt_batch_clear(struct rt_batch *b)
 {
-	for (size_t i = 0; i < b->n; i++)
+	for (size_t i = 0; i < b->n; i++) {
 		free(b->f[i].payload);
+		if (b->f[i].fd >= 0)
+			(void)close(b->f[i].fd);   /* never handled */
+	}
 	b->n = 0;
 }
 
@@ -575,17 +653,45 @@ rt_batch_push(struct rt_batch *b, const struct sipc_frame *f)
 static bool
 rt_frame_ok(const struct sipc_frame *f)
 {
+	size_t dl = f->hdr.flags & SIPC_FRAME_F_DEADLINE ?
+	    SIPC_FRAME_DEADLINE_LEN : 0;
+
 	switch (f->hdr.type) {
 	case SIPC_FT_REQUEST:
-		if (f->hdr.flags == SIPC_FRAME_F_DEADLINE)
-			return f->hdr.len >= SIPC_FRAME_DEADLINE_LEN &&
-			    sipc__le64_get(f->payload) != 0;
-		return f->hdr.flags == 0;
+		if (f->hdr.flags & ~(SIPC_FRAME_F_DEADLINE | SIPC_FRAME_F_FD))
+			return false;
+		if (dl > 0 && (f->hdr.len < dl ||
+		    sipc__le64_get(f->payload) == 0))
+			return false;
+		/* A document by descriptor: its length, and the descriptor
+		 * claimed (rt_decode()). */
+		if (f->hdr.flags & SIPC_FRAME_F_FD)
+			return f->hdr.len == dl + SIPC_FRAME_FDLEN_LEN &&
+			    f->fd >= 0;
+		return true;
 	case SIPC_FT_CANCEL:
 	case SIPC_FT_SHUTDOWN:
 		return f->hdr.flags == 0;
 	}
 	return false;
+}
+
+/* A frame is complete: claim its descriptor if it is flagged, check
+ * it, and put it in the batch.  On error the frame is freed, its
+ * descriptor closed. */
+static int
+rt_frame_push(sipc_worker *w, struct rt_batch *b, struct sipc_frame *f)
+{
+	int r = SIPC_E_PROTOCOL;
+
+	if (f->hdr.flags & SIPC_FRAME_F_FD)
+		f->fd = sipc__fdq_take(&w->fdq);
+	if (rt_frame_ok(f) && (r = rt_batch_push(b, f)) == 0)
+		return 0;
+	free(f->payload);
+	if (f->fd >= 0)
+		(void)close(f->fd);
+	return r;
 }
 
 /*
@@ -611,17 +717,15 @@ rt_decode(sipc_worker *w, const uint8_t *buf, size_t len, struct rt_batch *b)
 		off += (size_t)n;
 		if (!done)
 			continue;
-		if (!rt_frame_ok(&f)) {
-			free(f.payload);
-			return SIPC_E_PROTOCOL;
-		}
-		if ((r = rt_batch_push(b, &f)) < 0) {
-			free(f.payload);
+		if ((r = rt_frame_push(w, b, &f)) < 0)
 			return r;
-		}
 		if (f.hdr.type == SIPC_FT_SHUTDOWN)
 			break;
 	}
+	/* Every descriptor that came with these bytes has its frame, or
+	 * is the one of the frame still coming (fdq.h). */
+	if (!sipc__fdq_settled(&w->fdq, &w->dec))
+		return SIPC_E_PROTOCOL;
 	return 0;
 }
 
@@ -738,8 +842,8 @@ rt_arm(sipc_worker *w)
 		return -ENOTSUP;         /* bench mode: ACCEPTs up front */
 	if (w->late == NULL && (w->late = calloc(1, sizeof(*w->late))) == NULL)
 		return -ENOMEM;
-	if (w->watch == NULL &&
-	    (r = sipc__wwatch_new(w->fd, rt_watch_read, w, &w->watch)) < 0)
+	if (w->watch == NULL && (r = sipc__wwatch_new(w->fd, rt_watch_read,
+	    w, &w->fdq, &w->watch)) < 0)
 		return r;
 	w->armed = true;
 	sipc__wwatch_arm(w->watch, w->cur_deadline, rt_cancel_behind(w));
@@ -763,10 +867,43 @@ rt_disarm(sipc_worker *w, struct rt_batch *b)
 		if (r == 0 && (r = rt_batch_push(b, &l->f[i])) == 0)
 			continue;
 		free(l->f[i].payload);
+		if (l->f[i].fd >= 0)
+			(void)close(l->f[i].fd);
 	}
 	l->n = 0;
 	w->late_bytes = 0;
 	return r < 0 ? r : w->late_err;
+}
+
+/*
+ * Map a request's document (SIPC_FRAME_F_FD) read-only: `len` bytes as
+ * its frame declared them.  NULL and *ret_map, *ret_len set (no
+ * mapping for an empty one), or why not: a descriptor that is not a
+ * regular file, is shorter than declared, or cannot be mapped gets an
+ * error reply, never a crash.  A file the host shrinks under the
+ * mapping can still fault the worker; a memfd sealed against shrinking
+ * cannot be.
+ */
+static const char *
+rt_map_doc(int fd, uint64_t len, void **ret_map, size_t *ret_len)
+{
+	struct stat st;
+	void *p;
+
+	*ret_map = NULL;
+	*ret_len = 0;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return "the document's descriptor is not a regular file";
+	if ((uint64_t)st.st_size < len || len > SIZE_MAX)
+		return "the document is shorter than its frame says";
+	if (len == 0)
+		return NULL;
+	p = mmap(NULL, (size_t)len, PROT_READ, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return "the document cannot be mapped";
+	*ret_map = p;
+	*ret_len = (size_t)len;
+	return NULL;
 }
 
 /* Call the handler of request frame f, with its deadline known to
@@ -781,14 +918,28 @@ rt_run_handler(sipc_worker *w, struct rt_batch *b, size_t i,
 	uint64_t id = f->hdr.id;
 	int r;
 
+	void *map = NULL;
+	int fd = f->fd;
+
 	w->cur_deadline = 0;
 	if (f->hdr.flags & SIPC_FRAME_F_DEADLINE) {
 		w->cur_deadline = (int64_t)sipc__le64_get(p);
 		p += SIPC_FRAME_DEADLINE_LEN;
 		len -= SIPC_FRAME_DEADLINE_LEN;
 	}
+	f->fd = -1;                 /* this call closes it, whatever comes */
 	if ((r = rt_accept(w, id)) < 0)
-		return r;
+		goto out;
+	if (fd >= 0) {
+		const char *why = rt_map_doc(fd, sipc__le64_get(p), &map, &len);
+
+		p = map;
+		if (why != NULL) {
+			r = sipc_worker_error(w, id, SIPC_WORKER_E_DOCUMENT,
+			    why, strlen(why));
+			goto out;
+		}
+	}
 	w->cur_id = id;
 	w->batch = b;
 	w->batch_pos = i;
@@ -796,9 +947,17 @@ rt_run_handler(sipc_worker *w, struct rt_batch *b, size_t i,
 	fn(w, id, len > 0 ? p : NULL, len, arg);
 	w->running = false;
 	r = rt_disarm(w, b);
+	if (map != NULL)
+		(void)munmap(map, len);
+	if (fd >= 0)
+		(void)close(fd);
+	fd = -1;
 	w->cur_id = 0;
 	w->cur_deadline = 0;
 	w->batch = NULL;
+out:
+	if (fd >= 0)
+		(void)close(fd);
 	return r;
 }
 
@@ -911,7 +1070,8 @@ rt_read(sipc_worker *w, void *dst, size_t n)
 	ssize_t r;
 
 	if (!w->drained) {
-		if ((r = recv(w->fd, dst, n, MSG_DONTWAIT)) >= 0)
+		if ((r = sipc__recv_fds(w->fd, dst, n, MSG_DONTWAIT,
+		    &w->fdq)) >= 0)
 			goto done;
 		if (errno == ENOTSOCK) {
 			r = read(w->fd, dst, n);
@@ -922,7 +1082,11 @@ rt_read(sipc_worker *w, void *dst, size_t n)
 	}
 	if (poll(&pf, 1, -1) < 0)
 		return -1;                  /* EINTR: the caller tries again */
-	r = read(w->fd, dst, n);
+	/* Descriptors come with the bytes (SIPC_FRAME_F_FD), so a socket
+	 * is read with recvmsg() even here. */
+	r = sipc__recv_fds(w->fd, dst, n, 0, &w->fdq);
+	if (r < 0 && errno == ENOTSOCK)
+		r = read(w->fd, dst, n);
 done:
 	w->drained = r >= 0 && (size_t)r < n;
 	return r;
@@ -957,6 +1121,13 @@ sipc_worker_run(sipc_worker *w, sipc_worker_handler fn, void *arg)
 				break;
 			}
 			sipc__decoder_direct_done(&w->dec, (size_t)n, &f, &done);
+			/* no descriptor may come inside a payload */
+			if (!sipc__fdq_settled(&w->fdq, &w->dec)) {
+				if (done)
+					free(f.payload);
+				r = SIPC_E_PROTOCOL;
+				break;
+			}
 			if (!done)
 				continue;
 			if (f.hdr.type != SIPC_FT_REQUEST || !rt_frame_ok(&f)) {

@@ -47,9 +47,12 @@ enum {
 struct sipc__wwatch;
 typedef int (*sipc__wwatch_read_fn)(void *ctx, const uint8_t *buf,
                                     size_t len);
-/* Start the watcher's thread (every signal blocked in it). */
+/* Start the watcher's thread (every signal blocked in it).  The
+ * descriptors it reads with the bytes go to `fdq`, the runtime's, which
+ * is the watcher's while armed (fdq.h). */
+struct sipc__fdq;
 int sipc__wwatch_new(int chan, sipc__wwatch_read_fn fn, void *ctx,
-                     struct sipc__wwatch **ret);
+                     struct sipc__fdq *fdq, struct sipc__wwatch **ret);
 /* The running handler asked: watch the channel and the deadline
  * (monotonic ms, 0 none); `cancelled`: it is cancelled already. */
 void sipc__wwatch_arm(struct sipc__wwatch *x, int64_t deadline_ms,

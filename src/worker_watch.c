@@ -36,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fdq.h"
 #include "worker_rt.h"
 
 #define WW_READ_CHUNK (64u * 1024)
@@ -48,6 +49,7 @@ struct sipc__wwatch {
 	int cfd;                      /* eventfd: what the handler polls */
 	sipc__wwatch_read_fn read_fn;
 	void *ctx;
+	struct sipc__fdq *fdq;        /* [mu, armed] the runtime's */
 	bool armed;                   /* [mu] a handler runs and asked */
 	bool quit;                    /* [mu] */
 	bool fired;                   /* [mu] cfd written for this arm */
@@ -93,7 +95,8 @@ ww_read(struct sipc__wwatch *x)
 	ssize_t n;
 	int r;
 
-	n = recv(x->chan, x->buf, WW_READ_CHUNK, MSG_DONTWAIT);
+	n = sipc__recv_fds(x->chan, x->buf, WW_READ_CHUNK, MSG_DONTWAIT,
+	    x->fdq);
 	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK ||
 	    errno == EINTR))
 		return;
@@ -182,7 +185,7 @@ ww_start(struct sipc__wwatch *x)
 
 int
 sipc__wwatch_new(int chan, sipc__wwatch_read_fn fn, void *ctx,
-    struct sipc__wwatch **ret)
+    struct sipc__fdq *fdq, struct sipc__wwatch **ret)
 {
 	struct sipc__wwatch *x;
 	int r = -ENOMEM;
@@ -192,6 +195,7 @@ sipc__wwatch_new(int chan, sipc__wwatch_read_fn fn, void *ctx,
 	x->chan = chan;
 	x->read_fn = fn;
 	x->ctx = ctx;
+	x->fdq = fdq;
 	x->ctl = x->cfd = -1;
 	if ((x->buf = malloc(WW_READ_CHUNK)) == NULL)
 		goto fail;

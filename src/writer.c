@@ -66,16 +66,19 @@ frame_bytes(const struct sipc__slot *sl, const struct sipc__req *q)
 	    (frame_deadline(sl, q) > 0 ? SIPC_FRAME_DEADLINE_LEN : 0);
 }
 
-/* One frame's head and payload as (up to) two iovecs. */
+/* One frame's head and payload as (up to) two iovecs; `fd`: the
+ * payload is a document's length, its descriptor goes with the frame. */
 static void
 put_frame(struct iovec *iov, int *n, uint8_t *hdr, uint8_t type,
-          uint64_t id, const void *payload, uint32_t len, int64_t deadline)
+          uint64_t id, const void *payload, uint32_t len, int64_t deadline,
+          bool fd)
 {
-	struct sipc_frame_hdr h = { .type = type, .id = id, .len = len };
+	struct sipc_frame_hdr h = { .type = type, .id = id, .len = len,
+	    .flags = fd ? SIPC_FRAME_F_FD : 0 };
 	size_t head = SIPC_FRAME_HDR_LEN;
 
 	if (deadline > 0) {
-		h.flags = SIPC_FRAME_F_DEADLINE;
+		h.flags |= SIPC_FRAME_F_DEADLINE;
 		h.len += SIPC_FRAME_DEADLINE_LEN;
 		sipc__le64_put(hdr + head, (uint64_t)deadline);
 		head += SIPC_FRAME_DEADLINE_LEN;
@@ -107,15 +110,66 @@ iov_advance(struct iovec **iovp, int *n, size_t w)
 	*iovp = iov;
 }
 
+/* Where the descriptors of a run of frames ride (SIPC_FRAME_F_FD):
+ * at[i] is the offset of its frame's first byte from the run's first,
+ * ascending. */
+struct fdmarks {
+	size_t at[WRITE_BATCH + 1];
+	int fd[WRITE_BATCH + 1];
+	int n;
+};
+
+/*
+ * sendmsg() of iov[0..n), which begin `off` bytes into a run of frames
+ * whose descriptors are `m` (NULL: none).  A descriptor goes as
+ * SCM_RIGHTS with the send that begins at its frame's first byte, and
+ * a send stops before the next such byte: the receiver gets each with
+ * the read that holds its frame's start, and a unix stream socket never
+ * joins two sends that carry descriptors into one read (fdq.h).
+ */
 static ssize_t
-send_iov(struct sipc__slot *sl, struct iovec *iov, int n, int flags)
+send_iov(struct sipc__slot *sl, struct iovec *iov, int n, int flags,
+         size_t off, const struct fdmarks *m)
 {
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} ctl;
+	struct iovec cut[WRITE_BATCH * 3 + 2];
+	struct cmsghdr *c;
 	struct msghdr mh;
+	size_t left = SIZE_MAX;
+	int k = 0, fd = -1, cnt;
 	ssize_t w;
 
 	memset(&mh, 0, sizeof(mh));
 	mh.msg_iov = iov;
 	mh.msg_iovlen = (size_t)n;
+	while (m != NULL && k < m->n && m->at[k] < off)
+		k++;
+	if (m != NULL && k < m->n) {
+		if (m->at[k] == off)
+			fd = m->fd[k++];
+		if (k < m->n)
+			left = m->at[k] - off;
+		for (cnt = 0; cnt < n && left > 0; cnt++) {
+			cut[cnt] = iov[cnt];
+			if (cut[cnt].iov_len > left)
+				cut[cnt].iov_len = left;
+			left -= cut[cnt].iov_len;
+		}
+		mh.msg_iov = cut;
+		mh.msg_iovlen = (size_t)cnt;
+	}
+	if (fd >= 0) {
+		mh.msg_control = ctl.buf;
+		mh.msg_controllen = sizeof(ctl.buf);
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	}
 	do
 		w = sendmsg(sl->proto_fd, &mh, MSG_NOSIGNAL | flags);
 	while (w < 0 && errno == EINTR);
@@ -193,6 +247,24 @@ mark_written(struct sipc__slot *sl, struct sipc__req *q)
 	}
 	if (sl->inflight++ == 0)
 		sl->svc_from_ns = now;
+	/* A descriptor goes only to a worker that takes them, within its
+	 * bound; one that may not is refused before its frame (fd_ok()). */
+	q->fd_counted = q->fd >= 0 && sl->fds &&
+	    sl->fds_inflight < sl->sup->cfg.max_fds_in_flight;
+	if (q->fd_counted)
+		sl->fds_inflight++;
+}
+
+/* No lock held, before `q`'s frame is sent: 0 when it may go, or why
+ * not (its descriptor was not counted at mark_written()).  fd_counted
+ * is written under the table lock by this very thread, or by the
+ * one that gave the frame to it (`rest`, hand-off). */
+static int
+fd_ok(const struct sipc__slot *sl, const struct sipc__req *q)
+{
+	if (q->fd < 0 || q->fd_counted)
+		return 0;
+	return sl->fds ? SIPC_E_FULL : SIPC_E_NOFD;
 }
 
 /*
@@ -264,6 +336,7 @@ struct sipc__wbatch {
 	uint64_t cancels[WRITE_BATCH];
 	int nreq, ncancel, niov, nframes;
 	size_t bytes;                 /* on the wire, from the first byte */
+	struct fdmarks fds;           /* the frames' descriptors */
 	uint8_t hdrs[WRITE_BATCH * 2 + 1][HEAD_MAX];
 	struct iovec iov[WRITE_BATCH * 3 + 2];
 };
@@ -292,10 +365,20 @@ wbatch_layout(const struct sipc__slot *sl, struct sipc__wbatch *b)
 	int i;
 
 	b->rest_end = 0;
-	if (b->rest != NULL)
+	b->fds.n = 0;
+	if (b->rest != NULL) {
 		b->rest_end = frame_bytes(sl, b->rest);
+		if (b->rest->fd >= 0) {
+			b->fds.at[b->fds.n] = 0;
+			b->fds.fd[b->fds.n++] = b->rest->fd;
+		}
+	}
 	b->bytes = b->rest_end + (size_t)b->ncancel * SIPC_FRAME_HDR_LEN;
 	for (i = 0; i < b->nreq; i++) {
+		if (b->req[i]->fd >= 0) {
+			b->fds.at[b->fds.n] = b->bytes;
+			b->fds.fd[b->fds.n++] = b->req[i]->fd;
+		}
 		b->bytes += frame_bytes(sl, b->req[i]);
 		b->end[i] = b->bytes;
 	}
@@ -331,11 +414,16 @@ wbatch_build(struct sipc__slot *sl, struct sipc__wbatch *b)
 	if (b->rest != NULL)
 		put_frame(b->iov, &b->niov, b->hdrs[h++], SIPC_FT_REQUEST,
 		    b->rest->id, b->rest->payload, b->rest->len,
-		    frame_deadline(sl, b->rest));
+		    frame_deadline(sl, b->rest), b->rest->fd >= 0);
 	for (i = 0; i < b->ncancel; i++)
 		put_frame(b->iov, &b->niov, b->hdrs[h++], SIPC_FT_CANCEL,
-		    b->cancels[i], NULL, 0, 0);
+		    b->cancels[i], NULL, 0, 0, false);
 	for (i = ns = 0; i < b->nreq; i++) {
+		if ((rc = fd_ok(sl, b->req[i])) < 0) {
+			sipc__outcome_unsend(s, sl, b->req[i], rc);
+			sipc__req_send_unref(s, b->req[i]);
+			continue;
+		}
 		if ((b->req[i]->flags & SIPC_REQ_SCRATCH) &&
 		    (rc = scratch_make(sl, b->req[i])) < 0) {
 			sipc__outcome_unsend(s, sl, b->req[i], rc);
@@ -363,7 +451,7 @@ wbatch_build(struct sipc__slot *sl, struct sipc__wbatch *b)
 	for (i = 0; i < ns; i++)
 		put_frame(b->iov, &b->niov, b->hdrs[h++], SIPC_FT_REQUEST,
 		    b->req[i]->id, b->req[i]->payload, b->req[i]->len,
-		    frame_deadline(sl, b->req[i]));
+		    frame_deadline(sl, b->req[i]), b->req[i]->fd >= 0);
 	b->nreq = ns;
 	if (ns == 1)
 		sipc__fig_begin(sl, b->req[0]);
@@ -431,7 +519,7 @@ wbatch_send(struct sipc__slot *sl, struct sipc__wbatch *b, size_t off)
 
 	iov_advance(&iov, &n, off);
 	while (n > 0) {
-		w = send_iov(sl, iov, n, MSG_DONTWAIT);
+		w = send_iov(sl, iov, n, MSG_DONTWAIT, off, &b->fds);
 		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
 			if (!wait_writable(sl))
 				return false;
@@ -579,8 +667,10 @@ sipc__direct_send(struct sipc__slot *sl, struct sipc__req *q)
 	ssize_t w = 0, total = (ssize_t)frame_bytes(sl, q);
 	int niov = 0, jrc = 0;
 	bool was, lost = false;
+	struct fdmarks one;
 
-	if ((q->flags & SIPC_REQ_SCRATCH) && (jrc = scratch_make(sl, q)) < 0) {
+	if ((jrc = fd_ok(sl, q)) < 0 || ((q->flags & SIPC_REQ_SCRATCH) &&
+	    (jrc = scratch_make(sl, q)) < 0)) {
 		was = sipc__callback_rules_begin();
 		sipc__outcome_unsend(s, sl, q, jrc);
 		sipc__lib_thread = was;
@@ -596,8 +686,11 @@ sipc__direct_send(struct sipc__slot *sl, struct sipc__req *q)
 	if (jrc == 0) {
 		sipc__fig_begin(sl, q);
 		put_frame(iov, &niov, hdr, SIPC_FT_REQUEST, q->id, q->payload,
-		    q->len, dl);
-		w = send_iov(sl, iov, niov, MSG_DONTWAIT);
+		    q->len, dl, q->fd >= 0);
+		one.at[0] = 0;
+		one.fd[0] = q->fd;
+		one.n = q->fd >= 0;
+		w = send_iov(sl, iov, niov, MSG_DONTWAIT, 0, &one);
 		lost = w < 0 && errno != EAGAIN && errno != EWOULDBLOCK;
 		if (w == total)
 			atomic_fetch_add(&sl->frames_out, 1);
@@ -712,7 +805,7 @@ sipc__reader_refill(struct sipc__slot *sl)
 	wbatch_build(sl, b);
 	/* Never blocks: a worker that does not read must not stop the
 	 * thread that reads its replies. */
-	w = send_iov(sl, b->iov, b->niov, MSG_DONTWAIT);
+	w = send_iov(sl, b->iov, b->niov, MSG_DONTWAIT, 0, &b->fds);
 	lost = w < 0 && errno != EAGAIN && errno != EWOULDBLOCK;
 	if (w < 0)
 		w = 0;

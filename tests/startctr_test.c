@@ -203,23 +203,33 @@ test_startctr_past_the_end_all_started(void)
 }
 
 /* Descriptors the supervisor did not ask for are not kept: one with a
- * HELLO that announces no counter, one with every reply. */
+ * HELLO that announces no counter is closed; one with a reply not
+ * flagged SIPC_FRAME_F_FD is a protocol violation (F11), closed too,
+ * and the next generation (the runtime) serves. */
 static void
-run_unasked(const char *mode)
+run_unasked(const char *mode, bool violation)
 {
 	char *argv[] = { "startctr", (char *)mode, NULL };
+	struct st_gen_want g = { 0, 2 };
 	struct sipc_config c;
 	struct sipc_result r;
 	sipc_supervisor *s;
 
 	st_cfg_base(&c, "startctr", argv, 1);
 	s = st_start(&c, 1, WAIT_MS);
+	if (violation) {
+		st_call_cmd(s, "x", WAIT_MS, 0, &r);
+		sipc_result_release(&r);
+		CU_ASSERT_FATAL(st_stats_wait(s, st_pred_gen_ready, &g,
+		    WAIT_MS));
+		CU_ASSERT(st_log_has("a descriptor no frame claims"));
+	}
 	for (int i = 0; i < 20; i++) {
 		st_call_cmd(s, "x", WAIT_MS, 0, &r);
 		CU_ASSERT_EQUAL(r.outcome, SIPC_OUTCOME_OK);
 		sipc_result_release(&r);
 	}
-	CU_ASSERT_EQUAL(st_worker_stats(s, 0).generation, 1);
+	CU_ASSERT_EQUAL(st_worker_stats(s, 0).generation, violation ? 2 : 1);
 	CU_ASSERT_EQUAL(fixture_memfds(), 0);
 	CU_ASSERT_EQUAL(sipc_destroy(s), 0);
 }
@@ -228,14 +238,14 @@ run_unasked(const char *mode)
 static void
 test_startctr_descriptor_without_flag_closed(void)
 {
-	run_unasked("noflag");
+	run_unasked("noflag", false);
 }
 
 /* rules: F11 */
 static void
 test_startctr_descriptors_on_replies_not_taken(void)
 {
-	run_unasked("later");
+	run_unasked("later", true);
 }
 
 /* -------------------------------------- positions and refused records */

@@ -342,7 +342,8 @@ expect_hello(struct peer *p)
 	CU_ASSERT_EQUAL(sipc__hello_decode(pl, len, &h), 0);
 	CU_ASSERT_EQUAL(h.proto_version, SIPC_PROTOCOL_VERSION);
 	CU_ASSERT_EQUAL(h.pid, (uint32_t)p->pid);
-	CU_ASSERT_EQUAL(h.flags, SIPC_HELLO_F_ACCEPTS | SIPC_HELLO_F_DEADLINES);
+	CU_ASSERT_EQUAL(h.flags, SIPC_HELLO_F_ACCEPTS | SIPC_HELLO_F_DEADLINES |
+	    SIPC_HELLO_F_FDS);
 	CU_ASSERT_EQUAL(h.max_inflight, 0);
 	free(pl);
 }
@@ -627,8 +628,8 @@ expect_counter_hello(struct peer *p)
 	memcpy(&fd, CMSG_DATA(c), sizeof(fd));
 	pl = expect(p, SIPC_FT_HELLO, 0, &len);
 	CU_ASSERT_EQUAL(sipc__hello_decode(pl, len, &h), 0);
-	CU_ASSERT_EQUAL(h.flags,
-	    SIPC_HELLO_F_START_COUNTER | SIPC_HELLO_F_DEADLINES);
+	CU_ASSERT_EQUAL(h.flags, SIPC_HELLO_F_START_COUNTER |
+	    SIPC_HELLO_F_DEADLINES | SIPC_HELLO_F_FDS);
 	free(pl);
 	CU_ASSERT_EQUAL(fcntl(fd, F_GET_SEALS),
 	    F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);

@@ -113,7 +113,8 @@ test_conformance_handshake(void)
 	free(f.payload);
 	CU_ASSERT_EQUAL(hello.proto_version, SIPC_PROTOCOL_VERSION);
 	CU_ASSERT_EQUAL(hello.flags & ~(SIPC_HELLO_F_ACCEPTS |
-	    SIPC_HELLO_F_START_COUNTER | SIPC_HELLO_F_DEADLINES), 0);
+	    SIPC_HELLO_F_START_COUNTER | SIPC_HELLO_F_DEADLINES |
+	    SIPC_HELLO_F_FDS), 0);
 	/* Ready means ready: a request right after HELLO is served. */
 	CU_ASSERT_EQUAL(cw_roundtrip(&w, 9, "ready?", 6, &f), 0);
 	free(f.payload);
