@@ -262,6 +262,7 @@ static const unsigned probes[] = {
 	SIPC_G_PID_NAMESPACE, SIPC_G_MOUNT_NAMESPACE,
 	SIPC_G_NETWORK_ISOLATION, SIPC_G_NO_INHERITED_SECRETS,
 	SIPC_G_SEPARATE_USER, SIPC_G_RESOURCE_LIMITS,
+	SIPC_G_NO_PRIVILEGE, SIPC_G_FILESYSTEM_RULES,
 	SIPC_G_TREE_CONTAINMENT,
 };
 #define NPROBES (sizeof(probes) / sizeof(probes[0]))
@@ -270,7 +271,7 @@ static int
 probe_one(struct run *r, unsigned bit, char *why, size_t len)
 {
 	struct sipc__judge j = { .ask = run_ask, .ctx = r, .b = &r->b,
-	    .envp = r->envp };
+	    .envp = r->envp, .pid = r->ch.display_pid };
 
 	if (bit == SIPC_G_TREE_CONTAINMENT)
 		return probe_tree(r, why, len);

@@ -69,6 +69,8 @@ struct sipc__judge {
 	char *const *envp;       /* the launch's environment (NULL: none) */
 	unsigned fork_limit;     /* resource_limits: the pids limit the
 	                            worker must hit, 1..SIPC__FORK_PROBE_MAX */
+	pid_t pid;               /* the launch's display_pid: the host reads
+	                            the worker's ids there */
 };
 #define SIPC__FORK_PROBE_MAX 1023    /* the probe forks at most 1024 */
 

@@ -30,6 +30,7 @@
 #include "provider.h"
 #include "startprobe.h"
 #include "sipc_int.h"
+#include "unix/sandbox.h"
 #include "unix/scratch.h"
 
 
@@ -449,6 +450,7 @@ sup_alloc(const struct sipc_config *cfg, struct sipc_supervisor **ret)
 	s->cfg.probe_path = xstrdup(cfg->probe_path);
 	s->cfg.scratch_root = xstrdup(cfg->scratch_root);
 	s->scratch_fd = -1;
+	s->scratch_uid = s->scratch_gid = -1;
 	s->nslots = cfg->workers + cfg->spares;
 	s->ncpu = usable_cpus();
 	atomic_init(&s->next_id, 1);
@@ -515,6 +517,27 @@ worker_executable(const char *path)
 	return S_ISREG(sb.st_mode) ? 0 : EACCES;
 }
 
+/* The instance's scratch directory; a root supervisor's sandbox workers
+ * (not root: sipc__sandbox_worker_ids) get theirs as their own. */
+static int
+scratch_open(struct sipc_supervisor *s, const struct sipc_config *cfg,
+             const struct sipc_provider_ops *prov)
+{
+	uid_t u;
+	gid_t g;
+	int rc;
+
+	if ((rc = sipc__scratch_make(cfg->scratch_root, s->scratch_path,
+	    sizeof(s->scratch_path), &s->scratch_fd)) < 0)
+		return rc;
+	if (prov != &sipc__provider_sandbox ||
+	    !sipc__sandbox_worker_ids(cfg, &u, &g))
+		return 0;
+	s->scratch_uid = (int)u;
+	s->scratch_gid = (int)g;
+	return sipc__scratch_share(s->scratch_fd, s->scratch_gid);
+}
+
 int
 sipc_create(const struct sipc_config *cfg, char *errbuf, size_t errlen,
             sipc_supervisor **ret)
@@ -550,8 +573,7 @@ sipc_create(const struct sipc_config *cfg, char *errbuf, size_t errlen,
 		goto fail;
 	}
 	if (cfg->scratch_root != NULL &&
-	    (rc = sipc__scratch_make(cfg->scratch_root, s->scratch_path,
-	    sizeof(s->scratch_path), &s->scratch_fd)) < 0) {
+	    (rc = scratch_open(s, cfg, prov)) < 0) {
 		snprintf(errbuf, errlen, "scratch_root: %s: %s",
 		    cfg->scratch_root, strerror(-rc));
 		rc = SIPC_E_CONFIG;

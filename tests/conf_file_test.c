@@ -95,6 +95,7 @@ static const struct { const char *key; size_t off, size; } num_keys[] = {
 	NK(group_commit_ms), NK(pids_max), NK(memory_max),
 	NK(cpu_max_percent), NK(gather_us), NK(queue_timeout_ms),
 	NK(max_requests), NK(max_age_ms), NK(spares), NK(max_rss),
+	NK(sandbox_uid), NK(sandbox_gid),
 };
 
 /* sipc_config_init()'s value of numeric key `key`, or -1. */
@@ -182,7 +183,7 @@ test_conf_file_man_ranges_are_enforced(void)
 		}
 	}
 	fclose(f);
-	TL_EQ(rows, 32);   /* every numeric key of the table */
+	TL_EQ(rows, 34);   /* every numeric key of the table */
 }
 
 /* sipc.conf(5), EXAMPLE: the example file loads as printed and means

@@ -755,7 +755,9 @@ test_config_validate(void)
 	c = ok; c.init_path = ""; expect_invalid(&c, "init_path: empty");
 	c = ok; c.init_path = "/x/sipc-init";
 	CU_ASSERT_EQUAL(sipc__config_validate(&c, NULL, 0), 0);
-	c = ok; c.required_guarantees = 1u << 9;
+	c = ok; c.required_guarantees = 1u << 11;
+	expect_invalid(&c, "required_guarantees");
+	c = ok; c.required_guarantees = 1u << 7;
 	expect_invalid(&c, "required_guarantees");
 	c = ok; c.env_set = bad_set; expect_invalid(&c, "env_set");
 	c = ok; c.env_allow = bad_allow; expect_invalid(&c, "env_allow");
@@ -805,7 +807,9 @@ test_config_guarantee_names_round_trip(void)
 	unsigned bit, got, all = 0;
 	const char *name;
 
-	for (bit = 1; bit & SIPC_G_ALL; bit <<= 1) {
+	for (bit = 1; bit <= SIPC_G_ALL; bit <<= 1) {
+		if (!(bit & SIPC_G_ALL))
+			continue;
 		name = sipc_guarantee_name(bit);
 		CU_ASSERT_STRING_NOT_EQUAL(name, "unknown");
 		got = 0;

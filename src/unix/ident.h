@@ -118,4 +118,10 @@ int sipc__ident_terminate(const struct sipc__ident *rec, unsigned grace_ms);
  * processes.  0, or -errno when root itself cannot be read. */
 int sipc__tree_rss(pid_t root, uint64_t *ret_bytes);
 
+/* The host's uids (real, effective, saved, filesystem: ret[0..3]) and
+ * gids (ret[4..7]) of the worker that `pid` displays: its only child
+ * when it has exactly one (sipc-init's worker), else pid itself.  0 or
+ * -errno.  Any thread. */
+int sipc__proc_worker_ids(pid_t pid, unsigned long ret[8]);
+
 #endif

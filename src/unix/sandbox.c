@@ -70,7 +70,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/pidfd.h>
+#include <linux/landlock.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "cgroup.h"
@@ -92,7 +94,31 @@
 struct sbx_state {
 	struct sipc__cg_state cgs;
 	struct sipc__sbx_view view;
+	uid_t uid;                    /* the sandbox's identity (a root */
+	gid_t gid;                    /* supervisor's: sandbox_uid/gid) */
+	char *ro_paths;               /* sandbox_ro_paths, for every view */
 };
+
+/* The highest Landlock ABI of this kernel, 0 when it has none. */
+static int
+landlock_abi(void)
+{
+	long v = syscall(SYS_landlock_create_ruleset, NULL, 0,
+	    LANDLOCK_CREATE_RULESET_VERSION);
+
+	return v > 0 ? (int)v : 0;
+}
+
+bool
+sipc__sandbox_worker_ids(const struct sipc_config *cfg, uid_t *ret_uid,
+                         gid_t *ret_gid)
+{
+	if (geteuid() != 0)
+		return false;
+	*ret_uid = cfg != NULL ? (uid_t)cfg->sandbox_uid : 65534;
+	*ret_gid = cfg != NULL ? (gid_t)cfg->sandbox_gid : 65534;
+	return true;
+}
 
 /* The end (launchio.h): pidfd is the outer bwrap's, the end descriptor
  * until release; sig_fd sipc-init's pidfd once proven (every signal
@@ -166,18 +192,27 @@ sbx_clone(struct sbx_pending *q, const char *bwrap)
 			rc = -ENOMEM;
 			goto out;
 		}
-		if ((rc = sipc__sbx_view_make(own, init, l->path)) < 0) {
+		if ((rc = sipc__sbx_view_make(own, init, l->path,
+		    q->st != NULL ? q->st->ro_paths : NULL)) < 0) {
 			free(own);
 			own = NULL;
 			goto out;
 		}
 		sipc__sbx_view_widen(own, l->argv);
+		own->landlock = landlock_abi() > 0;
 		view = own;
 	}
 	snprintf(q->view_note, sizeof(q->view_note), "%s", view->note);
 	if ((rc = sipc__sbx_argv_build(a, bwrap, view, l->scratch_dir,
 	    l->argv)) < 0)
 		goto out;
+	/* Never root: as root, bwrap starts as the sandbox's uid and gid. */
+	if (geteuid() == 0 &&
+	    !(sipc__sbx_test_skip & SIPC__SBX_SKIP_SETID)) {
+		sp.flags |= SIPC__SPAWN_SETID;
+		sp.uid = q->st != NULL ? q->st->uid : 65534;
+		sp.gid = q->st != NULL ? q->st->gid : 65534;
+	}
 	if ((env = sipc__ns_env(l->envp)) == NULL) {
 		rc = -ENOMEM;
 		goto out;
@@ -193,7 +228,7 @@ sbx_clone(struct sbx_pending *q, const char *bwrap)
 out:
 	/* the child has its own copies */
 	free(env);
-	free(a->v);
+	sipc__sbx_argv_free(a);
 	free(a);
 	if (own != NULL)
 		sipc__sbx_view_free(own);
@@ -530,14 +565,23 @@ sbx_create(const struct sipc_config *cfg, void **ret_state, char *errbuf,
 		return -ENOMEM;
 	/* Without a program (a host's own provider tests) each launch makes
 	 * its view. */
+	(void)sipc__sandbox_worker_ids(cfg, &st->uid, &st->gid);
+	if (cfg->sandbox_ro_paths != NULL && cfg->sandbox_ro_paths[0] != '\0' &&
+	    (st->ro_paths = strdup(cfg->sandbox_ro_paths)) == NULL) {
+		free(st);
+		return -ENOMEM;
+	}
 	if (cfg->path != NULL && (rc = sipc__sbx_view_make(&st->view,
 	    cfg->init_path ? cfg->init_path : SIPC_LIBEXECDIR "/sipc-init",
-	    cfg->path)) < 0) {
+	    cfg->path, st->ro_paths)) < 0) {
+		free(st->ro_paths);
 		free(st);
 		return rc;
 	}
+	st->view.landlock = landlock_abi() > 0;
 	if ((rc = sipc__cg_state_init(cfg, &st->cgs, errbuf, errlen)) < 0) {
 		sipc__sbx_view_free(&st->view);
+		free(st->ro_paths);
 		free(st);
 		return rc;
 	}
@@ -554,6 +598,7 @@ sbx_destroy(void *state)
 		return;
 	sipc__cg_state_fini(&st->cgs);
 	sipc__sbx_view_free(&st->view);
+	free(st->ro_paths);
 	free(st);
 }
 
@@ -573,18 +618,28 @@ sipc__sandbox_cg_state(const void *state)
 	return st != NULL ? &st->cgs : NULL;
 }
 
-/* What the probes confirm on a machine where bwrap makes its namespaces
- * (tests/conformance/main_sandbox.c).  Not a separate user (as root its
- * user namespace maps root to root); limits hold where the supervisor's
- * cgroup has the controllers, which is the host's arrangement, so they
- * are not declared. */
+/* What this provider applies for cfg on this machine, each proven by
+ * the start-up probe before sipc_create() returns (startprobe.c):
+ * namespaces, secrets and tree containment wherever bwrap runs; no
+ * privilege always (never root, no capability, no_new_privs, no nested
+ * user namespace); a separate user where the supervisor is root (the
+ * worker runs as sandbox_uid); filesystem rules where the kernel has
+ * Landlock.  Limits hold where the supervisor's cgroup has the
+ * controllers, the host's arrangement, so they are not declared. */
 static unsigned
 sbx_declared(const struct sipc_config *cfg)
 {
-	(void)cfg;
-	return SIPC_G_PID_NAMESPACE | SIPC_G_MOUNT_NAMESPACE |
+	unsigned g = SIPC_G_PID_NAMESPACE | SIPC_G_MOUNT_NAMESPACE |
 	    SIPC_G_NETWORK_ISOLATION | SIPC_G_NO_INHERITED_SECRETS |
-	    SIPC_G_TREE_CONTAINMENT;
+	    SIPC_G_TREE_CONTAINMENT | SIPC_G_NO_PRIVILEGE;
+	uid_t u;
+	gid_t g2;
+
+	if (sipc__sandbox_worker_ids(cfg, &u, &g2))
+		g |= SIPC_G_SEPARATE_USER;
+	if (landlock_abi() > 0)
+		g |= SIPC_G_FILESYSTEM_RULES;
+	return g;
 }
 
 const struct sipc_provider_ops sipc__provider_sandbox = {
