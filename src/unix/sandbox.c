@@ -181,9 +181,11 @@ sbx_clone(struct sbx_pending *q, const char *bwrap)
 
 	if ((a = calloc(1, sizeof(*a))) == NULL)
 		return -ENOMEM;
-	/* The supervisor's view, or one for this launch alone (a start-up
-	 * probe's program, tests without a state, a worker whose arguments
-	 * run another program: sipc__sbx_view_widen()). */
+	/* The supervisor's view, or one for this launch alone (tests
+	 * without a state, a worker whose arguments run another program:
+	 * sipc__sbx_view_widen()); another program (the start-up probe)
+	 * gets the workers' view and its own files, so it is judged in
+	 * what the workers see. */
 	view = q->st != NULL ? &q->st->view : NULL;
 	if (view == NULL || strcmp(view->path, l->path) != 0 ||
 	    strcmp(view->init, init) != 0 ||
@@ -201,6 +203,10 @@ sbx_clone(struct sbx_pending *q, const char *bwrap)
 		sipc__sbx_view_widen(own, l->argv);
 		own->landlock = landlock_abi() > 0;
 		view = own;
+		if (q->st != NULL && q->st->view.path[0] != '\0' &&
+		    strcmp(q->st->view.path, l->path) != 0 &&
+		    (rc = sipc__sbx_view_join(own, &q->st->view)) < 0)
+			goto out;
 	}
 	snprintf(q->view_note, sizeof(q->view_note), "%s", view->note);
 	if ((rc = sipc__sbx_argv_build(a, bwrap, view, l->scratch_dir,
@@ -578,6 +584,9 @@ sbx_create(const struct sipc_config *cfg, void **ret_state, char *errbuf,
 		free(st);
 		return rc;
 	}
+	/* as each worker's launch would: the probe then gets that view */
+	if (cfg->path != NULL)
+		sipc__sbx_view_widen(&st->view, cfg->argv);
 	st->view.landlock = landlock_abi() > 0;
 	if ((rc = sipc__cg_state_init(cfg, &st->cgs, errbuf, errlen)) < 0) {
 		sipc__sbx_view_free(&st->view);

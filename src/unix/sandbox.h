@@ -77,6 +77,12 @@ int sipc__sbx_view_make(struct sipc__sbx_view *v, const char *init,
 const char *sipc__sbx_view_widens(const struct sipc__sbx_view *v,
                                   char *const *argv);
 void sipc__sbx_view_widen(struct sipc__sbx_view *v, char *const *argv);
+/* v (another program's launch: a start-up probe) becomes base's view
+ * plus its own files: base's files added, or, when either is the
+ * whole-/usr view, that view with base's program directory among the
+ * read-only paths.  0 or -errno.  Any thread. */
+int sipc__sbx_view_join(struct sipc__sbx_view *v,
+                        const struct sipc__sbx_view *base);
 void sipc__sbx_view_free(struct sipc__sbx_view *v);
 
 /* bwrap's command line for one worker, and the strings it points to. */

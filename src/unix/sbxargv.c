@@ -290,6 +290,43 @@ sipc__sbx_view_widen(struct sipc__sbx_view *v, char *const *argv)
 	    "run %.*s)", 50, prog);
 }
 
+/* ro_paths += ":" + the directory of path (resolved). */
+static int
+ro_add_dir(struct sipc__sbx_view *v, const char *path)
+{
+	char dir[PATH_MAX], file[PATH_MAX], *n;
+	int rc;
+
+	if ((rc = real_dir(path, dir, file)) < 0)
+		return rc;
+	if (asprintf(&n, "%s%s%s", v->ro_paths ? v->ro_paths : "",
+	    v->ro_paths ? ":" : "", dir) < 0)
+		return -ENOMEM;
+	free(v->ro_paths);
+	v->ro_paths = n;
+	return 0;
+}
+
+int
+sipc__sbx_view_join(struct sipc__sbx_view *v, const struct sipc__sbx_view *base)
+{
+	char why[PATH_MAX + 64];
+	int rc;
+
+	if (v->files.n > 0 && base->files.n > 0) {
+		for (size_t i = 0; i < base->files.n; i++)
+			if ((rc = sipc__elfdeps_add_file(&v->files,
+			    base->files.path[i], why, sizeof(why))) < 0)
+				return rc;
+		return 0;
+	}
+	if (v->files.n > 0) {
+		sipc__elfdeps_free(&v->files);
+		snprintf(v->note, sizeof(v->note), "%s", base->note);
+	}
+	return ro_add_dir(v, base->path);
+}
+
 void
 sipc__sbx_view_free(struct sipc__sbx_view *v)
 {

@@ -457,6 +457,76 @@ test_conformance_sandbox_script_gets_own_files(void)
 	rmdir(dir);
 }
 
+/* "read PATH" to a launched sipc-probe: its reply in out. */
+static int
+probe_read(struct cw *w, uint64_t id, const char *path, char *out, size_t cap)
+{
+	char req[PATH_MAX + 8];
+	struct sipc_frame f;
+	int r;
+
+	snprintf(req, sizeof(req), "read %s", path);
+	if ((r = cw_roundtrip(w, id, req, (uint32_t)strlen(req), &f)) < 0)
+		return r;
+	snprintf(out, cap, "%.*s", (int)f.hdr.len, (char *)f.payload);
+	free(f.payload);
+	return 0;
+}
+
+/*
+ * The start-up probe is launched into the workers' view, not one of its
+ * own: with a supervisor's state made for the echo worker and a
+ * declared read-only path, the probe program reads the worker's program
+ * and the declared file, as a worker would; a file the host did not
+ * declare stays out.
+ */
+/* rules: PV10 */
+static void
+test_conformance_sandbox_probe_in_workers_view(void)
+{
+	char dir[] = "/tmp/sipc-pview-XXXXXX", file[64], other[64], out[128];
+	char echo[PATH_MAX], err[256] = "";
+	void *saved = conf_prov_state, *st = NULL;
+	struct sipc_hello hello;
+	struct sipc_config c;
+	struct cw w;
+	int fd;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+	CU_ASSERT(chmod(dir, 0755) == 0);
+	snprintf(file, sizeof(file), "%s/declared", dir);
+	snprintf(other, sizeof(other), "/tmp/sipc-pview-other-%d", (int)getpid());
+	CU_ASSERT((fd = open(file, O_WRONLY | O_CREAT, 0644)) >= 0 &&
+	    close(fd) == 0);
+	CU_ASSERT((fd = open(other, O_WRONLY | O_CREAT, 0644)) >= 0 &&
+	    close(fd) == 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(realpath(tl_fixture("echo"), echo));
+	sipc_config_init(&c);
+	c.environment = SIPC_ENV_TEST;
+	c.path = echo;
+	c.init_path = conf_init_path;
+	c.cgroup = SIPC_CGROUP_OFF;
+	c.sandbox_ro_paths = dir;
+	CU_ASSERT_EQUAL_FATAL(sipc__provider_sandbox.create(&c, &st, err,
+	    sizeof(err)), 0);
+	conf_prov_state = st;
+	CU_ASSERT_EQUAL(cw_launch(&w, "probe", NULL, NULL), 0);
+	CU_ASSERT_EQUAL(cw_hello(&w, &hello), 0);
+	CU_ASSERT_EQUAL(probe_read(&w, 1, echo, out, sizeof(out)), 0);
+	printf("conformance: probe reads the worker %s: %s\n", echo, out);
+	CU_ASSERT(strncmp(out, "read=1", 6) == 0);
+	CU_ASSERT_EQUAL(probe_read(&w, 2, file, out, sizeof(out)), 0);
+	CU_ASSERT(strncmp(out, "read=1", 6) == 0);
+	CU_ASSERT_EQUAL(probe_read(&w, 3, other, out, sizeof(out)), 0);
+	CU_ASSERT(strncmp(out, "read=0", 6) == 0);
+	cw_finish(&w);
+	conf_prov_state = saved;
+	sipc__provider_sandbox.destroy(st);
+	unlink(file);
+	unlink(other);
+	rmdir(dir);
+}
+
 /*
  * The table: local | sandbox.  Every probe but the limits one fails on
  * the local adapter (its secrets row passes: it hands on only the launch
@@ -538,6 +608,8 @@ main(int argc, char **argv)
 	      test_conformance_sandbox_view_has_what_kernel_maps },
 	    { "test_conformance_sandbox_view_is_minimal",
 	      test_conformance_sandbox_view_is_minimal },
+	    { "test_conformance_sandbox_probe_in_workers_view",
+	      test_conformance_sandbox_probe_in_workers_view },
 	    { "test_conformance_sandbox_script_gets_own_files",
 	      test_conformance_sandbox_script_gets_own_files },
 	    { NULL, NULL } });
