@@ -139,7 +139,7 @@ host_ids(pid_t init, unsigned long ids[8])
  * The worker is not root on the host, holds no capability, has
  * no_new_privs and the filter, and cannot make a user namespace.
  */
-/* rules: SB10 */
+/* rules: PB26 */
 static void
 test_sbxident_worker_unprivileged(void)
 {
@@ -194,7 +194,7 @@ worker_scratch(sipc_supervisor *s, char *dir, size_t len)
  * them they work; a configured read-only path is read, not written,
  * and a host file not declared is not there.
  */
-/* rules: SB11 */
+/* rules: PB27 */
 static void
 test_sbxident_writes_outside_scratch_refused(void)
 {
@@ -317,7 +317,7 @@ create_with(unsigned bit, unsigned skip, char *err, size_t len)
  * uid drop) out while the guarantee is declared is refused at create,
  * the guarantee named; with nothing left out it is proven.
  */
-/* rules: PV4 */
+/* rules: PB1 PV4 */
 static void
 test_sbxident_probes_fail_when_left_out(void)
 {

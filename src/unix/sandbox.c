@@ -7,9 +7,12 @@
  *                                 namespace; its host pid is proven)
  *                                   `--> worker and its descendants
  *
- * What each worker gets (bwrap --unshare-all): PID, mount, network,
- * IPC, UTS and cgroup namespaces, and a user namespace where the
- * kernel allows one; a read-only view of only the files the worker's
+ * What each worker gets (bwrap --unshare-all --unshare-user
+ * --disable-userns): PID, mount, network, IPC, UTS and cgroup
+ * namespaces and a user namespace it cannot nest another in; as root,
+ * bwrap is started as sandbox_uid/sandbox_gid (never 0), so nothing of
+ * the sandbox is root on the host; Landlock rules where the kernel has
+ * them (sipc-init); a read-only view of only the files the worker's
  * program and sipc-init need to start (sbxargv.c: made once at create;
  * all of /usr and the two programs' directories when those cannot be
  * told, said in the launch's note); a fresh /proc of its own PID namespace, a minimal /dev
@@ -51,8 +54,8 @@
  *
  * What it does not give is in PRODUCTION_BOUNDARY.md: one kernel shared
  * with the host (not a VM boundary), a system-call filter that is not
- * proven by the start-up probe, and as root the user namespace maps
- * root to root (not a separate user).
+ * proven by the start-up probe, and one sandbox_uid for every sandbox
+ * of a root host.
  *
  * Threads (sipc_provider.h): create, destroy and leftover on the thread
  * of sipc_create() / sipc_destroy(), info on any (the state is read-only

@@ -1,10 +1,12 @@
 /*
  * sbxargv.c - the sandbox provider's command line: which bwrap, and
  * what it is told (sandbox.h).  The view a worker gets is all here: by
- * default only the files its program and sipc-init need to start
- * (elfdeps.h), each bound read-only at its own path; all of /usr when
- * they cannot be told (a script, a library not found), said in the
- * launch's note.
+ * default only the files its program (a #! script: the script and its
+ * interpreter) and sipc-init need to start (elfdeps.h) and the host's
+ * sandbox_ro_paths, each bound read-only at its own path; all of /usr
+ * when they cannot be told (a library not found), said in the launch's
+ * note.  With them, the Landlock rules sipc-init installs (the same
+ * paths), and the flags for an unprivileged user namespace.
  *
  * Threads: the reaper thread (through sandbox.c) and tests; the bwrap
  * lookup is done once (pthread_once) and read-only after.

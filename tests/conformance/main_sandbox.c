@@ -13,12 +13,12 @@
  *     of the outer bwrap, in a PID namespace that is not ours;
  *   - sipc-init finds the namespace's /proc already mounted by bwrap
  *     and does not try (and warn) again;
- *   - production refuses it, naming the two guarantees it lacks;
+ *   - production refuses it, naming the guarantees it lacks;
  *   - a leftover identity ends the sandbox only when proven;
  *   - the view is minimal: the files a worker's program needs to start
  *     (every file the kernel maps for it), and no other file of /usr;
- *     a #! script, whose needs cannot be read, gets all of /usr, says
- *     so in the launch's note, and runs.
+ *     a #! script gets its own file and interpreter, not its directory;
+ *   - the start-up probe is launched into the workers' view.
  * Skipped as a whole where bwrap is missing or cannot make its
  * namespaces here.
  *
@@ -480,7 +480,7 @@ probe_read(struct cw *w, uint64_t id, const char *path, char *out, size_t cap)
  * and the declared file, as a worker would; a file the host did not
  * declare stays out.
  */
-/* rules: PV10 */
+/* rules: PB28 */
 static void
 test_conformance_sandbox_probe_in_workers_view(void)
 {
