@@ -339,7 +339,9 @@ judge_secrets(const struct sipc__judge *j, char *why, size_t len)
 }
 
 /* The worker's host ids, read by the host (a uid map read inside is
- * relative to the namespace's parent, and bwrap nests two). */
+ * relative to the namespace's parent, and bwrap nests two).  Each judge
+ * asks the probe something after this read: an answer means the probe
+ * lived throughout, so its pid named it and nobody else. */
 static int
 host_ids(const struct sipc__judge *j, unsigned long ids[8], char *why,
          size_t len)
@@ -356,9 +358,13 @@ static int
 judge_user(const struct sipc__judge *j, char *why, size_t len)
 {
 	unsigned long ids[8], host = (unsigned long)geteuid();
+	char t[128];
+	int rc;
 
 	if (host_ids(j, ids, why, len) < 0)
 		return 0;
+	if ((rc = j->ask(j->ctx, "uid", t, sizeof(t))) < 0)
+		return rc;
 	snprintf(why, len, "the worker runs as host uid %lu; the host as uid "
 	    "%lu", ids[1], host);
 	return ids[0] != host && ids[1] != host && ids[2] != host &&
