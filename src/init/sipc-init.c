@@ -130,8 +130,10 @@ worker_side(char **argv, int errw, const sigset_t *none)
 	 * (errw stays open until then). */
 	(void)syscall(SYS_close_range, SIPC__INIT_REPORT_FD, ~0U,
 	    CLOSE_RANGE_CLOEXEC);
-	/* Last before execve, so nothing of ours runs filtered; a filter
-	 * that cannot be installed stops the start (fail closed). */
+	/* Last before execve, so nothing of ours runs confined: no_new_privs
+	 * set here, not left to bwrap or libseccomp, then the filesystem
+	 * rules, capabilities, core limit and filter; any of them that
+	 * cannot be had stops the start (fail closed). */
 	if (filtered && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
 		err = errno;
 		goto fail;
