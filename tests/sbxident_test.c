@@ -291,6 +291,44 @@ test_sbxident_script_sees_declared_only(void)
 	rmdir(dir);
 }
 
+/*
+ * As root, a worker program the sandbox's ids cannot reach (in a 0700
+ * directory of root's) is refused at create, the directory and the ids
+ * named, instead of workers that never start.
+ */
+/* rules: PB26 */
+static void
+test_sbxident_unreachable_program_refused(void)
+{
+	char dir[] = "/tmp/sipc-sbxpriv-XXXXXX", bin[64], err[512] = "";
+	struct sipc_config c;
+	sipc_supervisor *s = NULL;
+
+	if (!have_sandbox())
+		return;
+	if (geteuid() != 0) {
+		tl_skip("not root: workers run as this user");
+		return;
+	}
+	CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
+	snprintf(bin, sizeof(bin), "%s/procinfo", dir);
+	CU_ASSERT_FATAL(st_copy_file(tl_fixture("procinfo"), bin) == 0);
+	cfg_make(&c, bin, NULL);
+	CU_ASSERT_EQUAL(sipc_create(&c, err, sizeof(err), &s), SIPC_E_EXEC);
+	printf("sbxident: %s\n", err);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "sandbox_uid"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, dir));
+	if (s != NULL)
+		sipc_destroy(s);
+	CU_ASSERT(rmdir(root) == 0);
+	CU_ASSERT(chmod(dir, 0755) == 0);
+	cfg_make(&c, bin, NULL);
+	s = st_start(&c, 1, WAIT_MS);
+	done(s);
+	unlink(bin);
+	rmdir(dir);
+}
+
 /* sipc_create() with `bit` required (environment test) and the hook
  * `skip` set: 0 or the error, err naming what was refused. */
 static int
@@ -358,6 +396,8 @@ main(void)
 		  test_sbxident_writes_outside_scratch_refused },
 		{ "test_sbxident_script_sees_declared_only",
 		  test_sbxident_script_sees_declared_only },
+		{ "test_sbxident_unreachable_program_refused",
+		  test_sbxident_unreachable_program_refused },
 		{ "test_sbxident_probes_fail_when_left_out",
 		  test_sbxident_probes_fail_when_left_out },
 		{ NULL, NULL }

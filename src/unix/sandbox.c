@@ -553,6 +553,28 @@ sbx_leftover(void *state, const struct sipc_provider_id *id,
 
 /* ------------------------------------------------------------ state */
 
+/* The worker and sipc-init reachable by the sandbox's ids: 0, or
+ * SIPC_E_EXEC with errbuf naming what is not. */
+static int
+ids_reach(const struct sipc_config *cfg, uid_t uid, gid_t gid, char *errbuf,
+          size_t errlen)
+{
+	const char *prog[2] = { cfg->path, cfg->init_path ? cfg->init_path :
+	    SIPC_LIBEXECDIR "/sipc-init" };
+	char why[512];
+
+	for (size_t i = 0; i < 2; i++) {
+		if (prog[i] == NULL ||
+		    sipc__sbx_reachable(prog[i], uid, gid, why, sizeof(why)) !=
+		    -EACCES)
+			continue;
+		snprintf(errbuf, errlen, "provider sandbox: %s, the ids the "
+		    "workers run as (sandbox_uid, sandbox_gid)", why);
+		return SIPC_E_EXEC;
+	}
+	return 0;
+}
+
 /* bwrap found (once), then the supervisor's cgroup v2 as for the local
  * adapter (cgroup.h): made, or why not. */
 static int
@@ -574,7 +596,13 @@ sbx_create(const struct sipc_config *cfg, void **ret_state, char *errbuf,
 		return -ENOMEM;
 	/* Without a program (a host's own provider tests) each launch makes
 	 * its view. */
-	(void)sipc__sandbox_worker_ids(cfg, &st->uid, &st->gid);
+	/* as root the workers run as sandbox_uid: their programs must be
+	 * theirs to run, or nothing would start */
+	if (sipc__sandbox_worker_ids(cfg, &st->uid, &st->gid) &&
+	    (rc = ids_reach(cfg, st->uid, st->gid, errbuf, errlen)) < 0) {
+		free(st);
+		return rc;
+	}
 	if (cfg->sandbox_ro_paths != NULL && cfg->sandbox_ro_paths[0] != '\0' &&
 	    (st->ro_paths = strdup(cfg->sandbox_ro_paths)) == NULL) {
 		free(st);

@@ -140,6 +140,13 @@ const struct sipc__cg_state *sipc__sandbox_cg_state(const void *state);
 bool sipc__sandbox_worker_ids(const struct sipc_config *cfg, uid_t *ret_uid,
                               gid_t *ret_gid);
 
+/* Can uid and gid (with no other group) reach and execute path (every
+ * directory above it searchable, the file readable and executable, by
+ * mode bits)?  0, -EACCES with why naming the file or directory, or
+ * another -errno.  Any thread.  (sbxargv.c) */
+int sipc__sbx_reachable(const char *path, uid_t uid, gid_t gid, char *why,
+                        size_t wlen);
+
 /* Tests only (the probes shown able to fail): what a launch leaves out
  * while the provider still declares it. */
 enum {

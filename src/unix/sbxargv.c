@@ -292,6 +292,50 @@ sipc__sbx_view_widen(struct sipc__sbx_view *v, char *const *argv)
 	    "run %.*s)", 50, prog);
 }
 
+/* May uid (in gid, no other group) do `want` (1 search/execute, 4 read,
+ * as permission bits) on st?  Mode bits only: what setgroups(0) leaves. */
+static bool
+id_may(const struct stat *st, uid_t uid, gid_t gid, unsigned want)
+{
+	unsigned bits = st->st_uid == uid ? (st->st_mode >> 6) & 7 :
+	    st->st_gid == gid ? (st->st_mode >> 3) & 7 : st->st_mode & 7;
+
+	return (bits & want) == want;
+}
+
+int
+sipc__sbx_reachable(const char *path, uid_t uid, gid_t gid, char *why,
+                    size_t wlen)
+{
+	char real[PATH_MAX], *slash;
+	struct stat st;
+
+	if (realpath(path, real) == NULL)
+		return -errno;
+	if (stat(real, &st) < 0)
+		return -errno;
+	if (!id_may(&st, uid, gid, 5)) {
+		snprintf(why, wlen, "%.200s (mode %o, uid %u) is not readable "
+		    "and executable by uid %u gid %u", real,
+		    (unsigned)st.st_mode & 07777, (unsigned)st.st_uid,
+		    (unsigned)uid, (unsigned)gid);
+		return -EACCES;
+	}
+	while ((slash = strrchr(real, '/')) != NULL && slash != real) {
+		*slash = '\0';
+		if (stat(real, &st) < 0)
+			return -errno;
+		if (!id_may(&st, uid, gid, 1)) {
+			snprintf(why, wlen, "directory %.200s (mode %o, uid %u) "
+			    "cannot be searched by uid %u gid %u", real,
+			    (unsigned)st.st_mode & 07777, (unsigned)st.st_uid,
+			    (unsigned)uid, (unsigned)gid);
+			return -EACCES;
+		}
+	}
+	return 0;
+}
+
 /* ro_paths += ":" + the directory of path (resolved). */
 static int
 ro_add_dir(struct sipc__sbx_view *v, const char *path)
