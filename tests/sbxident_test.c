@@ -386,6 +386,32 @@ test_sbxident_probes_fail_when_left_out(void)
 		printf("sbxident: %s\n", err);
 }
 
+/*
+ * The namespace probes can fail too: the host's network namespace (no
+ * network namespace of its own) fails network_isolation, the host's
+ * /tmp bound in (where the bait is) fails mount_namespace; with nothing
+ * left out both are proven.
+ */
+/* rules: PB1 PB3 */
+static void
+test_sbxident_namespace_probes_fail_when_left_out(void)
+{
+	char err[1024];
+
+	if (!have_sandbox())
+		return;
+	CU_ASSERT_EQUAL(create_with(SIPC_G_NETWORK_ISOLATION,
+	    SIPC__SBX_SKIP_NETNS, err, sizeof(err)), SIPC_E_PRODUCTION);
+	printf("sbxident: network namespace left out: %s\n", err);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "network_isolation"));
+	CU_ASSERT_EQUAL(create_with(SIPC_G_MOUNT_NAMESPACE,
+	    SIPC__SBX_SKIP_TMPFS, err, sizeof(err)), SIPC_E_PRODUCTION);
+	printf("sbxident: empty /tmp left out: %s\n", err);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "mount_namespace"));
+	CU_ASSERT_EQUAL(create_with(SIPC_G_NETWORK_ISOLATION |
+	    SIPC_G_MOUNT_NAMESPACE, 0, err, sizeof(err)), 0);
+}
+
 int
 main(void)
 {
@@ -400,6 +426,8 @@ main(void)
 		  test_sbxident_unreachable_program_refused },
 		{ "test_sbxident_probes_fail_when_left_out",
 		  test_sbxident_probes_fail_when_left_out },
+		{ "test_sbxident_namespace_probes_fail_when_left_out",
+		  test_sbxident_namespace_probes_fail_when_left_out },
 		{ NULL, NULL }
 	};
 

@@ -153,6 +153,9 @@ enum {
 	SIPC__SBX_SKIP_LANDLOCK = 1u << 0, /* no filesystem rules */
 	SIPC__SBX_SKIP_SETID = 1u << 1,    /* a root supervisor's bwrap stays
 	                                    * root */
+	SIPC__SBX_SKIP_NETNS = 1u << 2,    /* the host's network namespace */
+	SIPC__SBX_SKIP_TMPFS = 1u << 3,    /* the host's /tmp, not an empty
+	                                    * one */
 };
 extern unsigned sipc__sbx_test_skip;
 

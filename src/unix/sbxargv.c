@@ -429,8 +429,12 @@ av_view(struct sipc__sbx_argv *a, const struct sipc__sbx_view *v)
 	av_add(a, "/proc");
 	av_add(a, "--dev");
 	av_add(a, "/dev");
-	av_add(a, "--tmpfs");
-	av_add(a, "/tmp");
+	if (sipc__sbx_test_skip & SIPC__SBX_SKIP_TMPFS)
+		av_add3(a, "--bind", "/tmp", "/tmp");
+	else {
+		av_add(a, "--tmpfs");
+		av_add(a, "/tmp");
+	}
 	ll_add(a, &a->ll_ro, &a->ll_ro_len, "/proc");
 	ll_add(a, &a->ll_ro, &a->ll_ro_len, "/dev");
 	for (size_t i = 0; i < sizeof(ll_writable) / sizeof(*ll_writable); i++)
@@ -508,7 +512,14 @@ sipc__sbx_argv_build(struct sipc__sbx_argv *a, const char *bwrap,
 		return rc;
 	}
 	av_add(a, bwrap);
-	av_add(a, "--unshare-all");
+	if (sipc__sbx_test_skip & SIPC__SBX_SKIP_NETNS) {
+		av_add(a, "--unshare-ipc");
+		av_add(a, "--unshare-pid");
+		av_add(a, "--unshare-uts");
+		av_add(a, "--unshare-cgroup-try");
+	} else {
+		av_add(a, "--unshare-all");
+	}
 	/* A user namespace always (as root the caller has dropped to the
 	 * sandbox's uid, so bwrap makes one anyway), and none nested in
 	 * it: the worker cannot make one (bwrap 0.8's --disable-userns). */
