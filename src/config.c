@@ -343,12 +343,17 @@ validate_key(const struct sipc_config *cfg, const struct sipc__cfg_key *k,
 	return false;
 }
 
-/* Each ':'-separated entry an absolute path, none empty. */
+/* Each ':'-separated entry an absolute path, none empty; no newline
+ * (the filesystem rules' lists are '\n'-separated). */
 static bool
 ro_paths_ok(const char *v, char *msg, size_t len)
 {
 	const char *p = v, *end;
 
+	if (v != NULL && strchr(v, '\n') != NULL) {
+		snprintf(msg, len, "sandbox_ro_paths: a path holds a newline");
+		return false;
+	}
 	while (p != NULL) {
 		end = strchr(p, ':');
 		if (p[0] != '/') {

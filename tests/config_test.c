@@ -759,6 +759,15 @@ test_config_validate(void)
 	expect_invalid(&c, "required_guarantees");
 	c = ok; c.required_guarantees = 1u << 7;
 	expect_invalid(&c, "required_guarantees");
+	c = ok; c.sandbox_ro_paths = "/usr/share/fonts:fonts";
+	expect_invalid(&c, "sandbox_ro_paths: entry \"fonts\" is not an "
+	    "absolute path");
+	c = ok; c.sandbox_ro_paths = "/a\nb";
+	expect_invalid(&c, "sandbox_ro_paths: a path holds a newline");
+	c = ok; c.sandbox_ro_paths = "/usr/share/fonts:/opt/conv";
+	CU_ASSERT_EQUAL(sipc__config_validate(&c, NULL, 0), 0);
+	c = ok; c.sandbox_uid = 0; expect_invalid(&c, "sandbox_uid: value 0");
+	c = ok; c.sandbox_gid = 0; expect_invalid(&c, "sandbox_gid: value 0");
 	c = ok; c.env_set = bad_set; expect_invalid(&c, "env_set");
 	c = ok; c.env_allow = bad_allow; expect_invalid(&c, "env_allow");
 	c = ok; c.restart_intensity = 1000;
