@@ -404,28 +404,51 @@ judge_privilege(const struct sipc__judge *j, char *why, size_t len)
 	return zero && strcmp(nnp, "1") == 0 && strcmp(ns, "made") != 0;
 }
 
+/* "write PATH" asked: 1 created, 0 refused, or an error. */
+static int
+ask_write(const struct sipc__judge *j, const char *path)
+{
+	char req[1100], t[64];
+	int rc;
+
+	snprintf(req, sizeof(req), "write %s", path);
+	if ((rc = j->ask(j->ctx, req, t, sizeof(t))) < 0)
+		return rc;
+	if (strncmp(t, "write=", 6) != 0)
+		return SIPC_E_PROTOCOL;
+	return strcmp(t, "write=1") == 0;
+}
+
 /* Writes to "/" and /etc of the worker's view, which its mount view
- * allows (bwrap's root is a tmpfs the worker's uid owns), refused. */
+ * allows (bwrap's root is a tmpfs the worker's uid owns), refused;
+ * writes to /tmp and the launch's scratch directory still made (rules
+ * that refuse everything would fail every worker). */
 static int
 judge_fsrules(const struct sipc__judge *j, char *why, size_t len)
 {
 	static const char *const where[] = { "/sipc-probe-w", "/etc/sipc-probe-w" };
-	char req[64], t[64];
+	char scr[1060];
 	int rc;
 
 	for (size_t i = 0; i < 2; i++) {
-		snprintf(req, sizeof(req), "write %s", where[i]);
-		if ((rc = j->ask(j->ctx, req, t, sizeof(t))) < 0)
-			return rc;
-		if (strncmp(t, "write=", 6) != 0)
-			return SIPC_E_PROTOCOL;
-		if (strcmp(t, "write=1") == 0) {
-			snprintf(why, len, "the worker could create %s: no "
-			    "filesystem rules held it", where[i]);
-			return 0;
+		if ((rc = ask_write(j, where[i])) != 0) {
+			if (rc == 1)
+				snprintf(why, len, "the worker could create %s: "
+				    "no filesystem rules held it", where[i]);
+			return rc == 1 ? 0 : rc;
 		}
 	}
-	snprintf(why, len, "writes to / and /etc refused");
+	snprintf(scr, sizeof(scr), "%s/sipc-probe-w", j->scratch ? j->scratch :
+	    "");
+	if ((rc = ask_write(j, "/tmp/sipc-probe-w")) != 1 ||
+	    (j->scratch != NULL && (rc = ask_write(j, scr)) != 1)) {
+		if (rc == 0)
+			snprintf(why, len, "the worker could not write in /tmp "
+			    "or its scratch directory");
+		return rc;
+	}
+	snprintf(why, len, "writes to / and /etc refused, to /tmp%s made",
+	    j->scratch ? " and the scratch directory" : "");
 	return 1;
 }
 

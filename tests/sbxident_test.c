@@ -35,6 +35,7 @@
 #define WAIT_MS 20000
 
 static char root[64];
+static const char *root_base = "/tmp";   /* where cfg_make's root goes */
 
 static bool
 have_sandbox(void)
@@ -64,7 +65,7 @@ cfg_make(struct sipc_config *c, const char *path, const char *ro)
 	c->provider = "sandbox";
 	if (path != NULL)
 		c->path = path;
-	snprintf(root, sizeof(root), "/tmp/sipc-sbxid-XXXXXX");
+	snprintf(root, sizeof(root), "%s/sipc-sbxid-XXXXXX", root_base);
 	CU_ASSERT_FATAL(mkdtemp(root) != NULL);
 	CU_ASSERT(chmod(root, 0755) == 0);
 	c->scratch_root = root;
@@ -353,7 +354,8 @@ create_with(unsigned bit, unsigned skip, char *err, size_t len)
 /*
  * Each probe can fail: a launch that leaves the rules (or, as root, the
  * uid drop) out while the guarantee is declared is refused at create,
- * the guarantee named; with nothing left out it is proven.
+ * the guarantee named, and so is one whose rules refuse the probe's own
+ * scratch directory; with nothing left out it is proven.
  */
 /* rules: PB1 PV4 */
 static void
@@ -367,6 +369,15 @@ test_sbxident_probes_fail_when_left_out(void)
 	    SIPC__SBX_SKIP_LANDLOCK, err, sizeof(err)), SIPC_E_PRODUCTION);
 	printf("sbxident: rules left out: %s\n", err);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "filesystem_rules"));
+	/* outside /tmp, whose rule would cover a scratch directory there */
+	root_base = "/var/tmp";
+	CU_ASSERT_EQUAL(create_with(SIPC_G_FILESYSTEM_RULES,
+	    SIPC__SBX_SKIP_SCRATCH_RULE, err, sizeof(err)), SIPC_E_PRODUCTION);
+	printf("sbxident: scratch write left out: %s\n", err);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "could not write"));
+	CU_ASSERT_EQUAL(create_with(SIPC_G_FILESYSTEM_RULES, 0, err,
+	    sizeof(err)), 0);
+	root_base = "/tmp";
 	CU_ASSERT_EQUAL(create_with(SIPC_G_FILESYSTEM_RULES, 0, err,
 	    sizeof(err)), 0);
 	if (geteuid() != 0) {

@@ -156,6 +156,8 @@ enum {
 	SIPC__SBX_SKIP_NETNS = 1u << 2,    /* the host's network namespace */
 	SIPC__SBX_SKIP_TMPFS = 1u << 3,    /* the host's /tmp, not an empty
 	                                    * one */
+	SIPC__SBX_SKIP_SCRATCH_RULE = 1u << 4, /* rules without the scratch
+	                                        * directory's write */
 };
 extern unsigned sipc__sbx_test_skip;
 

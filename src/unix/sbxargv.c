@@ -469,7 +469,8 @@ sipc__sbx_argv_free(struct sipc__sbx_argv *a)
 static void
 av_rules(struct sipc__sbx_argv *a, const char *scratch)
 {
-	if (scratch != NULL)
+	if (scratch != NULL &&
+	    !(sipc__sbx_test_skip & SIPC__SBX_SKIP_SCRATCH_RULE))
 		ll_add(a, &a->ll_rw, &a->ll_rw_len, scratch);
 	if (a->ll_err != 0)
 		return;
