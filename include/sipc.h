@@ -294,8 +294,15 @@ enum sipc_guarantee {
 	SIPC_G_SEPARATE_USER = 1u << 5,   /* the worker's uid is not the host's */
 	SIPC_G_TREE_CONTAINMENT = 1u << 6,/* a setsid() escapee ends with the
 	                                   * worker */
+	SIPC_G_NO_PRIVILEGE = 1u << 9,    /* the worker's host uid and gid are
+	                                   * not 0, no capability in any set,
+	                                   * no_new_privs, a new user namespace
+	                                   * refused */
+	SIPC_G_FILESYSTEM_RULES = 1u << 10, /* a write to "/" and /etc of its
+	                                     * view is refused (Landlock) */
 };
-#define SIPC_G_ALL ((1u << 7) - 1)
+#define SIPC_G_ALL (((1u << 7) - 1) | SIPC_G_NO_PRIVILEGE | \
+	SIPC_G_FILESYSTEM_RULES)
 const char *sipc_guarantee_name(unsigned one_bit);
 
 /*
@@ -536,6 +543,18 @@ struct sipc_config {
 	 * (1000; 0: never, every request goes to the least loaded worker,
 	 * an idle one first).  Calls never gather. */
 	unsigned gather_us;
+
+	/* The sandbox provider's worker identity when the supervisor runs
+	 * as root: bwrap is started as this uid and gid (65534 each, never
+	 * 0), so the worker's host ids are theirs; the scratch directories
+	 * a worker gets are made theirs.  As another user, that user's. */
+	unsigned sandbox_uid;
+	unsigned sandbox_gid;
+	/* More read-only paths of the sandbox's view (NULL: none): absolute,
+	 * ':'-separated; each bound read-only at its own path and readable
+	 * under the filesystem rules (a converter's fonts, its install
+	 * tree, what a #! worker's script runs). */
+	const char *sandbox_ro_paths;
 };
 
 /* Fill `cfg` with the documented defaults (environment UNSET, provider

@@ -14,8 +14,9 @@
  *
  * Built in: "local" (workers are children of this process; declares no
  * guarantee, so production configurations refuse it) and "sandbox"
- * (each worker under bubblewrap; declares five guarantees, not
- * resource_limits or separate_user, so production refuses it too).  A
+ * (each worker under bubblewrap; declares every guarantee but
+ * resource_limits, separate_user only as root and filesystem_rules only
+ * with Landlock, so production refuses it too).  A
  * host adds its own with sipc_provider_register() and names it in
  * sipc_config.provider.
  *

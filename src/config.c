@@ -84,6 +84,10 @@ const struct sipc__cfg_key sipc__cfg_keys[] = {
 	OTHER(probe_path, SIPC__CK_OPTSTRING),
 	OTHER(scratch_root, SIPC__CK_OPTSTRING),
 	NUM(gather_us, 0, 1000000),
+	/* never 0: root is what the sandbox's identity is not */
+	NUM(sandbox_uid, 1, 4294967294LL),
+	NUM(sandbox_gid, 1, 4294967294LL),
+	OTHER(sandbox_ro_paths, SIPC__CK_OPTSTRING),
 };
 _Static_assert(sizeof(sipc__cfg_keys) / sizeof(sipc__cfg_keys[0]) ==
     SIPC__CFG_NKEYS, "SIPC__CFG_NKEYS counts the key table");
@@ -143,10 +147,10 @@ const char *const sipc__cfg_durability_names[SIPC__CFG_NDURABILITY] = {
 static const char *const guarantee_names[] = {
 	"pid_namespace", "mount_namespace", "network_isolation",
 	"no_inherited_secrets", "resource_limits", "separate_user",
-	"tree_containment",
+	"tree_containment", NULL, NULL, "no_privilege", "filesystem_rules",
 };
-_Static_assert(SIPC_G_ALL == (1u << (sizeof(guarantee_names) /
-    sizeof(guarantee_names[0]))) - 1, "a name for every guarantee");
+_Static_assert(SIPC_G_ALL >> (sizeof(guarantee_names) /
+    sizeof(guarantee_names[0])) == 0, "a name for every guarantee");
 
 /* ------------------------------------------------------------ defaults */
 
@@ -184,6 +188,8 @@ config_defaults(struct sipc_config *cfg)
 	cfg->state_dir = NULL;
 	cfg->durability = SIPC_DURABLE_GROUP;
 	cfg->group_commit_ms = 10;
+	cfg->sandbox_uid = 65534;     /* "nobody" */
+	cfg->sandbox_gid = 65534;
 }
 
 /* The caller's struct is `size` bytes (its header's sizeof): write the
@@ -236,7 +242,8 @@ sipc_guarantee_name(unsigned one_bit)
 	if (one_bit == 0 || (one_bit & (one_bit - 1)) != 0 ||
 	    (one_bit & ~SIPC_G_ALL) != 0)
 		return "unknown";
-	return guarantee_names[__builtin_ctz(one_bit)];
+	return guarantee_names[__builtin_ctz(one_bit)] != NULL ?
+	    guarantee_names[__builtin_ctz(one_bit)] : "unknown";
 }
 
 int
@@ -246,7 +253,8 @@ sipc__guarantee_parse(const char *name, unsigned *ret_bit)
 
 	for (i = 0; i < sizeof(guarantee_names) / sizeof(guarantee_names[0]);
 	    i++)
-		if (strcmp(name, guarantee_names[i]) == 0) {
+		if (guarantee_names[i] != NULL &&
+		    strcmp(name, guarantee_names[i]) == 0) {
 			*ret_bit = 1u << i;
 			return 0;
 		}
@@ -325,7 +333,10 @@ validate_key(const struct sipc_config *cfg, const struct sipc__cfg_key *k,
 	if (k->kind > SIPC__CK_GUARANTEES)
 		return true;      /* strings: validate_strings() */
 	v = num_get(cfg, k);
-	if (v >= (unsigned long long)k->min && v <= (unsigned long long)k->max)
+	/* guarantees are bits, not a range: a bit no guarantee has fails */
+	if (k->kind == SIPC__CK_GUARANTEES ? (v & ~(unsigned long long)k->max)
+	    == 0 : v >= (unsigned long long)k->min &&
+	    v <= (unsigned long long)k->max)
 		return true;
 	if (k->kind == SIPC__CK_NUM)
 		snprintf(msg, len, "%s: value %llu out of range %lld..%lld",
@@ -333,6 +344,30 @@ validate_key(const struct sipc_config *cfg, const struct sipc__cfg_key *k,
 	else
 		snprintf(msg, len, "%s: unknown value %llu", k->name, v);
 	return false;
+}
+
+/* Each ':'-separated entry an absolute path, none empty; no newline
+ * (the filesystem rules' lists are '\n'-separated). */
+static bool
+ro_paths_ok(const char *v, char *msg, size_t len)
+{
+	const char *p = v, *end;
+
+	if (v != NULL && strchr(v, '\n') != NULL) {
+		snprintf(msg, len, "sandbox_ro_paths: a path holds a newline");
+		return false;
+	}
+	while (p != NULL) {
+		end = strchr(p, ':');
+		if (p[0] != '/') {
+			snprintf(msg, len, "sandbox_ro_paths: entry \"%.*s\" is "
+			    "not an absolute path", end ? (int)(end - p) :
+			    (int)strlen(p), p);
+			return false;
+		}
+		p = end != NULL ? end + 1 : NULL;
+	}
+	return true;
 }
 
 static bool
@@ -345,6 +380,8 @@ validate_strings(const struct sipc_config *cfg, char *msg, size_t len)
 	else if (cfg->scratch_root != NULL && cfg->scratch_root[0] != '/')
 		snprintf(msg, len, "scratch_root: %s is not an absolute path",
 		    cfg->scratch_root);
+	else if (!ro_paths_ok(cfg->sandbox_ro_paths, msg, len))
+		return false;
 	else if (cfg->state_dir != NULL && cfg->state_dir[0] == '\0')
 		snprintf(msg, len, "state_dir: empty (use NULL to disable)");
 	else if (cfg->init_path != NULL && cfg->init_path[0] == '\0')

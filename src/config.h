@@ -72,7 +72,7 @@ struct sipc__cfg_key {
  * description at the top of config_load.c.  Defined in config.c; the
  * count is checked there against the table.  The loader keeps a
  * uint64_t mask of keys seen. */
-#define SIPC__CFG_NKEYS 49
+#define SIPC__CFG_NKEYS 52
 _Static_assert(SIPC__CFG_NKEYS <= 64, "seen-key mask is a uint64_t");
 extern const struct sipc__cfg_key sipc__cfg_keys[];
 

@@ -21,7 +21,8 @@
  *   environment          development | test | production
  *   required_guarantees  comma-separated: pid_namespace, mount_namespace,
  *                        network_isolation, no_inherited_secrets,
- *                        resource_limits, separate_user, tree_containment;
+ *                        resource_limits, separate_user, tree_containment,
+ *                        no_privilege, filesystem_rules;
  *                        or "all"; empty or "none" = 0
  *   provider, path       text (rest of the line), non-empty
  *   argv                 words separated by blanks; a double-quoted part
@@ -36,6 +37,7 @@
  *                        process_group
  *   init_path            text; empty = the installed sipc-init
  *   probe_path           text; empty = sipc-probe beside the init
+ *   sandbox_ro_paths     absolute paths separated by ':'; empty = none
  *   state_dir            text; empty = no durable state
  *   durability           off | group | each
  *   cgroup               auto | off | required
@@ -63,6 +65,7 @@
  *   memory_max 0..2^40 bytes (0 = unset)
  *   cpu_max_percent 0..100000 (0 = unset; 100 = one CPU)
  *   gather_us 0..1000000 (0 = never)
+ *   sandbox_uid, sandbox_gid 1..4294967294
  * Cross-field rules (checked by validation, not while loading, because a
  * later source may fix them): ring_bytes >= max_payload + 24,
  * mem_ceiling >= ring_bytes, restart_cap_ms >= restart_base_ms, no limit

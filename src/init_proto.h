@@ -24,6 +24,13 @@
  * the worker when it cannot (src/init/filter.c).  Dropped before the
  * worker runs. */
 #define SIPC__INIT_FILTER "SIPC__INIT_FILTER"
+/* Set by the sandbox provider where the kernel has Landlock: the paths
+ * ('\n'-separated) the worker may read (RO) and write (RW); sipc-init
+ * installs those rules in the worker's process before the filter and
+ * refuses to start the worker when it cannot (src/init/landlock.c).
+ * Dropped before the worker runs. */
+#define SIPC__INIT_LL_RO "SIPC__INIT_LL_RO"
+#define SIPC__INIT_LL_RW "SIPC__INIT_LL_RW"
 
 enum sipc__init_kind {
 	SIPC__INIT_STARTED = 1,       /* worker exec'd; value = its pid

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "startprobe.h"
+#include "unix/ident.h"
 
 /* ------------------------------------------------------------ the bait */
 
@@ -337,28 +338,118 @@ judge_secrets(const struct sipc__judge *j, char *why, size_t len)
 	return rc;
 }
 
+/* The worker's host ids, read by the host (a uid map read inside is
+ * relative to the namespace's parent, and bwrap nests two).  Each judge
+ * asks the probe something after this read: an answer means the probe
+ * lived throughout, so its pid named it and nobody else. */
+static int
+host_ids(const struct sipc__judge *j, unsigned long ids[8], char *why,
+         size_t len)
+{
+	int rc = sipc__proc_worker_ids(j->pid, ids);
+
+	if (rc < 0)
+		snprintf(why, len, "the worker's host ids cannot be read (pid "
+		    "%d: %s)", (int)j->pid, strerror(-rc));
+	return rc;
+}
+
 static int
 judge_user(const struct sipc__judge *j, char *why, size_t len)
 {
-	unsigned long uid, in, out, count, outside;
-	unsigned long host = (unsigned long)geteuid();
+	unsigned long ids[8], host = (unsigned long)geteuid();
 	char t[128];
 	int rc;
 
+	if (host_ids(j, ids, why, len) < 0)
+		return 0;
 	if ((rc = j->ask(j->ctx, "uid", t, sizeof(t))) < 0)
 		return rc;
-	if (strncmp(t, "uid=", 4) != 0)
-		return SIPC_E_PROTOCOL;
-	if (sscanf(t, "uid=%lu map=%lu %lu %lu", &uid, &in, &out,
-	    &count) != 4) {
-		snprintf(why, len, "the worker's uid map cannot be read (%s)",
-		    t);
+	snprintf(why, len, "the worker runs as host uid %lu; the host as uid "
+	    "%lu", ids[1], host);
+	return ids[0] != host && ids[1] != host && ids[2] != host &&
+	    ids[3] != host;
+}
+
+/* Host uid and gid not 0 (all four of each), every capability set
+ * empty, no_new_privs, a user namespace refused (by the kernel or the
+ * filter). */
+static int
+judge_privilege(const struct sipc__judge *j, char *why, size_t len)
+{
+	char t[256], caps[5][24], nnp[8], ns[32];
+	unsigned long ids[8];
+	bool zero = true;
+	int rc;
+
+	if (host_ids(j, ids, why, len) < 0)
 		return 0;
+	for (int i = 0; i < 8; i++)
+		if (ids[i] == 0) {
+			snprintf(why, len, "the worker runs as host %s 0",
+			    i < 4 ? "uid" : "gid");
+			return 0;
+		}
+	if ((rc = j->ask(j->ctx, "privilege", t, sizeof(t))) < 0)
+		return rc;
+	if (sscanf(t, "caps=%23[^,],%23[^,],%23[^,],%23[^,],%23s nnp=%7s "
+	    "userns=%31s", caps[0], caps[1], caps[2], caps[3], caps[4], nnp,
+	    ns) != 7)
+		return SIPC_E_PROTOCOL;
+	for (int i = 0; i < 5; i++)
+		zero = zero && strspn(caps[i], "0") == strlen(caps[i]);
+	snprintf(why, len, "host uid %lu gid %lu; capabilities %s; "
+	    "no_new_privs %s; a new user namespace: %s", ids[1], ids[5],
+	    zero ? "none" : "held", nnp, ns);
+	return zero && strcmp(nnp, "1") == 0 && strcmp(ns, "made") != 0;
+}
+
+/* "write PATH" asked: 1 created, 0 refused, or an error. */
+static int
+ask_write(const struct sipc__judge *j, const char *path)
+{
+	char req[1100], t[64];
+	int rc;
+
+	snprintf(req, sizeof(req), "write %s", path);
+	if ((rc = j->ask(j->ctx, req, t, sizeof(t))) < 0)
+		return rc;
+	if (strncmp(t, "write=", 6) != 0)
+		return SIPC_E_PROTOCOL;
+	return strcmp(t, "write=1") == 0;
+}
+
+/* Writes to "/" and /etc of the worker's view, which its mount view
+ * allows (bwrap's root is a tmpfs the worker's uid owns), refused;
+ * writes to /tmp and the launch's scratch directory still made (rules
+ * that refuse everything would fail every worker). */
+static int
+judge_fsrules(const struct sipc__judge *j, char *why, size_t len)
+{
+	static const char *const where[] = { "/sipc-probe-w", "/etc/sipc-probe-w" };
+	char scr[1060];
+	int rc;
+
+	for (size_t i = 0; i < 2; i++) {
+		if ((rc = ask_write(j, where[i])) != 0) {
+			if (rc == 1)
+				snprintf(why, len, "the worker could create %s: "
+				    "no filesystem rules held it", where[i]);
+			return rc == 1 ? 0 : rc;
+		}
 	}
-	outside = out + (uid - in);
-	snprintf(why, len, "the worker's uid %lu is uid %lu outside; the "
-	    "host runs as uid %lu", uid, outside, host);
-	return outside != host;
+	snprintf(scr, sizeof(scr), "%s/sipc-probe-w", j->scratch ? j->scratch :
+	    "");
+	if ((rc = ask_write(j, "/tmp/sipc-probe-w")) != 1 ||
+	    (j->scratch != NULL && (rc = ask_write(j, scr)) != 1)) {
+		if (rc == 0)
+			snprintf(why, len, "the worker could not write in /tmp "
+			    "or its scratch directory");
+		return rc;
+	}
+	snprintf(why, len, "writes to / and /etc refused, to /tmp%s made",
+	    j->scratch ? " and the scratch directory" : "");
+	return 1;
 }
 
 static int
@@ -394,6 +485,8 @@ static const struct {
 	{ SIPC_G_NO_INHERITED_SECRETS, judge_secrets },
 	{ SIPC_G_SEPARATE_USER, judge_user },
 	{ SIPC_G_RESOURCE_LIMITS, judge_limits },
+	{ SIPC_G_NO_PRIVILEGE, judge_privilege },
+	{ SIPC_G_FILESYSTEM_RULES, judge_fsrules },
 };
 
 int

@@ -429,6 +429,9 @@ struct sipc_supervisor {
 	 * none): worker generations' directories are made in it */
 	int scratch_fd;
 	char scratch_path[4096];
+	/* whose the directories in it are: a root supervisor's sandbox
+	 * identity (sandbox_uid/gid), -1: the supervisor's own */
+	int scratch_uid, scratch_gid;
 	/* Worker ends by enum sipc_exit_kind; results' queue_us and run_us
 	 * by bucket (metrics.c: the bucket bounds) */
 	_Atomic uint64_t n_exits[SIPC__EXIT_KINDS];

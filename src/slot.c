@@ -159,11 +159,11 @@ spawn_begin(struct sipc__slot *sl, struct sipc__spawn_job *j)
 		char name[32];
 
 		sipc__scratch_name(name, sizeof(name), sl->idx, sl->generation, 0);
-		if (mkdirat(s->scratch_fd, name, 0700) < 0 && errno != EEXIST) {
-			j->rc = -errno;
+		if ((j->rc = sipc__scratch_mkdir(s->scratch_fd, name,
+		    s->scratch_uid, s->scratch_gid)) < 0) {
 			sipc__log(s, SIPC_LOG_ERROR, sl, "scratch directory "
 			    "%s/%s: %s", s->scratch_path, name,
-			    strerror(errno));
+			    strerror(-j->rc));
 			return;
 		}
 		if (asprintf(&j->scratch_dir, "%s/%s", s->scratch_path,

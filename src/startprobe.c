@@ -61,6 +61,7 @@ struct run {
 	uint64_t next_id;
 	struct sipc__bait b;
 	char *const *envp;
+	const char *scratch;         /* the launch's scratch directory */
 };
 
 /* ------------------------------------------------------- the channel */
@@ -262,6 +263,7 @@ static const unsigned probes[] = {
 	SIPC_G_PID_NAMESPACE, SIPC_G_MOUNT_NAMESPACE,
 	SIPC_G_NETWORK_ISOLATION, SIPC_G_NO_INHERITED_SECRETS,
 	SIPC_G_SEPARATE_USER, SIPC_G_RESOURCE_LIMITS,
+	SIPC_G_NO_PRIVILEGE, SIPC_G_FILESYSTEM_RULES,
 	SIPC_G_TREE_CONTAINMENT,
 };
 #define NPROBES (sizeof(probes) / sizeof(probes[0]))
@@ -270,7 +272,7 @@ static int
 probe_one(struct run *r, unsigned bit, char *why, size_t len)
 {
 	struct sipc__judge j = { .ask = run_ask, .ctx = r, .b = &r->b,
-	    .envp = r->envp };
+	    .envp = r->envp, .pid = r->ch.display_pid, .scratch = r->scratch };
 
 	if (bit == SIPC_G_TREE_CONTAINMENT)
 		return probe_tree(r, why, len);
@@ -375,7 +377,8 @@ run_probes(struct run *r, const char *path, unsigned required,
 	struct sipc_provider_launch l = { .path = path, .argv = argv,
 	    .envp = r->envp, .worker_id = UINT32_MAX, .generation = 1,
 	    .nproc_limit = r->cfg->worker_nproc_limit,
-	    .contain = r->cfg->containment, .init_path = r->cfg->init_path };
+	    .contain = r->cfg->containment, .init_path = r->cfg->init_path,
+	    .scratch_dir = r->scratch };
 	int eno = 0, rc;
 	unsigned i;
 
@@ -426,9 +429,10 @@ run_probes(struct run *r, const char *path, unsigned required,
 int
 sipc__startprobe_run(const struct sipc_provider_ops *p, void *state,
                      const struct sipc_config *cfg, unsigned required,
-                     char *errbuf, size_t errlen)
+                     const char *scratch_dir, char *errbuf, size_t errlen)
 {
 	static char *const no_env[] = { NULL };
+	char scratch_env[1100], *scr_env[] = { scratch_env, NULL };
 	char path[1024], what[512] = "", why[NPROBES][256];
 	struct run r = { .p = p, .state = state, .cfg = cfg,
 	    .ch = { .proto_fd = -1, .diag_fd = -1, .end_fd = -1 },
@@ -441,6 +445,12 @@ sipc__startprobe_run(const struct sipc_provider_ops *p, void *state,
 	if (required == 0)
 		return 0;
 	memset(why, 0, sizeof(why));
+	if (scratch_dir != NULL) {
+		snprintf(scratch_env, sizeof(scratch_env), "SIPC_SCRATCH=%s",
+		    scratch_dir);
+		r.envp = scr_env;
+		r.scratch = scratch_dir;
+	}
 	r.deadline = sipc__now_ms() + cfg->handshake_ms + ASK_SLACK_MS;
 	sipc__decoder_init(&r.dec, SIPC__PROBE_REPLY_MAX);
 	resolve_path(cfg, path, sizeof(path));

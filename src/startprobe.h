@@ -22,13 +22,16 @@
  * guarantee was confirmed; SIPC_E_PRODUCTION with each guarantee not
  * confirmed and the reason in errbuf otherwise (a probe program that
  * cannot be executed, does not answer or hangs confirms nothing).
+ * scratch_dir (NULL: none): the probe's scratch directory, given to its
+ * launch as a worker's is (SIPC_SCRATCH), so filesystem_rules is judged
+ * writing there too.
  * sipc_create()'s thread, before the reaper starts: the ops' per-handle
  * calls are then the only ones on this state.
  */
 #define SIPC__PROBE_SLACK_MS 3000
 int sipc__startprobe_run(const struct sipc_provider_ops *p, void *state,
                          const struct sipc_config *cfg, unsigned required,
-                         char *errbuf, size_t errlen);
+                         const char *scratch_dir, char *errbuf, size_t errlen);
 
 /* The bait and the judges. */
 
@@ -69,6 +72,9 @@ struct sipc__judge {
 	char *const *envp;       /* the launch's environment (NULL: none) */
 	unsigned fork_limit;     /* resource_limits: the pids limit the
 	                            worker must hit, 1..SIPC__FORK_PROBE_MAX */
+	pid_t pid;               /* the launch's display_pid: the host reads
+	                            the worker's ids there */
+	const char *scratch;     /* the launch's scratch directory, or NULL */
 };
 #define SIPC__FORK_PROBE_MAX 1023    /* the probe forks at most 1024 */
 

@@ -31,6 +31,7 @@
 #include "startprobe.h"
 #include "sipc_int.h"
 #include "unix/docfd.h"
+#include "unix/sandbox.h"
 #include "unix/scratch.h"
 #include "le.h"
 
@@ -475,6 +476,7 @@ sup_alloc(const struct sipc_config *cfg, struct sipc_supervisor **ret)
 	s->cfg.probe_path = xstrdup(cfg->probe_path);
 	s->cfg.scratch_root = xstrdup(cfg->scratch_root);
 	s->scratch_fd = -1;
+	s->scratch_uid = s->scratch_gid = -1;
 	s->nslots = cfg->workers + cfg->spares;
 	s->ncpu = usable_cpus();
 	atomic_init(&s->next_id, 1);
@@ -541,6 +543,54 @@ worker_executable(const char *path)
 	return S_ISREG(sb.st_mode) ? 0 : EACCES;
 }
 
+/* The start-up probe, with a scratch directory of its own ("probe" in
+ * the instance's, made as a worker generation's is, removed after)
+ * when workers get one: it runs as they do. */
+static int
+probe_run(struct sipc_supervisor *s, const struct sipc_provider_ops *prov,
+          char *errbuf, size_t errlen)
+{
+	unsigned required = sipc__provider_required(&s->cfg);
+	char dir[sizeof(s->scratch_path) + 8];
+	int rc;
+
+	if (required == 0 || s->scratch_fd < 0)
+		return sipc__startprobe_run(prov, s->prov_state, &s->cfg,
+		    required, NULL, errbuf, errlen);
+	snprintf(dir, sizeof(dir), "%s/probe", s->scratch_path);
+	if ((rc = sipc__scratch_mkdir(s->scratch_fd, "probe", s->scratch_uid,
+	    s->scratch_gid)) < 0) {
+		snprintf(errbuf, errlen, "scratch directory %s: %s", dir,
+		    strerror(-rc));
+		return rc;
+	}
+	rc = sipc__startprobe_run(prov, s->prov_state, &s->cfg, required, dir,
+	    errbuf, errlen);
+	(void)sipc__scratch_remove(s->scratch_fd, "probe");
+	return rc;
+}
+
+/* The instance's scratch directory; a root supervisor's sandbox workers
+ * (not root: sipc__sandbox_worker_ids) get theirs as their own. */
+static int
+scratch_open(struct sipc_supervisor *s, const struct sipc_config *cfg,
+             const struct sipc_provider_ops *prov)
+{
+	uid_t u;
+	gid_t g;
+	int rc;
+
+	if ((rc = sipc__scratch_make(cfg->scratch_root, s->scratch_path,
+	    sizeof(s->scratch_path), &s->scratch_fd)) < 0)
+		return rc;
+	if (prov != &sipc__provider_sandbox ||
+	    !sipc__sandbox_worker_ids(cfg, &u, &g))
+		return 0;
+	s->scratch_uid = (int)u;
+	s->scratch_gid = (int)g;
+	return sipc__scratch_share(s->scratch_fd, s->scratch_gid);
+}
+
 int
 sipc_create(const struct sipc_config *cfg, char *errbuf, size_t errlen,
             sipc_supervisor **ret)
@@ -576,8 +626,7 @@ sipc_create(const struct sipc_config *cfg, char *errbuf, size_t errlen,
 		goto fail;
 	}
 	if (cfg->scratch_root != NULL &&
-	    (rc = sipc__scratch_make(cfg->scratch_root, s->scratch_path,
-	    sizeof(s->scratch_path), &s->scratch_fd)) < 0) {
+	    (rc = scratch_open(s, cfg, prov)) < 0) {
 		snprintf(errbuf, errlen, "scratch_root: %s: %s",
 		    cfg->scratch_root, strerror(-rc));
 		rc = SIPC_E_CONFIG;
@@ -593,8 +642,7 @@ sipc_create(const struct sipc_config *cfg, char *errbuf, size_t errlen,
 	(void)sipc__provider_end_dead(prov, s->prov_state,
 	    !sipc__durable_leftovers_kept(s), say_dead, s);
 	/* Declared is not proven: each required guarantee is probed. */
-	if ((rc = sipc__startprobe_run(prov, s->prov_state, &s->cfg,
-	    sipc__provider_required(cfg), errbuf, errlen)) < 0)
+	if ((rc = probe_run(s, prov, errbuf, errlen)) < 0)
 		goto fail;
 	/* Outside owner mode no process-wide signal state is touched:
 	 * the reaper watches the workers' pidfds. */

@@ -395,9 +395,8 @@ scratch_make(struct sipc__slot *sl, const struct sipc__req *q)
 	char name[64];
 
 	sipc__scratch_name(name, sizeof(name), sl->idx, q->gen, q->id);
-	if (mkdirat(sl->sup->scratch_fd, name, 0700) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
+	return sipc__scratch_mkdir(sl->sup->scratch_fd, name,
+	    sl->sup->scratch_uid, sl->sup->scratch_gid);
 }
 
 /* No lock held: journal the batch's requests and lay out its frames.

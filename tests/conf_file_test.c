@@ -96,6 +96,7 @@ static const struct { const char *key; size_t off, size; } num_keys[] = {
 	NK(cpu_max_percent), NK(gather_us), NK(queue_timeout_ms),
 	NK(max_requests), NK(max_age_ms), NK(spares), NK(max_rss),
 	NK(request_figures),
+	NK(sandbox_uid), NK(sandbox_gid),
 };
 
 /* sipc_config_init()'s value of numeric key `key`, or -1. */

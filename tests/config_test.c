@@ -755,8 +755,19 @@ test_config_validate(void)
 	c = ok; c.init_path = ""; expect_invalid(&c, "init_path: empty");
 	c = ok; c.init_path = "/x/sipc-init";
 	CU_ASSERT_EQUAL(sipc__config_validate(&c, NULL, 0), 0);
-	c = ok; c.required_guarantees = 1u << 9;
+	c = ok; c.required_guarantees = 1u << 11;
 	expect_invalid(&c, "required_guarantees");
+	c = ok; c.required_guarantees = 1u << 7;
+	expect_invalid(&c, "required_guarantees");
+	c = ok; c.sandbox_ro_paths = "/usr/share/fonts:fonts";
+	expect_invalid(&c, "sandbox_ro_paths: entry \"fonts\" is not an "
+	    "absolute path");
+	c = ok; c.sandbox_ro_paths = "/a\nb";
+	expect_invalid(&c, "sandbox_ro_paths: a path holds a newline");
+	c = ok; c.sandbox_ro_paths = "/usr/share/fonts:/opt/conv";
+	CU_ASSERT_EQUAL(sipc__config_validate(&c, NULL, 0), 0);
+	c = ok; c.sandbox_uid = 0; expect_invalid(&c, "sandbox_uid: value 0");
+	c = ok; c.sandbox_gid = 0; expect_invalid(&c, "sandbox_gid: value 0");
 	c = ok; c.env_set = bad_set; expect_invalid(&c, "env_set");
 	c = ok; c.env_allow = bad_allow; expect_invalid(&c, "env_allow");
 	c = ok; c.restart_intensity = 1000;
@@ -805,7 +816,9 @@ test_config_guarantee_names_round_trip(void)
 	unsigned bit, got, all = 0;
 	const char *name;
 
-	for (bit = 1; bit & SIPC_G_ALL; bit <<= 1) {
+	for (bit = 1; bit <= SIPC_G_ALL; bit <<= 1) {
+		if (!(bit & SIPC_G_ALL))
+			continue;
 		name = sipc_guarantee_name(bit);
 		CU_ASSERT_STRING_NOT_EQUAL(name, "unknown");
 		got = 0;

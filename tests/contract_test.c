@@ -1148,6 +1148,8 @@ test_contract_wait_ready_exec(void)
 	int64_t t0;
 
 	CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
+	/* a root supervisor's sandboxed worker runs as sandbox_uid */
+	CU_ASSERT(chmod(dir, 0755) == 0);
 	snprintf(bin, sizeof(bin), "%s/echo-copy", dir);
 	CU_ASSERT_FATAL(st_copy_file(tl_fixture("echo"), bin) == 0);
 	cfg_base(&c, "echo", NULL, 1);

@@ -288,7 +288,8 @@ test_provider_host_claims_refused_by_probe(void)
 	    "signal host pid"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "mount_namespace (the worker read "
 	    "the host's file"));
-	CU_ASSERT_PTR_NOT_NULL(strstr(err, "separate_user (the worker's uid"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "separate_user (the worker runs as "
+	    "host uid"));
 	/* the probe ran through the registered ops, once */
 	CU_ASSERT_EQUAL(atomic_load(&n_launch), launches + 1);
 }

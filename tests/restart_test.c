@@ -238,6 +238,8 @@ test_restart_missing_binary_at_runtime(void)
 	int64_t t0;
 
 	CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
+	/* a root supervisor's sandboxed worker runs as sandbox_uid */
+	CU_ASSERT(chmod(dir, 0755) == 0);
 	snprintf(bin, sizeof(bin), "%s/echo", dir);
 	CU_ASSERT_FATAL(st_copy_file(tl_fixture("echo"), bin) == 0);
 	st_cfg_base(&c, "echo", argv, 1);

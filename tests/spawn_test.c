@@ -152,6 +152,8 @@ exec_failures_case(enum sipc_containment mode)
 	FILE *f;
 
 	CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
+	/* a root supervisor's sandboxed worker runs as sandbox_uid */
+	CU_ASSERT(chmod(dir, 0755) == 0);
 	snprintf(bin, sizeof(bin), "%s/noformat", dir);
 	CU_ASSERT_FATAL((f = fopen(bin, "w")) != NULL);
 	fputs("\x01\x02 not a program\n", f);

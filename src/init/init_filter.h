@@ -13,4 +13,12 @@ int sipc__init_filter(void);
  * errno; the caller must not execute the worker on failure. */
 int sipc__init_drop_privileges(void);
 
+/* Installs the filesystem rules (landlock.c) in the calling process:
+ * read and execute beneath each path of `ro`, every right beneath each
+ * of `rw` (both '\n'-separated; a path of rw that does not exist is
+ * skipped), nothing elsewhere; sets no_new_privs.  0, or a negative
+ * errno (-EOPNOTSUPP or -ENOSYS: no Landlock); on failure the caller
+ * must not execute the worker. */
+int sipc__init_landlock(const char *ro, const char *rw);
+
 #endif

@@ -20,7 +20,9 @@
  *   - passes TERM (and INT, HUP, QUIT, USR1, USR2) on to every process of
  *     the namespace, so a graceful stop reaches the whole tree,
  *     setsid() escapees included;
- *   - under the sandbox (SIPC__INIT_FILTER set), drops every capability
+ *   - under the sandbox, sets no_new_privs itself, installs the
+ *     filesystem rules it was given (SIPC__INIT_LL_RO/RW, landlock.c),
+ *     then (SIPC__INIT_FILTER set) drops every capability
  *     of the worker's process, sets its core limit to 0/0 and installs
  *     the system-call filter (filter.c) just before execve, refusing to
  *     start the worker if any of it fails; sipc-init itself stays
@@ -106,6 +108,7 @@ supervisor_gone(int timeout_ms)
 }
 
 static int filtered;     /* SIPC__INIT_FILTER was set: filter the worker */
+static char *ll_ro, *ll_rw; /* SIPC__INIT_LL_*: Landlock rules (NULL: none) */
 
 static void __attribute__((noreturn))
 worker_side(char **argv, int errw, const sigset_t *none)
@@ -127,8 +130,16 @@ worker_side(char **argv, int errw, const sigset_t *none)
 	 * (errw stays open until then). */
 	(void)syscall(SYS_close_range, SIPC__INIT_REPORT_FD, ~0U,
 	    CLOSE_RANGE_CLOEXEC);
-	/* Last before execve, so nothing of ours runs filtered; a filter
-	 * that cannot be installed stops the start (fail closed). */
+	/* Last before execve, so nothing of ours runs confined: no_new_privs
+	 * set here, not left to bwrap or libseccomp, then the filesystem
+	 * rules, capabilities, core limit and filter; any of them that
+	 * cannot be had stops the start (fail closed). */
+	if (filtered && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
+		err = errno;
+		goto fail;
+	}
+	if (ll_ro != NULL && (err = -sipc__init_landlock(ll_ro, ll_rw)) != 0)
+		goto fail;
 	if (filtered && ((err = -sipc__init_drop_privileges()) != 0 ||
 	    (err = -sipc__init_filter()) != 0))
 		goto fail;
@@ -224,6 +235,18 @@ main(int argc, char **argv)
 	if (getenv(SIPC__INIT_FILTER) != NULL) {
 		(void)unsetenv(SIPC__INIT_FILTER);
 		filtered = 1;
+	}
+	/* copies: unsetenv() may free what getenv() returned */
+	if (getenv(SIPC__INIT_LL_RO) != NULL) {
+		ll_ro = strdup(getenv(SIPC__INIT_LL_RO));
+		ll_rw = strdup(getenv(SIPC__INIT_LL_RW) ? getenv(SIPC__INIT_LL_RW) :
+		    "");
+		(void)unsetenv(SIPC__INIT_LL_RO);
+		(void)unsetenv(SIPC__INIT_LL_RW);
+		if (ll_ro == NULL || ll_rw == NULL) {
+			report(SIPC__INIT_EXEC_FAILED, ENOMEM);
+			return 127;
+		}
 	}
 	sigfillset(&all);
 	sigemptyset(&none);

@@ -25,6 +25,12 @@
  *   "uid"          "uid=U map=IN OUT COUNT", the line of
  *                  /proc/self/uid_map that maps U ("map=-" when it
  *                  cannot be read)
+ *   "privilege"    "caps=I,P,E,B,A nnp=N userns=R" from /proc/self/status
+ *                  (CapInh, CapPrm, CapEff, CapBnd, CapAmb in hex;
+ *                  NoNewPrivs), R what unshare(CLONE_NEWUSER) in a child
+ *                  got: "made", "errno=E" or "signal=S" (the filter)
+ *   "write PATH"   create PATH (O_EXCL) and remove it again: "write=1"
+ *                  or "write=0 errno=E"
  *   "forks N"      fork up to N children that wait, stop at the first
  *                  refusal, kill and reap them all: "forked=K errno=E"
  *                  (E 0 when all N were had)
@@ -40,6 +46,7 @@
 #include <inttypes.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -220,6 +227,73 @@ probe_fds(const char *token, char *out, size_t cap)
 	return snprintf(out, cap, "open=%d leaks=%s", open_n, leaks);
 }
 
+/* The value of "Name:\t..." in /proc/self/status, or "?". */
+static void
+status_field(const char *name, char *val, size_t cap)
+{
+	char line[256];
+	size_t n = strlen(name);
+	FILE *f = fopen("/proc/self/status", "re");
+
+	snprintf(val, cap, "?");
+	while (f != NULL && fgets(line, sizeof(line), f) != NULL)
+		if (strncmp(line, name, n) == 0 && line[n] == ':') {
+			snprintf(val, cap, "%s", line + n + 1 +
+			    strspn(line + n + 1, " \t"));
+			val[strcspn(val, "\n")] = '\0';
+			break;
+		}
+	if (f != NULL)
+		fclose(f);
+}
+
+/* A child tries a user namespace of its own: the filter may kill it. */
+static int
+try_userns(char *out, size_t cap)
+{
+	int st = 0;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return snprintf(out, cap, "fork-errno=%d", errno);
+	if (pid == 0)
+		_exit(unshare(CLONE_NEWUSER) == 0 ? 0 : errno > 0 &&
+		    errno < 200 ? errno : 200);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (WIFSIGNALED(st))
+		return snprintf(out, cap, "signal=%d", WTERMSIG(st));
+	return WEXITSTATUS(st) == 0 ? snprintf(out, cap, "made") :
+	    snprintf(out, cap, "errno=%d", WEXITSTATUS(st));
+}
+
+static int
+probe_privilege(char *out, size_t cap)
+{
+	static const char *const caps[] = { "CapInh", "CapPrm", "CapEff",
+	    "CapBnd", "CapAmb" };
+	char v[5][40], nnp[16], ns[32];
+
+	for (size_t i = 0; i < 5; i++)
+		status_field(caps[i], v[i], sizeof(v[i]));
+	status_field("NoNewPrivs", nnp, sizeof(nnp));
+	(void)try_userns(ns, sizeof(ns));
+	return snprintf(out, cap, "caps=%s,%s,%s,%s,%s nnp=%s userns=%s", v[0],
+	    v[1], v[2], v[3], v[4], nnp, ns);
+}
+
+static int
+probe_write(const char *path, char *out, size_t cap)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+
+	if (fd < 0)
+		return snprintf(out, cap, "write=0 errno=%d", errno);
+	close(fd);
+	(void)unlink(path);
+	return snprintf(out, cap, "write=1");
+}
+
 static int
 probe_uid(char *out, size_t cap)
 {
@@ -337,6 +411,10 @@ dispatch(sipc_worker *w, char *req, char *out, size_t cap)
 		return probe_fds(req + 4, out, cap);
 	if (strcmp(req, "uid") == 0)
 		return probe_uid(out, cap);
+	if (strcmp(req, "privilege") == 0)
+		return probe_privilege(out, cap);
+	if (strncmp(req, "write ", 6) == 0)
+		return probe_write(req + 6, out, cap);
 	if (strncmp(req, "forks ", 6) == 0)
 		return probe_forks(req + 6, out, cap);
 	if (strcmp(req, "escape") == 0)

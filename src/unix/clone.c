@@ -199,6 +199,14 @@ child_side(const struct sipc__spawn *sp, struct sipc__spawn_report *rep,
 	}
 	if (sp->flags & SIPC__SPAWN_NEWUSER)
 		child_id_maps(rep);
+	/* Groups, then gid, then uid (after it none of the others could be
+	 * changed), and before the parent-death signal, which a change of
+	 * credentials clears. */
+	if ((sp->flags & SIPC__SPAWN_SETID) &&
+	    (syscall(SYS_setgroups, 0, NULL) < 0 ||
+	    syscall(SYS_setresgid, sp->gid, sp->gid, sp->gid) < 0 ||
+	    syscall(SYS_setresuid, sp->uid, sp->uid, sp->uid) < 0))
+		child_fail(rep, -errno);
 	/* Die with the spawning thread (the long-lived reaper); outside a
 	 * new PID namespace, re-check that the parent did not die first
 	 * (inside one, getppid() is 0: sipc-init checks its report socket

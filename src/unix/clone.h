@@ -43,6 +43,10 @@ enum sipc__spawn_flags {
 	                                 * writes "0" to its cgroup.procs,
 	                                 * or fails); no child it forks ever
 	                                 * lives outside it */
+	SIPC__SPAWN_SETID = 1u << 4,    /* as uid and gid (no supplementary
+	                                 * groups) before anything else of
+	                                 * its own: a root caller's child that
+	                                 * must not be root */
 };
 
 struct sipc__spawn {
@@ -57,6 +61,8 @@ struct sipc__spawn {
 	unsigned flags;               /* enum sipc__spawn_flags */
 	unsigned nproc_limit;         /* RLIMIT_NPROC in the child, 0 = none */
 	int cgroup_fd;                /* SIPC__SPAWN_CGROUP: its directory */
+	uid_t uid;                    /* SIPC__SPAWN_SETID */
+	gid_t gid;
 };
 
 #define SIPC__SPAWN_FD_FLOOR 10

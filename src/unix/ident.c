@@ -531,3 +531,51 @@ sipc__tree_pids(pid_t root, pid_t *ret, unsigned max)
 	free(stack);
 	return rc < 0 ? rc : (int)k;
 }
+
+/* The Uid: and Gid: lines of /proc/<pid>/status (real, effective,
+ * saved, filesystem) into ret[0..3] and ret[4..7]. */
+static int
+status_ids(pid_t pid, unsigned long ret[8])
+{
+	char path[64], line[256];
+	int got = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if ((f = fopen(path, "re")) == NULL)
+		return -errno;
+	while (got < 2 && fgets(line, sizeof(line), f) != NULL) {
+		unsigned long *r = strncmp(line, "Uid:", 4) == 0 ? ret :
+		    strncmp(line, "Gid:", 4) == 0 ? ret + 4 : NULL;
+
+		if (r != NULL && sscanf(line + 4, "%lu %lu %lu %lu", &r[0],
+		    &r[1], &r[2], &r[3]) == 4)
+			got++;
+	}
+	fclose(f);
+	return got == 2 ? 0 : -EPROTO;
+}
+
+int
+sipc__proc_worker_ids(pid_t pid, unsigned long ret[8])
+{
+	char path[96], buf[64];
+	long child = 0;
+	ssize_t n;
+	int fd;
+
+	if (pid <= 0)
+		return -EINVAL;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid,
+	    (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		buf[n > 0 ? n : 0] = '\0';
+		/* exactly one child: sipc-init's worker */
+		if (n > 0 && strchr(buf, ' ') == strrchr(buf, ' ') &&
+		    sscanf(buf, "%ld", &child) == 1 && child > 0)
+			pid = (pid_t)child;
+	}
+	return status_ids(pid, ret);
+}

@@ -122,5 +122,10 @@ int sipc__tree_rss(pid_t root, uint64_t *ret_bytes);
  * at most max of them: their count, -E2BIG when the tree has more, or
  * -errno when root is not there. */
 int sipc__tree_pids(pid_t root, pid_t *ret, unsigned max);
+/* The host's uids (real, effective, saved, filesystem: ret[0..3]) and
+ * gids (ret[4..7]) of the worker that `pid` displays: its only child
+ * when it has exactly one (sipc-init's worker), else pid itself.  0 or
+ * -errno.  Any thread. */
+int sipc__proc_worker_ids(pid_t pid, unsigned long ret[8]);
 
 #endif

@@ -7,9 +7,12 @@
  *                                 namespace; its host pid is proven)
  *                                   `--> worker and its descendants
  *
- * What each worker gets (bwrap --unshare-all): PID, mount, network,
- * IPC, UTS and cgroup namespaces, and a user namespace where the
- * kernel allows one; a read-only view of only the files the worker's
+ * What each worker gets (bwrap --unshare-all --unshare-user
+ * --disable-userns): PID, mount, network, IPC, UTS and cgroup
+ * namespaces and a user namespace it cannot nest another in; as root,
+ * bwrap is started as sandbox_uid/sandbox_gid (never 0), so nothing of
+ * the sandbox is root on the host; Landlock rules where the kernel has
+ * them (sipc-init); a read-only view of only the files the worker's
  * program and sipc-init need to start (sbxargv.c: made once at create;
  * all of /usr and the two programs' directories when those cannot be
  * told, said in the launch's note); a fresh /proc of its own PID namespace, a minimal /dev
@@ -51,8 +54,8 @@
  *
  * What it does not give is in PRODUCTION_BOUNDARY.md: one kernel shared
  * with the host (not a VM boundary), a system-call filter that is not
- * proven by the start-up probe, and as root the user namespace maps
- * root to root (not a separate user).
+ * proven by the start-up probe, and one sandbox_uid for every sandbox
+ * of a root host.
  *
  * Threads (sipc_provider.h): create, destroy and leftover on the thread
  * of sipc_create() / sipc_destroy(), info on any (the state is read-only
@@ -70,7 +73,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/pidfd.h>
+#include <linux/landlock.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "cgroup.h"
@@ -92,7 +97,31 @@
 struct sbx_state {
 	struct sipc__cg_state cgs;
 	struct sipc__sbx_view view;
+	uid_t uid;                    /* the sandbox's identity (a root */
+	gid_t gid;                    /* supervisor's: sandbox_uid/gid) */
+	char *ro_paths;               /* sandbox_ro_paths, for every view */
 };
+
+/* The highest Landlock ABI of this kernel, 0 when it has none. */
+static int
+landlock_abi(void)
+{
+	long v = syscall(SYS_landlock_create_ruleset, NULL, 0,
+	    LANDLOCK_CREATE_RULESET_VERSION);
+
+	return v > 0 ? (int)v : 0;
+}
+
+bool
+sipc__sandbox_worker_ids(const struct sipc_config *cfg, uid_t *ret_uid,
+                         gid_t *ret_gid)
+{
+	if (geteuid() != 0)
+		return false;
+	*ret_uid = cfg != NULL ? (uid_t)cfg->sandbox_uid : 65534;
+	*ret_gid = cfg != NULL ? (gid_t)cfg->sandbox_gid : 65534;
+	return true;
+}
 
 /* The end (launchio.h): pidfd is the outer bwrap's, the end descriptor
  * until release; sig_fd sipc-init's pidfd once proven (every signal
@@ -155,9 +184,11 @@ sbx_clone(struct sbx_pending *q, const char *bwrap)
 
 	if ((a = calloc(1, sizeof(*a))) == NULL)
 		return -ENOMEM;
-	/* The supervisor's view, or one for this launch alone (a start-up
-	 * probe's program, tests without a state, a worker whose arguments
-	 * run another program: sipc__sbx_view_widen()). */
+	/* The supervisor's view, or one for this launch alone (tests
+	 * without a state, a worker whose arguments run another program:
+	 * sipc__sbx_view_widen()); another program (the start-up probe)
+	 * gets the workers' view and its own files, so it is judged in
+	 * what the workers see. */
 	view = q->st != NULL ? &q->st->view : NULL;
 	if (view == NULL || strcmp(view->path, l->path) != 0 ||
 	    strcmp(view->init, init) != 0 ||
@@ -166,18 +197,31 @@ sbx_clone(struct sbx_pending *q, const char *bwrap)
 			rc = -ENOMEM;
 			goto out;
 		}
-		if ((rc = sipc__sbx_view_make(own, init, l->path)) < 0) {
+		if ((rc = sipc__sbx_view_make(own, init, l->path,
+		    q->st != NULL ? q->st->ro_paths : NULL)) < 0) {
 			free(own);
 			own = NULL;
 			goto out;
 		}
 		sipc__sbx_view_widen(own, l->argv);
+		own->landlock = landlock_abi() > 0;
 		view = own;
+		if (q->st != NULL && q->st->view.path[0] != '\0' &&
+		    strcmp(q->st->view.path, l->path) != 0 &&
+		    (rc = sipc__sbx_view_join(own, &q->st->view)) < 0)
+			goto out;
 	}
 	snprintf(q->view_note, sizeof(q->view_note), "%s", view->note);
 	if ((rc = sipc__sbx_argv_build(a, bwrap, view, l->scratch_dir,
 	    l->argv)) < 0)
 		goto out;
+	/* Never root: as root, bwrap starts as the sandbox's uid and gid. */
+	if (geteuid() == 0 &&
+	    !(sipc__sbx_test_skip & SIPC__SBX_SKIP_SETID)) {
+		sp.flags |= SIPC__SPAWN_SETID;
+		sp.uid = q->st != NULL ? q->st->uid : 65534;
+		sp.gid = q->st != NULL ? q->st->gid : 65534;
+	}
 	if ((env = sipc__ns_env(l->envp)) == NULL) {
 		rc = -ENOMEM;
 		goto out;
@@ -193,7 +237,7 @@ sbx_clone(struct sbx_pending *q, const char *bwrap)
 out:
 	/* the child has its own copies */
 	free(env);
-	free(a->v);
+	sipc__sbx_argv_free(a);
 	free(a);
 	if (own != NULL)
 		sipc__sbx_view_free(own);
@@ -509,6 +553,28 @@ sbx_leftover(void *state, const struct sipc_provider_id *id,
 
 /* ------------------------------------------------------------ state */
 
+/* The worker and sipc-init reachable by the sandbox's ids: 0, or
+ * SIPC_E_EXEC with errbuf naming what is not. */
+static int
+ids_reach(const struct sipc_config *cfg, uid_t uid, gid_t gid, char *errbuf,
+          size_t errlen)
+{
+	const char *prog[2] = { cfg->path, cfg->init_path ? cfg->init_path :
+	    SIPC_LIBEXECDIR "/sipc-init" };
+	char why[512];
+
+	for (size_t i = 0; i < 2; i++) {
+		if (prog[i] == NULL ||
+		    sipc__sbx_reachable(prog[i], uid, gid, why, sizeof(why)) !=
+		    -EACCES)
+			continue;
+		snprintf(errbuf, errlen, "provider sandbox: %s, the ids the "
+		    "workers run as (sandbox_uid, sandbox_gid)", why);
+		return SIPC_E_EXEC;
+	}
+	return 0;
+}
+
 /* bwrap found (once), then the supervisor's cgroup v2 as for the local
  * adapter (cgroup.h): made, or why not. */
 static int
@@ -530,14 +596,32 @@ sbx_create(const struct sipc_config *cfg, void **ret_state, char *errbuf,
 		return -ENOMEM;
 	/* Without a program (a host's own provider tests) each launch makes
 	 * its view. */
-	if (cfg->path != NULL && (rc = sipc__sbx_view_make(&st->view,
-	    cfg->init_path ? cfg->init_path : SIPC_LIBEXECDIR "/sipc-init",
-	    cfg->path)) < 0) {
+	/* as root the workers run as sandbox_uid: their programs must be
+	 * theirs to run, or nothing would start */
+	if (sipc__sandbox_worker_ids(cfg, &st->uid, &st->gid) &&
+	    (rc = ids_reach(cfg, st->uid, st->gid, errbuf, errlen)) < 0) {
 		free(st);
 		return rc;
 	}
+	if (cfg->sandbox_ro_paths != NULL && cfg->sandbox_ro_paths[0] != '\0' &&
+	    (st->ro_paths = strdup(cfg->sandbox_ro_paths)) == NULL) {
+		free(st);
+		return -ENOMEM;
+	}
+	if (cfg->path != NULL && (rc = sipc__sbx_view_make(&st->view,
+	    cfg->init_path ? cfg->init_path : SIPC_LIBEXECDIR "/sipc-init",
+	    cfg->path, st->ro_paths)) < 0) {
+		free(st->ro_paths);
+		free(st);
+		return rc;
+	}
+	/* as each worker's launch would: the probe then gets that view */
+	if (cfg->path != NULL)
+		sipc__sbx_view_widen(&st->view, cfg->argv);
+	st->view.landlock = landlock_abi() > 0;
 	if ((rc = sipc__cg_state_init(cfg, &st->cgs, errbuf, errlen)) < 0) {
 		sipc__sbx_view_free(&st->view);
+		free(st->ro_paths);
 		free(st);
 		return rc;
 	}
@@ -554,6 +638,7 @@ sbx_destroy(void *state)
 		return;
 	sipc__cg_state_fini(&st->cgs);
 	sipc__sbx_view_free(&st->view);
+	free(st->ro_paths);
 	free(st);
 }
 
@@ -573,18 +658,28 @@ sipc__sandbox_cg_state(const void *state)
 	return st != NULL ? &st->cgs : NULL;
 }
 
-/* What the probes confirm on a machine where bwrap makes its namespaces
- * (tests/conformance/main_sandbox.c).  Not a separate user (as root its
- * user namespace maps root to root); limits hold where the supervisor's
- * cgroup has the controllers, which is the host's arrangement, so they
- * are not declared. */
+/* What this provider applies for cfg on this machine, each proven by
+ * the start-up probe before sipc_create() returns (startprobe.c):
+ * namespaces, secrets and tree containment wherever bwrap runs; no
+ * privilege always (never root, no capability, no_new_privs, no nested
+ * user namespace); a separate user where the supervisor is root (the
+ * worker runs as sandbox_uid); filesystem rules where the kernel has
+ * Landlock.  Limits hold where the supervisor's cgroup has the
+ * controllers, the host's arrangement, so they are not declared. */
 static unsigned
 sbx_declared(const struct sipc_config *cfg)
 {
-	(void)cfg;
-	return SIPC_G_PID_NAMESPACE | SIPC_G_MOUNT_NAMESPACE |
+	unsigned g = SIPC_G_PID_NAMESPACE | SIPC_G_MOUNT_NAMESPACE |
 	    SIPC_G_NETWORK_ISOLATION | SIPC_G_NO_INHERITED_SECRETS |
-	    SIPC_G_TREE_CONTAINMENT;
+	    SIPC_G_TREE_CONTAINMENT | SIPC_G_NO_PRIVILEGE;
+	uid_t u;
+	gid_t g2;
+
+	if (sipc__sandbox_worker_ids(cfg, &u, &g2))
+		g |= SIPC_G_SEPARATE_USER;
+	if (landlock_abi() > 0)
+		g |= SIPC_G_FILESYSTEM_RULES;
+	return g;
 }
 
 const struct sipc_provider_ops sipc__provider_sandbox = {

@@ -8,6 +8,7 @@
 #define SIPC_SANDBOX_H
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -45,23 +46,28 @@ extern const char *sipc__bwrap_test_path;
 #define SIPC__SBX_ARGV_FIXED 64
 
 /*
- * What a worker sees of the host's files (sbxargv.c): its program,
- * sipc-init, their interpreter and libraries (elfdeps.h) and the
- * loader's cache, each bound read-only at its own path; or, when those
- * cannot be told (a #! script, a library not found), all of /usr and
- * the two programs' directories, with `note` saying why.
+ * What a worker sees of the host's files (sbxargv.c): its program (a
+ * #! script: the script file and its interpreter), sipc-init, their
+ * interpreter and libraries (elfdeps.h), the loader's cache and the
+ * host's ro_paths, each bound read-only at its own path; or, when those
+ * cannot be told (a library not found), all of /usr and the two
+ * programs' directories, with `note` saying why.
  */
 struct sipc__sbx_view {
 	char path[PATH_MAX], init[PATH_MAX]; /* made for (as given) */
 	struct sipc__elfdeps files;   /* n == 0: the whole-/usr view */
 	char note[96];                /* "" for a minimal view */
+	char *ro_paths;               /* the host's (sandbox_ro_paths) or NULL */
+	bool landlock;                /* the worker gets the filesystem rules
+	                               * (set by the provider: the kernel has
+	                               * Landlock) */
 };
 
 /* Make v for worker `path` and sipc-init `init`, reading their ELF
  * files (nothing runs).  0 (minimal, or the /usr view with a note), or
  * -ENOMEM.  Free with sipc__sbx_view_free.  Any thread. */
 int sipc__sbx_view_make(struct sipc__sbx_view *v, const char *init,
-                        const char *path);
+                        const char *path, const char *ro_paths);
 /* A worker whose arguments name another executable by absolute path (a
  * wrapper such as sipc-exec running a converter) runs it, and the data
  * files it reads are named by no ELF header: v becomes the whole-/usr
@@ -71,12 +77,22 @@ int sipc__sbx_view_make(struct sipc__sbx_view *v, const char *init,
 const char *sipc__sbx_view_widens(const struct sipc__sbx_view *v,
                                   char *const *argv);
 void sipc__sbx_view_widen(struct sipc__sbx_view *v, char *const *argv);
+/* v (another program's launch: a start-up probe) becomes base's view
+ * plus its own files: base's files added, or, when either is the
+ * whole-/usr view, that view with base's program directory among the
+ * read-only paths.  0 or -errno.  Any thread. */
+int sipc__sbx_view_join(struct sipc__sbx_view *v,
+                        const struct sipc__sbx_view *base);
 void sipc__sbx_view_free(struct sipc__sbx_view *v);
 
 /* bwrap's command line for one worker, and the strings it points to. */
 struct sipc__sbx_argv {
 	const char **v;               /* NULL-terminated; allocated */
 	size_t n, cap;
+	char *ro;                     /* ro_paths, cut at each ':' */
+	char *ll_ro, *ll_rw;          /* the rules' lists, '\n'-separated */
+	size_t ll_ro_len, ll_rw_len;
+	int ll_err;
 	char wdir[PATH_MAX], idir[PATH_MAX], wpath[PATH_MAX], ipath[PATH_MAX];
 	char link[4][PATH_MAX];
 };
@@ -87,13 +103,17 @@ struct sipc__sbx_argv {
  * sipc-init's directories; the host's top-level links either way),
  * fresh /proc, /dev and /tmp, the worker's scratch directory read-write
  * at its own path (when `scratch` is not NULL), then "-- sipc-init
- * WORKER ARGV0 [ARGS...]", both programs resolved.  0, or -errno (a path
- * that does not resolve); a->v is then NULL.  The caller frees a->v; the
- * strings are argv's, a's, view's or scratch (which must outlive a->v).
+ * WORKER ARGV0 [ARGS...]", both programs resolved.  With view->landlock,
+ * the filesystem rules for sipc-init: read beneath every read-only bind,
+ * /proc and /dev; write beneath scratch, /tmp and the harmless devices.
+ * 0, or -errno (a path that does not resolve); nothing is then held.
+ * The caller frees with sipc__sbx_argv_free; the strings are argv's,
+ * a's, view's or scratch (which must outlive a->v).
  */
 int sipc__sbx_argv_build(struct sipc__sbx_argv *a, const char *bwrap,
                          const struct sipc__sbx_view *view,
                          const char *scratch, char *const *argv);
+void sipc__sbx_argv_free(struct sipc__sbx_argv *a);
 
 /* Terminate the sandbox `id` names, left by a dead supervisor, if it is
  * proven (same boot; its init alive with the recorded start time and
@@ -113,6 +133,33 @@ int sipc__sbx_id_decode(const struct sipc_provider_id *id,
  * NULL for NULL. */
 struct sipc__cg_state;
 const struct sipc__cg_state *sipc__sandbox_cg_state(const void *state);
+
+/* The ids a root supervisor's sandbox workers run as (cfg's
+ * sandbox_uid/gid; NULL cfg: 65534): true with them set, false when the
+ * supervisor is not root (its workers keep its own ids). */
+bool sipc__sandbox_worker_ids(const struct sipc_config *cfg, uid_t *ret_uid,
+                              gid_t *ret_gid);
+
+/* Can uid and gid (with no other group) reach and execute path (every
+ * directory above it searchable, the file readable and executable, by
+ * mode bits)?  0, -EACCES with why naming the file or directory, or
+ * another -errno.  Any thread.  (sbxargv.c) */
+int sipc__sbx_reachable(const char *path, uid_t uid, gid_t gid, char *why,
+                        size_t wlen);
+
+/* Tests only (the probes shown able to fail): what a launch leaves out
+ * while the provider still declares it. */
+enum {
+	SIPC__SBX_SKIP_LANDLOCK = 1u << 0, /* no filesystem rules */
+	SIPC__SBX_SKIP_SETID = 1u << 1,    /* a root supervisor's bwrap stays
+	                                    * root */
+	SIPC__SBX_SKIP_NETNS = 1u << 2,    /* the host's network namespace */
+	SIPC__SBX_SKIP_TMPFS = 1u << 3,    /* the host's /tmp, not an empty
+	                                    * one */
+	SIPC__SBX_SKIP_SCRATCH_RULE = 1u << 4, /* rules without the scratch
+	                                        * directory's write */
+};
+extern unsigned sipc__sbx_test_skip;
 
 /* The identity of a started sandbox (a handle of sipc__provider_sandbox). */
 const struct sipc__sbx_id *sipc__sandbox_id(const void *handle);

@@ -1,10 +1,12 @@
 /*
  * sbxargv.c - the sandbox provider's command line: which bwrap, and
  * what it is told (sandbox.h).  The view a worker gets is all here: by
- * default only the files its program and sipc-init need to start
- * (elfdeps.h), each bound read-only at its own path; all of /usr when
- * they cannot be told (a script, a library not found), said in the
- * launch's note.
+ * default only the files its program (a #! script: the script and its
+ * interpreter) and sipc-init need to start (elfdeps.h) and the host's
+ * sandbox_ro_paths, each bound read-only at its own path; all of /usr
+ * when they cannot be told (a library not found), said in the launch's
+ * note.  With them, the Landlock rules sipc-init installs (the same
+ * paths), and the flags for an unprivileged user namespace.
  *
  * Threads: the reaper thread (through sandbox.c) and tests; the bwrap
  * lookup is done once (pthread_once) and read-only after.
@@ -22,6 +24,8 @@
 #include "elfdeps.h"
 #include "init_proto.h"
 #include "sandbox.h"
+
+unsigned sipc__sbx_test_skip;
 
 static pthread_once_t bwrap_once = PTHREAD_ONCE_INIT;
 static char bwrap_path[PATH_MAX];
@@ -159,9 +163,79 @@ real_dir(const char *path, char *dir, char *ret_path)
  * /etc/ld.so.conf (under /usr/local/lib, say) would not load. */
 #define LD_CACHE "/etc/ld.so.cache"
 
+/* A #! script's interpreter (its first word, absolute) into interp:
+ * 0, or -ENOEXEC when path is not such a script. */
+static int
+script_interp(const char *path, char *interp, size_t len)
+{
+	char line[PATH_MAX + 2];
+	size_t n, i = 2;
+	FILE *f;
+
+	if ((f = fopen(path, "re")) == NULL)
+		return -errno;
+	n = fread(line, 1, sizeof(line) - 1, f);
+	fclose(f);
+	line[n] = '\0';
+	if (n < 3 || line[0] != '#' || line[1] != '!')
+		return -ENOEXEC;
+	while (line[i] == ' ' || line[i] == '\t')
+		i++;
+	n = strcspn(line + i, " \t\n");
+	if (line[i] != '/' || n >= len)
+		return -ENOEXEC;
+	memcpy(interp, line + i, n);
+	interp[n] = '\0';
+	return 0;
+}
+
+/* The program's files: an ELF program's closure, or a #! script itself
+ * and its interpreter's closure (not the script's directory: what else
+ * it runs or reads the host declares, sandbox_ro_paths). */
+static int
+prog_add(struct sipc__elfdeps *d, const char *path, char *why, size_t wlen)
+{
+	char interp[PATH_MAX];
+	int rc = sipc__elfdeps_add(d, path, why, wlen);
+
+	if (rc != -ENOEXEC || script_interp(path, interp, sizeof(interp)) < 0)
+		return rc;
+	if ((rc = sipc__elfdeps_add_file(d, path, why, wlen)) < 0)
+		return rc;
+	return sipc__elfdeps_add(d, interp, why, wlen);
+}
+
+/* A declared read-only path that is an ELF program (what a #! script
+ * runs) brings the libraries it loads: without them it could not start.
+ * Only -ENOMEM is an error (anything else is a data file or a tree). */
+static int
+ro_progs_add(struct sipc__sbx_view *v, char *why, size_t wlen)
+{
+	char path[PATH_MAX];
+	const char *p = v->ro_paths, *colon;
+	struct stat st;
+	size_t n;
+
+	while (p != NULL && *p != '\0') {
+		colon = strchr(p, ':');
+		n = colon != NULL ? (size_t)(colon - p) : strlen(p);
+		if (n < sizeof(path)) {
+			memcpy(path, p, n);
+			path[n] = '\0';
+			if (stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+			    (st.st_mode & 0111) != 0 &&
+			    sipc__elfdeps_add(&v->files, path, why, wlen) ==
+			    -ENOMEM)
+				return -ENOMEM;
+		}
+		p = colon != NULL ? colon + 1 : NULL;
+	}
+	return 0;
+}
+
 int
 sipc__sbx_view_make(struct sipc__sbx_view *v, const char *init,
-                    const char *path)
+                    const char *path, const char *ro_paths)
 {
 	char why[PATH_MAX + 64];
 	int rc;
@@ -169,13 +243,20 @@ sipc__sbx_view_make(struct sipc__sbx_view *v, const char *init,
 	memset(v, 0, sizeof(*v));
 	snprintf(v->path, sizeof(v->path), "%s", path);
 	snprintf(v->init, sizeof(v->init), "%s", init);
-	if ((rc = sipc__elfdeps_add(&v->files, path, why, sizeof(why))) == 0 &&
+	if (ro_paths != NULL && ro_paths[0] != '\0' &&
+	    (v->ro_paths = strdup(ro_paths)) == NULL)
+		return -ENOMEM;
+	if ((rc = prog_add(&v->files, path, why, sizeof(why))) == 0 &&
 	    (rc = sipc__elfdeps_add(&v->files, init, why, sizeof(why))) == 0 &&
 	    access(LD_CACHE, R_OK) == 0)
 		rc = sipc__elfdeps_add_file(&v->files, LD_CACHE, why,
 		    sizeof(why));
-	if (rc == -ENOMEM)
+	if (rc == 0)
+		rc = ro_progs_add(v, why, sizeof(why));
+	if (rc == -ENOMEM) {
+		sipc__sbx_view_free(v);
 		return rc;
+	}
 	if (rc < 0) {
 		sipc__elfdeps_free(&v->files);
 		snprintf(v->note, sizeof(v->note), "view: all of /usr (%.*s)",
@@ -211,35 +292,194 @@ sipc__sbx_view_widen(struct sipc__sbx_view *v, char *const *argv)
 	    "run %.*s)", 50, prog);
 }
 
+/* May uid (in gid, no other group) do `want` (1 search/execute, 4 read,
+ * as permission bits) on st?  Mode bits only: what setgroups(0) leaves. */
+static bool
+id_may(const struct stat *st, uid_t uid, gid_t gid, unsigned want)
+{
+	unsigned bits = st->st_uid == uid ? (st->st_mode >> 6) & 7 :
+	    st->st_gid == gid ? (st->st_mode >> 3) & 7 : st->st_mode & 7;
+
+	return (bits & want) == want;
+}
+
+int
+sipc__sbx_reachable(const char *path, uid_t uid, gid_t gid, char *why,
+                    size_t wlen)
+{
+	char real[PATH_MAX], *slash;
+	struct stat st;
+
+	if (realpath(path, real) == NULL)
+		return -errno;
+	if (stat(real, &st) < 0)
+		return -errno;
+	if (!id_may(&st, uid, gid, 5)) {
+		snprintf(why, wlen, "%.200s (mode %o, uid %u) is not readable "
+		    "and executable by uid %u gid %u", real,
+		    (unsigned)st.st_mode & 07777, (unsigned)st.st_uid,
+		    (unsigned)uid, (unsigned)gid);
+		return -EACCES;
+	}
+	while ((slash = strrchr(real, '/')) != NULL && slash != real) {
+		*slash = '\0';
+		if (stat(real, &st) < 0)
+			return -errno;
+		if (!id_may(&st, uid, gid, 1)) {
+			snprintf(why, wlen, "directory %.200s (mode %o, uid %u) "
+			    "cannot be searched by uid %u gid %u", real,
+			    (unsigned)st.st_mode & 07777, (unsigned)st.st_uid,
+			    (unsigned)uid, (unsigned)gid);
+			return -EACCES;
+		}
+	}
+	return 0;
+}
+
+/* ro_paths += ":" + the directory of path (resolved). */
+static int
+ro_add_dir(struct sipc__sbx_view *v, const char *path)
+{
+	char dir[PATH_MAX], file[PATH_MAX], *n;
+	int rc;
+
+	if ((rc = real_dir(path, dir, file)) < 0)
+		return rc;
+	if (asprintf(&n, "%s%s%s", v->ro_paths ? v->ro_paths : "",
+	    v->ro_paths ? ":" : "", dir) < 0)
+		return -ENOMEM;
+	free(v->ro_paths);
+	v->ro_paths = n;
+	return 0;
+}
+
+int
+sipc__sbx_view_join(struct sipc__sbx_view *v, const struct sipc__sbx_view *base)
+{
+	char why[PATH_MAX + 64];
+	int rc;
+
+	if (v->files.n > 0 && base->files.n > 0) {
+		for (size_t i = 0; i < base->files.n; i++)
+			if ((rc = sipc__elfdeps_add_file(&v->files,
+			    base->files.path[i], why, sizeof(why))) < 0)
+				return rc;
+		return 0;
+	}
+	if (v->files.n > 0) {
+		sipc__elfdeps_free(&v->files);
+		snprintf(v->note, sizeof(v->note), "%s", base->note);
+	}
+	return ro_add_dir(v, base->path);
+}
+
 void
 sipc__sbx_view_free(struct sipc__sbx_view *v)
 {
 	sipc__elfdeps_free(&v->files);
+	free(v->ro_paths);
+	v->ro_paths = NULL;
 }
 
-/* The view: every file of the minimal one at its own path, or /usr. */
+/* Append path and a '\n' to one of the rule lists (sipc-init's
+ * SIPC__INIT_LL_*=...); an allocation failure is kept in a->ll_err. */
+static void
+ll_add(struct sipc__sbx_argv *a, char **buf, size_t *len, const char *path)
+{
+	size_t n = strlen(path), cap = *len + n + 2;
+	char *nb;
+
+	if (a->ll_err != 0)
+		return;
+	if ((nb = realloc(*buf, cap)) == NULL) {
+		a->ll_err = -ENOMEM;
+		return;
+	}
+	*buf = nb;
+	memcpy(nb + *len, path, n);
+	nb[*len + n] = '\n';
+	nb[*len + n + 1] = '\0';
+	*len += n + 1;
+}
+
+static void
+ro_bind(struct sipc__sbx_argv *a, const char *path)
+{
+	av_add3(a, "--ro-bind", path, path);
+	ll_add(a, &a->ll_ro, &a->ll_ro_len, path);
+}
+
+/* What the rules let a worker write beside its scratch directory: the
+ * empty /tmp, POSIX shared memory and the devices bwrap's /dev has. */
+static const char *const ll_writable[] = { "/tmp", "/dev/shm", "/dev/null",
+    "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty" };
+
+/* The view: every file of the minimal one at its own path, or /usr;
+ * then the host's read-only paths (sandbox_ro_paths). */
 static void
 av_view(struct sipc__sbx_argv *a, const struct sipc__sbx_view *v)
 {
 	bool whole = v->files.n == 0;
+	char *p, *colon;
 
 	if (whole)
-		av_add3(a, "--ro-bind", "/usr", "/usr");
+		ro_bind(a, "/usr");
 	av_toplevel(a, whole);
 	av_add(a, "--proc");
 	av_add(a, "/proc");
 	av_add(a, "--dev");
 	av_add(a, "/dev");
-	av_add(a, "--tmpfs");
-	av_add(a, "/tmp");
+	if (sipc__sbx_test_skip & SIPC__SBX_SKIP_TMPFS)
+		av_add3(a, "--bind", "/tmp", "/tmp");
+	else {
+		av_add(a, "--tmpfs");
+		av_add(a, "/tmp");
+	}
+	ll_add(a, &a->ll_ro, &a->ll_ro_len, "/proc");
+	ll_add(a, &a->ll_ro, &a->ll_ro_len, "/dev");
+	for (size_t i = 0; i < sizeof(ll_writable) / sizeof(*ll_writable); i++)
+		ll_add(a, &a->ll_rw, &a->ll_rw_len, ll_writable[i]);
 	if (!whole) {
 		for (size_t i = 0; i < v->files.n; i++)
-			av_add3(a, "--ro-bind", v->files.path[i],
-			    v->files.path[i]);
-		return;
+			ro_bind(a, v->files.path[i]);
+	} else {
+		ro_bind(a, a->wdir);
+		ro_bind(a, a->idir);
 	}
-	av_add3(a, "--ro-bind", a->wdir, a->wdir);
-	av_add3(a, "--ro-bind", a->idir, a->idir);
+	for (p = a->ro; p != NULL && *p != '\0'; p = colon) {
+		if ((colon = strchr(p, ':')) != NULL)
+			*colon++ = '\0';
+		if (!sipc__elfdeps_has(&v->files, p))
+			ro_bind(a, p);
+	}
+}
+
+void
+sipc__sbx_argv_free(struct sipc__sbx_argv *a)
+{
+	free(a->v);
+	free(a->ro);
+	free(a->ll_ro);
+	free(a->ll_rw);
+	a->v = NULL;
+	a->ro = a->ll_ro = a->ll_rw = NULL;
+}
+
+/* The rules for sipc-init (Landlock), as bwrap --setenv values. */
+static void
+av_rules(struct sipc__sbx_argv *a, const char *scratch)
+{
+	if (scratch != NULL &&
+	    !(sipc__sbx_test_skip & SIPC__SBX_SKIP_SCRATCH_RULE))
+		ll_add(a, &a->ll_rw, &a->ll_rw_len, scratch);
+	if (a->ll_err != 0)
+		return;
+	av_add(a, "--setenv");
+	av_add(a, SIPC__INIT_LL_RO);
+	av_add(a, a->ll_ro);
+	av_add(a, "--setenv");
+	av_add(a, SIPC__INIT_LL_RW);
+	av_add(a, a->ll_rw);
 }
 
 /* Order matters to bwrap: the empty /tmp comes before the binds, so a
@@ -249,23 +489,43 @@ sipc__sbx_argv_build(struct sipc__sbx_argv *a, const char *bwrap,
                      const struct sipc__sbx_view *view, const char *scratch,
                      char *const *argv)
 {
-	size_t nargs = 0;
+	size_t nargs = 0, nro = 0;
 	int rc;
 
 	while (argv[nargs] != NULL)
 		nargs++;
-	a->n = 0;
-	a->cap = SIPC__SBX_ARGV_FIXED + nargs + 4 + 3 * view->files.n;
-	if ((a->v = calloc(a->cap, sizeof(*a->v))) == NULL)
+	memset(a, 0, sizeof(*a));
+	if (view->ro_paths != NULL) {
+		if ((a->ro = strdup(view->ro_paths)) == NULL)
+			return -ENOMEM;
+		for (const char *p = a->ro; *p != '\0'; p++)
+			nro += *p == ':';
+		nro++;
+	}
+	a->cap = SIPC__SBX_ARGV_FIXED + nargs + 4 + 3 * (view->files.n + nro);
+	if ((a->v = calloc(a->cap, sizeof(*a->v))) == NULL) {
+		sipc__sbx_argv_free(a);
 		return -ENOMEM;
+	}
 	if ((rc = real_dir(view->path, a->wdir, a->wpath)) < 0 ||
 	    (rc = real_dir(view->init, a->idir, a->ipath)) < 0) {
-		free(a->v);
-		a->v = NULL;
+		sipc__sbx_argv_free(a);
 		return rc;
 	}
 	av_add(a, bwrap);
-	av_add(a, "--unshare-all");
+	if (sipc__sbx_test_skip & SIPC__SBX_SKIP_NETNS) {
+		av_add(a, "--unshare-ipc");
+		av_add(a, "--unshare-pid");
+		av_add(a, "--unshare-uts");
+		av_add(a, "--unshare-cgroup-try");
+	} else {
+		av_add(a, "--unshare-all");
+	}
+	/* A user namespace always (as root the caller has dropped to the
+	 * sandbox's uid, so bwrap makes one anyway), and none nested in
+	 * it: the worker cannot make one (bwrap 0.8's --disable-userns). */
+	av_add(a, "--unshare-user");
+	av_add(a, "--disable-userns");
 	av_add(a, "--die-with-parent");
 	av_add(a, "--new-session");
 	av_add(a, "--as-pid-1");
@@ -286,6 +546,13 @@ sipc__sbx_argv_build(struct sipc__sbx_argv *a, const char *bwrap,
 	av_add(a, "--setenv");
 	av_add(a, SIPC__INIT_FILTER);
 	av_add(a, "1");
+	if (view->landlock && !(sipc__sbx_test_skip & SIPC__SBX_SKIP_LANDLOCK))
+		av_rules(a, scratch);
+	if (a->ll_err != 0) {
+		rc = a->ll_err;
+		sipc__sbx_argv_free(a);
+		return rc;
+	}
 	av_add(a, "--");
 	av_add(a, a->ipath);
 	av_add(a, a->wpath);

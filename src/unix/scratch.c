@@ -51,6 +51,25 @@ sipc__scratch_make(const char *root, char *ret_path, size_t len, int *ret_fd)
 	return 0;
 }
 
+int
+sipc__scratch_mkdir(int dirfd, const char *name, int uid, int gid)
+{
+	if (mkdirat(dirfd, name, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	if (uid >= 0 && fchownat(dirfd, name, (uid_t)uid, (gid_t)gid,
+	    AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	return 0;
+}
+
+int
+sipc__scratch_share(int fd, int gid)
+{
+	if (fchown(fd, (uid_t)-1, (gid_t)gid) < 0 || fchmod(fd, 0710) < 0)
+		return -errno;
+	return 0;
+}
+
 static int
 remove_in(int dirfd, const char *name, int depth)
 {

@@ -18,6 +18,16 @@
 int sipc__scratch_make(const char *root, char *ret_path, size_t len,
                        int *ret_fd);
 
+/* Make directory `name` under dirfd (0700; one already there is kept)
+ * and, with uid >= 0, give it to uid and gid (a root supervisor's
+ * sandbox identity, which must write in it), never following a link.
+ * 0 or -errno. */
+int sipc__scratch_mkdir(int dirfd, const char *name, int uid, int gid);
+
+/* Let gid (the sandbox's) pass through the instance directory fd: group
+ * gid, mode 0710 (no listing, no writing).  0 or -errno. */
+int sipc__scratch_share(int fd, int gid);
+
 /* The name under the instance directory of worker generation `gen` of
  * slot `slot` ("w<slot>.<gen>"), or with `id` (request ids start at 1)
  * of that request's directory in it ("w<slot>.<gen>/<id>"). */

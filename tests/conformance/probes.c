@@ -101,7 +101,8 @@ conf_judge(const struct sipc_provider_ops *p, void *st, unsigned bit,
 	conf_prov = p;
 	conf_prov_state = st;
 	if ((r = cw_launch(&a.w, "probe", NULL, NULL)) == 0 &&
-	    (r = cw_hello(&a.w, &hello)) == 0)
+	    (r = cw_hello(&a.w, &hello)) == 0 &&
+	    (j.pid = a.w.ch.display_pid) >= 0)
 		r = bit != 0 ? sipc__judge(bit, &j, why, len) :
 		    sipc__judge_fds(&j, why, len);
 	if (r < 0)
@@ -161,6 +162,20 @@ conf_verify_separate_user(const struct sipc_provider_ops *p, void *st,
                           char *why, size_t len)
 {
 	return conf_judge(p, st, SIPC_G_SEPARATE_USER, 0, why, len);
+}
+
+int
+conf_verify_no_privilege(const struct sipc_provider_ops *p, void *st,
+                         char *why, size_t len)
+{
+	return conf_judge(p, st, SIPC_G_NO_PRIVILEGE, 0, why, len);
+}
+
+int
+conf_verify_filesystem_rules(const struct sipc_provider_ops *p, void *st,
+                             char *why, size_t len)
+{
+	return conf_judge(p, st, SIPC_G_FILESYSTEM_RULES, 0, why, len);
 }
 
 /* Forks asked of the worker: a limit must refuse one of them. */
