@@ -174,6 +174,13 @@ enum sipc_exit_kind {
 	                           * ended by us (reason POLICY, recycle
 	                           * says why); not a failure: no restart
 	                           * is counted against any limit */
+	SIPC_EXIT_POLICY,         /* sandbox: made a system call its filter
+	                           * refuses (syscall, syscall_name), and its
+	                           * tree was killed (signo); a request it
+	                           * ran is never retried */
+	SIPC_EXIT_LIMIT,          /* sandbox: a resource limit's signal ended
+	                           * it (signo SIGXCPU: RLIMIT_CPU, SIGXFSZ:
+	                           * RLIMIT_FSIZE; rlimit says which) */
 };
 
 /* Why a worker was recycled (SIPC_EXIT_RECYCLED). */
@@ -204,6 +211,12 @@ struct sipc_exit {
 	bool core_dumped;
 	enum sipc_term_reason reason;
 	enum sipc_recycle_reason recycle; /* SIPC_EXIT_RECYCLED: why */
+	/* SIPC_EXIT_POLICY: the refused call's number and name, -1 and ""
+	 * when the kernel did not say (a foreign architecture's call). */
+	int syscall;
+	char syscall_name[32];
+	int rlimit;               /* SIPC_EXIT_LIMIT: RLIMIT_CPU or
+	                           * RLIMIT_FSIZE (<sys/resource.h>) */
 };
 
 /* Format an exit classification ("killed by signal 11 (core dumped)").

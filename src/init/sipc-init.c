@@ -20,11 +20,16 @@
  *   - passes TERM (and INT, HUP, QUIT, USR1, USR2) on to every process of
  *     the namespace, so a graceful stop reaches the whole tree,
  *     setsid() escapees included;
- *   - under the sandbox (SIPC__INIT_FILTER set), drops every capability
- *     of the worker's process, sets its core limit to 0/0 and installs
- *     the system-call filter (filter.c) just before execve, refusing to
- *     start the worker if any of it fails; sipc-init itself stays
- *     unfiltered and keeps what it needs to reap and signal;
+ *   - under the sandbox (SIPC__INIT_FILTER set), sets the worker's
+ *     resource limits (limits.c), drops every capability of its
+ *     process, sets its core limit to 0/0 and installs the system-call
+ *     filter (filter.c) just before execve, refusing to start the
+ *     worker if any of it fails; sipc-init itself stays unfiltered and
+ *     keeps what it needs to reap and signal;
+ *   - holds the filter's listener: a refused call is reported with its
+ *     number and name (SIPC__INIT_POLICY) and the whole tree is killed
+ *     (SIGKILL, which no worker can catch); in audit mode it is logged
+ *     on stderr and runs;
  *   - reports the worker's exact wait status (code, signal, core dump),
  *     then exits: the kernel then kills whatever is left in the namespace
  *     and the supervisor sees one exit, with the tree already gone;
@@ -41,6 +46,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/seccomp.h>
+#include <seccomp.h>
 #include <linux/close_range.h>
 #include <poll.h>
 #include <signal.h>
@@ -50,7 +57,9 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -70,14 +79,22 @@ noop(int sig)
 }
 
 static void
-report(int kind, int value)
+report_named(int kind, int value, const char *name)
 {
-	struct sipc__init_msg m = { (uint32_t)kind, value };
+	struct sipc__init_msg m = { (uint32_t)kind, value, "" };
 	ssize_t n;
 
+	if (name != NULL)
+		snprintf(m.name, sizeof(m.name), "%s", name);
 	do
 		n = write(SIPC__INIT_REPORT_FD, &m, sizeof(m));
 	while (n < 0 && errno == EINTR);
+}
+
+static void
+report(int kind, int value)
+{
+	report_named(kind, value, NULL);
 }
 
 /* Is /proc already the one of our PID namespace (mounted by the
@@ -106,6 +123,46 @@ supervisor_gone(int timeout_ms)
 }
 
 static int filtered;     /* SIPC__INIT_FILTER was set: filter the worker */
+static int audit;        /* SIPC__INIT_AUDIT: log refused calls, let them run */
+static char *refuse, *allow, *limits;   /* the other SIPC__INIT_* values */
+static int policy_reported;
+
+/* The filter's listener to sipc-init, over the start socket. */
+static int
+send_fd(int sock, int fd)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} cb;
+	int zero = 0;
+	struct iovec iov = { .iov_base = &zero, .iov_len = sizeof(zero) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+	    .msg_control = cb.buf, .msg_controllen = sizeof(cb.buf) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	return sendmsg(sock, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
+}
+
+/* Limits, privileges, then the filter, whose listener goes to
+ * sipc-init: the worker keeps no copy of it. */
+static int
+confine(int sock)
+{
+	int rc, nfd = -1;
+
+	if ((rc = sipc__init_limits(limits)) < 0 ||
+	    (rc = sipc__init_drop_privileges()) < 0 ||
+	    (rc = sipc__init_filter(refuse, allow, &nfd)) < 0)
+		return rc;
+	rc = send_fd(sock, nfd);
+	close(nfd);
+	return rc;
+}
 
 static void __attribute__((noreturn))
 worker_side(char **argv, int errw, const sigset_t *none)
@@ -129,8 +186,7 @@ worker_side(char **argv, int errw, const sigset_t *none)
 	    CLOSE_RANGE_CLOEXEC);
 	/* Last before execve, so nothing of ours runs filtered; a filter
 	 * that cannot be installed stops the start (fail closed). */
-	if (filtered && ((err = -sipc__init_drop_privileges()) != 0 ||
-	    (err = -sipc__init_filter()) != 0))
+	if (filtered && (err = -confine(errw)) != 0)
 		goto fail;
 	(void)sigprocmask(SIG_SETMASK, none, NULL);
 	execve(argv[0], argv + 1, environ);
@@ -141,15 +197,47 @@ fail:
 	_exit(127);
 }
 
-/* Fork and exec the worker.  Returns its pid, or -1 after reporting. */
+/* One message of the worker's side: its errno (0 with the filter's
+ * listener), or 0 bytes at its execve. */
+static ssize_t
+start_msg(int sock, int *ret_err, int *ret_nfd)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} cb;
+	struct iovec iov = { .iov_base = ret_err, .iov_len = sizeof(*ret_err) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+	    .msg_control = cb.buf, .msg_controllen = sizeof(cb.buf) };
+	struct cmsghdr *c;
+	ssize_t n;
+
+	do
+		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	for (c = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL; c != NULL;
+	    c = CMSG_NXTHDR(&mh, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+		    c->cmsg_len == CMSG_LEN(sizeof(int))) {
+			if (*ret_nfd >= 0)
+				close(*ret_nfd);
+			memcpy(ret_nfd, CMSG_DATA(c), sizeof(int));
+		}
+	return n;
+}
+
+/* Fork and exec the worker.  Returns its pid, or -1 after reporting;
+ * *ret_nfd is the filter's listener (-1 unfiltered). */
 static pid_t
-start_worker(char **argv, const sigset_t *none)
+start_worker(char **argv, const sigset_t *none, int *ret_nfd)
 {
 	int ep[2], err = 0;
 	ssize_t n;
 	pid_t pid;
 
-	if (pipe2(ep, O_CLOEXEC) < 0) {
+	*ret_nfd = -1;
+	/* A socket, not a pipe: the listener travels on it. */
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ep) < 0) {
 		report(SIPC__INIT_EXEC_FAILED, errno);
 		return -1;
 	}
@@ -160,11 +248,16 @@ start_worker(char **argv, const sigset_t *none)
 	if (pid == 0)
 		worker_side(argv, ep[1], none);
 	close(ep[1]);
-	do
-		n = read(ep[0], &err, sizeof(err));
-	while (n < 0 && errno == EINTR);
+	while ((n = start_msg(ep[0], &err, ret_nfd)) == (ssize_t)sizeof(err) &&
+	    err == 0)
+		;
 	close(ep[0]);
-	if (n == (ssize_t)sizeof(err)) {
+	if (n == (ssize_t)sizeof(err) || (filtered && *ret_nfd < 0)) {
+		if (err == 0)
+			err = EPROTO;   /* filtered, but no listener came */
+		if (*ret_nfd >= 0)
+			close(*ret_nfd);
+		*ret_nfd = -1;
 		(void)waitpid(pid, NULL, 0);
 		report(SIPC__INIT_EXEC_FAILED, err);
 		return -1;
@@ -176,19 +269,91 @@ start_worker(char **argv, const sigset_t *none)
 	return pid;
 }
 
+/* A refused call.  Enforced: report it (the first one only) and kill
+ * every process of the namespace but us; the call never returns.  Audit:
+ * log it and let it run.  A notification whose target already died
+ * cannot be received (ENOENT) and is dropped. */
+static void
+on_refused(int nfd)
+{
+	struct seccomp_notif *req = NULL;
+	struct seccomp_notif_resp *resp = NULL;
+	char *name;
+
+	if (seccomp_notify_alloc(&req, &resp) < 0)
+		return;
+	if (seccomp_notify_receive(nfd, req) < 0)
+		goto out;
+	name = seccomp_syscall_resolve_num_arch(req->data.arch, req->data.nr);
+	if (audit) {
+		fprintf(stderr, "sipc-init: audit: system call %s (%d) by pid %d "
+		    "would be refused; it runs\n", name != NULL ? name : "?",
+		    req->data.nr, (int)req->pid);
+		resp->id = req->id;
+		resp->error = 0;
+		resp->val = 0;
+		resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+		(void)seccomp_notify_respond(nfd, resp);
+	} else if (!policy_reported) {
+		policy_reported = 1;
+		report_named(SIPC__INIT_POLICY, req->data.nr, name);
+		(void)kill(-1, SIGKILL);
+	}
+	free(name);
+out:
+	seccomp_notify_free(req, resp);
+}
+
+/* RLIMIT_CPU with soft = hard ends a process with SIGKILL, not SIGXCPU
+ * (the kernel checks the hard limit first): a worker killed when its
+ * CPU time (with its reaped children's, all wait4 tells) reached the
+ * limit reached the limit. */
+static void
+note_cpu_limit(int st, const struct rusage *ru)
+{
+	rlim_t cpu = sipc__init_cpu_limit(limits);
+	double used = (double)ru->ru_utime.tv_sec + ru->ru_utime.tv_usec / 1e6 +
+	    (double)ru->ru_stime.tv_sec + ru->ru_stime.tv_usec / 1e6;
+
+	if (!filtered || policy_reported || cpu == RLIM_INFINITY ||
+	    !WIFSIGNALED(st) || WTERMSIG(st) != SIGKILL || used < (double)cpu)
+		return;
+	report(SIPC__INIT_LIMIT, RLIMIT_CPU);
+}
+
 /* Reap every child that has ended; 1 when the worker was among them. */
 static int
 reap_all(pid_t worker, int *ret_status)
 {
+	struct rusage ru;
 	int st, found = 0;
 	pid_t p;
 
-	while ((p = waitpid(-1, &st, WNOHANG)) > 0)
+	while ((p = wait4(-1, &st, WNOHANG, &ru)) > 0)
 		if (p == worker) {
 			*ret_status = st;
 			found = 1;
+			note_cpu_limit(st, &ru);
 		}
+	/* SIGSYS under the filter with no notification: the call of a
+	 * foreign architecture (the kernel gives no number there). */
+	if (found && filtered && !policy_reported && WIFSIGNALED(*ret_status) &&
+	    WTERMSIG(*ret_status) == SIGSYS) {
+		policy_reported = 1;
+		report_named(SIPC__INIT_POLICY, -1, NULL);
+	}
 	return found;
+}
+
+/* The value of name, copied, and name dropped from the environment. */
+static char *
+take_env(const char *name)
+{
+	const char *v = getenv(name);
+	char *c = v != NULL ? strdup(v) : NULL;
+
+	(void)unsetenv(name);
+	return c;
 }
 
 int
@@ -197,8 +362,8 @@ main(int argc, char **argv)
 	struct signalfd_siginfo si;
 	struct sigaction sa;
 	sigset_t all, none;
-	struct pollfd pf[2];
-	int sfd, status = 0;
+	struct pollfd pf[3];
+	int sfd, nfd, status = 0;
 	size_t i;
 	pid_t worker;
 
@@ -224,7 +389,12 @@ main(int argc, char **argv)
 	if (getenv(SIPC__INIT_FILTER) != NULL) {
 		(void)unsetenv(SIPC__INIT_FILTER);
 		filtered = 1;
+		audit = getenv(SIPC__INIT_AUDIT) != NULL;
+		refuse = take_env(SIPC__INIT_REFUSE);
+		allow = take_env(SIPC__INIT_ALLOW);
+		limits = take_env(SIPC__INIT_LIMITS);
 	}
+	(void)unsetenv(SIPC__INIT_AUDIT);
 	sigfillset(&all);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &all, NULL);
@@ -251,15 +421,20 @@ main(int argc, char **argv)
 	 * armed: then its end of the socket is already closed. */
 	if (supervisor_gone(0))
 		return 1;
-	if ((worker = start_worker(argv + 1, &none)) < 0)
+	if ((worker = start_worker(argv + 1, &none, &nfd)) < 0)
 		return 0;
 	pf[0] = (struct pollfd){ .fd = sfd, .events = POLLIN };
 	pf[1] = (struct pollfd){ .fd = SIPC__INIT_REPORT_FD, .events = POLLIN };
+	pf[2] = (struct pollfd){ .fd = nfd, .events = POLLIN };
 	for (;;) {
-		if (poll(pf, 2, -1) < 0)
+		if (poll(pf, 3, -1) < 0)
 			continue;
 		if (pf[1].revents != 0)
 			return 1;               /* supervisor gone */
+		if (pf[2].revents & POLLIN)
+			on_refused(nfd);
+		else if (pf[2].revents != 0)
+			pf[2].fd = -1;  /* no filtered process left */
 		if (!(pf[0].revents & POLLIN) ||
 		    read(sfd, &si, sizeof(si)) != (ssize_t)sizeof(si))
 			continue;

@@ -74,9 +74,25 @@ void sipc__sbx_view_widen(struct sipc__sbx_view *v, char *const *argv);
 void sipc__sbx_view_free(struct sipc__sbx_view *v);
 
 /* bwrap's command line for one worker, and the strings it points to. */
+/* What sipc-init is told to set in the worker's process, and the cap
+ * of its /tmp, as bwrap's arguments: "as:fsize:nofile:cpu:nproc"
+ * (SIPC__INIT_LIMITS, "-" unlimited) and bytes. */
+struct sipc__sbx_policy {
+	char limits[128];
+	char tmp_size[24];
+};
+
+/* The defaults (sipc.conf(5)): address space 4 GiB, file size 1 GiB,
+ * 256 descriptors, 600 s of CPU, 512 processes of the worker's uid in
+ * its user namespace, /tmp 256 MiB.  In the sanitizer builds the address
+ * space is unlimited (their shadow memory reserves terabytes). */
+void sipc__sbx_policy_default(struct sipc__sbx_policy *ret);
+
 struct sipc__sbx_argv {
 	const char **v;               /* NULL-terminated; allocated */
 	size_t n, cap;
+	/* set by the caller before the build; an empty one: the defaults */
+	struct sipc__sbx_policy pol;
 	char wdir[PATH_MAX], idir[PATH_MAX], wpath[PATH_MAX], ipath[PATH_MAX];
 	char link[4][PATH_MAX];
 };

@@ -230,6 +230,9 @@ av_view(struct sipc__sbx_argv *a, const struct sipc__sbx_view *v)
 	av_add(a, "/proc");
 	av_add(a, "--dev");
 	av_add(a, "/dev");
+	/* bounded (bubblewrap >= 0.5: --size applies to the next tmpfs) */
+	av_add(a, "--size");
+	av_add(a, a->pol.tmp_size);
 	av_add(a, "--tmpfs");
 	av_add(a, "/tmp");
 	if (!whole) {
@@ -240,6 +243,25 @@ av_view(struct sipc__sbx_argv *a, const struct sipc__sbx_view *v)
 	}
 	av_add3(a, "--ro-bind", a->wdir, a->wdir);
 	av_add3(a, "--ro-bind", a->idir, a->idir);
+}
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SBX_AS "-"
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SBX_AS "-"
+#endif
+#endif
+#ifndef SBX_AS
+#define SBX_AS "4294967296"
+#endif
+
+void
+sipc__sbx_policy_default(struct sipc__sbx_policy *ret)
+{
+	snprintf(ret->limits, sizeof(ret->limits), "%s:%llu:%u:%u:%u", SBX_AS,
+	    1ULL << 30, 256u, 600u, 512u);
+	snprintf(ret->tmp_size, sizeof(ret->tmp_size), "%llu", 256ULL << 20);
 }
 
 /* Order matters to bwrap: the empty /tmp comes before the binds, so a
@@ -254,6 +276,8 @@ sipc__sbx_argv_build(struct sipc__sbx_argv *a, const char *bwrap,
 
 	while (argv[nargs] != NULL)
 		nargs++;
+	if (a->pol.limits[0] == '\0' || a->pol.tmp_size[0] == '\0')
+		sipc__sbx_policy_default(&a->pol);
 	a->n = 0;
 	a->cap = SIPC__SBX_ARGV_FIXED + nargs + 4 + 3 * view->files.n;
 	if ((a->v = calloc(a->cap, sizeof(*a->v))) == NULL)
@@ -286,6 +310,9 @@ sipc__sbx_argv_build(struct sipc__sbx_argv *a, const char *bwrap,
 	av_add(a, "--setenv");
 	av_add(a, SIPC__INIT_FILTER);
 	av_add(a, "1");
+	av_add(a, "--setenv");
+	av_add(a, SIPC__INIT_LIMITS);
+	av_add(a, a->pol.limits);
 	av_add(a, "--");
 	av_add(a, a->ipath);
 	av_add(a, a->wpath);
