@@ -515,7 +515,34 @@ struct sipc_config {
 	 * (1000; 0: never, every request goes to the least loaded worker,
 	 * an idle one first).  Calls never gather. */
 	unsigned gather_us;
+
+	/* The sandbox provider's system-call policy and resource limits
+	 * (sipc.conf(5); the local provider applies none of them).
+	 * syscalls_refuse: comma-separated names refused besides the
+	 * default profile; syscalls_allow: names of the default profile
+	 * allowed back (NULL: none).  A name libseccomp does not know, or
+	 * one allowed back that the default does not refuse, fails
+	 * sipc_create() with SIPC_E_CONFIG naming it.  syscalls_audit: a
+	 * refused call is logged and runs (building a profile only;
+	 * refused under production). */
+	const char *syscalls_refuse;
+	const char *syscalls_allow;
+	bool syscalls_audit;
+	/* Hard limits in the worker's process, soft = hard (0: the default;
+	 * SIPC_UNLIMITED: none): address space (4 GiB), file size (1 GiB),
+	 * descriptors (256), CPU seconds (600), processes of the worker's
+	 * uid in its user namespace (512); and the size of its /tmp
+	 * (256 MiB). */
+	size_t rlimit_as;
+	size_t rlimit_fsize;
+	size_t rlimit_nofile;
+	size_t rlimit_cpu;
+	size_t max_procs;
+	size_t tmp_size;
 };
+
+/* A limit of struct sipc_config set to none ("unlimited" in a file). */
+#define SIPC_UNLIMITED ((size_t)-1)
 
 /* Fill `cfg` with the documented defaults (environment UNSET, provider
  * "local", no path) and stamp it (struct_size, version).  An inline

@@ -95,6 +95,8 @@ static const struct { const char *key; size_t off, size; } num_keys[] = {
 	NK(group_commit_ms), NK(pids_max), NK(memory_max),
 	NK(cpu_max_percent), NK(gather_us), NK(queue_timeout_ms),
 	NK(max_requests), NK(max_age_ms), NK(spares), NK(max_rss),
+	NK(rlimit_as), NK(rlimit_fsize), NK(rlimit_nofile), NK(rlimit_cpu),
+	NK(max_procs), NK(tmp_size),
 };
 
 /* sipc_config_init()'s value of numeric key `key`, or -1. */
@@ -182,7 +184,7 @@ test_conf_file_man_ranges_are_enforced(void)
 		}
 	}
 	fclose(f);
-	TL_EQ(rows, 32);   /* every numeric key of the table */
+	TL_EQ(rows, 38);   /* every numeric key of the table */
 }
 
 /* sipc.conf(5), EXAMPLE: the example file loads as printed and means

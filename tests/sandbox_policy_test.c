@@ -214,7 +214,7 @@ test_policy_fork_bound(void)
 
 /* One request that the worker dies of: a resource limit's end. */
 static void
-limit_end(const char *cmd, int want_rlimit, int want_signo)
+limit_end(const char *cmd, size_t cpu, int want_rlimit, int want_signo)
 {
 	struct sipc_config c;
 	struct sipc_result r;
@@ -224,6 +224,7 @@ limit_end(const char *cmd, int want_rlimit, int want_signo)
 	if (skip_no_sandbox())
 		return;
 	cfg_sysprobe(&c);
+	c.rlimit_cpu = cpu;
 	c.stall_ms = 60000;     /* a spinning worker reads no frame */
 	s = st_start(&c, 1, WAIT_MS);
 	TL_EQ_FATAL(ask(s, cmd, 0, &r), 0);
@@ -241,16 +242,214 @@ static void
 test_policy_cpu_limit_ends(void)
 {
 	/* soft = hard: the kernel's SIGKILL at the hard limit */
-	limit_end("spin 1", RLIMIT_CPU, SIGKILL);
+	limit_end("spin 1", 0, RLIMIT_CPU, SIGKILL);
+}
+
+/* The same limit set low by the configuration. */
+static void
+test_policy_cpu_limit_configured(void)
+{
+	limit_end("spin -", 1, RLIMIT_CPU, SIGKILL);
 }
 
 static void
 test_policy_fsize_limit_ends(void)
 {
-	limit_end("bigfile 1000000", RLIMIT_FSIZE, SIGXFSZ);
+	limit_end("bigfile 1000000", 0, RLIMIT_FSIZE, SIGXFSZ);
+}
+
+/* A refused call's end: POLICY, number and name, one attempt. */
+static void
+expect_refused(sipc_supervisor *s, const char *name, int nr)
+{
+	struct sipc_result r;
+	char cmd[64];
+
+	snprintf(cmd, sizeof(cmd), "call %s", name);
+	TL_EQ_FATAL(ask(s, cmd, SIPC_REQ_IDEMPOTENT, &r), 0);
+	TL_EQ(r.outcome, SIPC_OUTCOME_UNKNOWN);
+	TL_EQ(r.attempts, 1);
+	TL_EQ(r.exit.kind, SIPC_EXIT_POLICY);
+	TL_EQ(r.exit.syscall, nr);
+	TL_STREQ(r.exit.syscall_name, name);
+	sipc_result_release(&r);
+}
+
+/* A call that returns: its reply "ret=..." */
+static void
+expect_runs(sipc_supervisor *s, const char *name)
+{
+	struct sipc_result r;
+	char cmd[64];
+
+	snprintf(cmd, sizeof(cmd), "call %s", name);
+	TL_EQ_FATAL(ask(s, cmd, 0, &r), 0);
+	TL_EQ(r.outcome, SIPC_OUTCOME_OK);
+	CU_ASSERT(strncmp(reply_str(&r), "ret=", 4) == 0);
+	sipc_result_release(&r);
+}
+
+static void
+test_policy_config_refuse_and_allow(void)
+{
+	struct sipc_config c;
+	sipc_supervisor *s;
+
+	if (skip_no_sandbox())
+		return;
+	cfg_sysprobe(&c);
+	/* not getppid: the worker runtime asks it at its start */
+	c.syscalls_refuse = "getcwd";
+	c.syscalls_allow = "keyctl,add_key";
+	s = st_start(&c, 1, WAIT_MS);
+	expect_runs(s, "keyctl");
+	expect_runs(s, "add_key");
+	expect_runs(s, "getpid");
+	expect_refused(s, "getcwd", __NR_getcwd);
+	sipc_destroy(s);
+}
+
+/* sipc_create() refuses c; errbuf holds want. */
+static void
+expect_create_refused(const struct sipc_config *c, const char *want)
+{
+	sipc_supervisor *s = NULL;
+	char err[256] = "";
+	int rc = sipc_create(c, err, sizeof(err), &s);
+
+	CU_ASSERT(rc == SIPC_E_CONFIG || rc == SIPC_E_PRODUCTION);
+	CU_ASSERT(s == NULL);
+	if (strstr(err, want) == NULL) {
+		fprintf(stderr, "errbuf \"%s\" does not say %s\n", err, want);
+		CU_FAIL("errbuf does not name the cause");
+	}
+	if (s != NULL)
+		sipc_destroy(s);
+}
+
+static void
+test_policy_config_bad_names(void)
+{
+	struct sipc_config c;
+
+	if (skip_no_sandbox())
+		return;
+	cfg_sysprobe(&c);
+	c.syscalls_refuse = "getcwd,no_such_call";
+	expect_create_refused(&c, "no_such_call");
+	cfg_sysprobe(&c);
+	c.syscalls_refuse = "Bad Name";
+	expect_create_refused(&c, "syscalls_refuse");
+	cfg_sysprobe(&c);
+	c.syscalls_allow = "getpid";    /* not refused by the default */
+	expect_create_refused(&c, "getpid");
+	cfg_sysprobe(&c);
+	c.syscalls_refuse = "keyctl";
+	c.syscalls_allow = "keyctl";
+	expect_create_refused(&c, "keyctl");
+}
+
+static void
+test_policy_audit_logs_and_runs(void)
+{
+	struct sipc_config c;
+	sipc_supervisor *s;
+
+	if (skip_no_sandbox())
+		return;
+	cfg_sysprobe(&c);
+	c.syscalls_audit = true;
+	s = st_start(&c, 1, WAIT_MS);
+	expect_runs(s, "keyctl");
+	CU_ASSERT(tl_wait_until(st_log_has_cb,
+	    (void *)"audit: system call keyctl", WAIT_MS));
+	sipc_destroy(s);
+}
+
+static void
+test_policy_audit_refused_under_production(void)
+{
+	struct sipc_config c;
+
+	cfg_sysprobe(&c);
+	c.syscalls_audit = true;
+	c.environment = SIPC_ENV_PRODUCTION;
+	expect_create_refused(&c, "syscalls_audit");
+	cfg_sysprobe(&c);
+	c.syscalls_audit = true;
+	c.environment = SIPC_ENV_UNSET;
+	expect_create_refused(&c, "syscalls_audit");
+}
+
+static void
+test_policy_limits_configured(void)
+{
+	struct sipc_config c;
+	struct sipc_result r;
+	sipc_supervisor *s;
+
+	if (skip_no_sandbox())
+		return;
+	cfg_sysprobe(&c);
+	c.rlimit_nofile = 100;
+	c.rlimit_cpu = 50;
+	c.rlimit_fsize = SIPC_UNLIMITED;
+	c.tmp_size = 64u << 20;
+	s = st_start(&c, 1, WAIT_MS);
+	TL_EQ_FATAL(ask(s, "rlimits", 0, &r), 0);
+	TL_EQ_FATAL(r.outcome, SIPC_OUTCOME_OK);
+	CU_ASSERT(strstr(reply_str(&r), "nofile=100/100") != NULL);
+	CU_ASSERT(strstr(reply_str(&r), "cpu=50/50") != NULL);
+	CU_ASSERT(strstr(reply_str(&r), "fsize=inf/inf") != NULL);
+	CU_ASSERT(strstr(reply_str(&r), "nproc=512/512") != NULL);
+	sipc_result_release(&r);
+	TL_EQ_FATAL(ask(s, "tmpsize", 0, &r), 0);
+	TL_EQ(strtoull(reply_str(&r), NULL, 10), 64ULL << 20);
+	sipc_result_release(&r);
+	sipc_destroy(s);
+}
+
+/* The keys load from the environment's form (a file's values have the
+ * same syntax), "unlimited" included. */
+static void
+test_policy_keys_load(void)
+{
+	char *const env[] = { "SIPC_SYSCALLS_REFUSE=getppid,getcwd",
+	    "SIPC_SYSCALLS_ALLOW=keyctl", "SIPC_SYSCALLS_AUDIT=true",
+	    "SIPC_RLIMIT_AS=unlimited", "SIPC_RLIMIT_CPU=30",
+	    "SIPC_TMP_SIZE=1048576", NULL };
+	char *const bad[] = { "SIPC_RLIMIT_NOFILE=lots", NULL };
+	struct sipc_config c;
+	sipc_config_store *st = NULL;
+	char err[256] = "";
+
+	sipc_config_init(&c);
+	TL_EQ_FATAL(sipc_config_load_env(env, &c, &st, err, sizeof(err)), 0);
+	TL_STREQ(c.syscalls_refuse, "getppid,getcwd");
+	TL_STREQ(c.syscalls_allow, "keyctl");
+	CU_ASSERT(c.syscalls_audit);
+	CU_ASSERT(c.rlimit_as == SIPC_UNLIMITED);
+	TL_EQ(c.rlimit_cpu, 30);
+	TL_EQ(c.tmp_size, 1048576);
+	TL_EQ(c.rlimit_nofile, 0);
+	TL_EQ(sipc_config_load_env(bad, &c, &st, err, sizeof(err)),
+	    SIPC_E_CONFIG);
+	CU_ASSERT(strstr(err, "SIPC_RLIMIT_NOFILE") != NULL);
+	TL_EQ(c.rlimit_nofile, 0);      /* nothing lost */
+	sipc_config_store_free(st);
 }
 
 static const tl_test tests[] = {
+	{ "test_policy_config_refuse_and_allow",
+	  test_policy_config_refuse_and_allow },
+	{ "test_policy_config_bad_names", test_policy_config_bad_names },
+	{ "test_policy_audit_logs_and_runs", test_policy_audit_logs_and_runs },
+	{ "test_policy_audit_refused_under_production",
+	  test_policy_audit_refused_under_production },
+	{ "test_policy_limits_configured", test_policy_limits_configured },
+	{ "test_policy_keys_load", test_policy_keys_load },
+	{ "test_policy_cpu_limit_configured",
+	  test_policy_cpu_limit_configured },
 	{ "test_policy_cpu_limit_ends", test_policy_cpu_limit_ends },
 	{ "test_policy_fsize_limit_ends", test_policy_fsize_limit_ends },
 	{ "test_policy_default_refused", test_policy_default_refused },

@@ -2,6 +2,9 @@
  * sipc-init - PID 1 of one worker's PID namespace.
  *
  * Usage (by the library only): sipc-init WORKER_PATH ARGV0 [ARGS...]
+ * or sipc-init --check-syscalls NAME,NAME... (prints "ok", or "unknown
+ * NAME" for the first name its libseccomp does not know; the sandbox
+ * checks its configuration's names so at sipc_create())
  * with the worker's environment, descriptors 0-3 as the worker gets
  * them (/dev/null, diagnostics twice, protocol channel) and descriptor 4
  * the report socket to the supervisor (init_proto.h).
@@ -355,6 +358,27 @@ reap_all(pid_t worker, int *ret_status)
 	return found;
 }
 
+/* The check mode: nothing but name lookups, before anything else. */
+static int
+check_syscalls(const char *list)
+{
+	char name[64];
+	const char *p = list, *c;
+	size_t n;
+
+	for (; p != NULL && *p != '\0'; p = c != NULL ? c + 1 : NULL) {
+		c = strchr(p, ',');
+		n = c != NULL ? (size_t)(c - p) : strlen(p);
+		snprintf(name, sizeof(name), "%.*s", (int)(n < 63 ? n : 63), p);
+		if (n == 0 || n > 63 || seccomp_syscall_resolve_name(name) < 0) {
+			printf("unknown %s\n", name);
+			return 1;
+		}
+	}
+	printf("ok\n");
+	return 0;
+}
+
 /* The value of name, copied, and name dropped from the environment. */
 static char *
 take_env(const char *name)
@@ -377,6 +401,8 @@ main(int argc, char **argv)
 	size_t i;
 	pid_t worker;
 
+	if (argc == 3 && strcmp(argv[1], "--check-syscalls") == 0)
+		return check_syscalls(argv[2]);
 	if (argc < 3) {
 		fprintf(stderr, "sipc-init: started by hand?  It is run by "
 		    "the sipc library only.\n");

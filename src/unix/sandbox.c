@@ -92,6 +92,8 @@
 struct sbx_state {
 	struct sipc__cg_state cgs;
 	struct sipc__sbx_view view;
+	struct sipc__sbx_policy pol;  /* its lists are refuse and allow */
+	char *refuse, *allow;
 };
 
 /* The end (launchio.h): pidfd is the outer bwrap's, the end descriptor
@@ -175,6 +177,8 @@ sbx_clone(struct sbx_pending *q, const char *bwrap)
 		view = own;
 	}
 	snprintf(q->view_note, sizeof(q->view_note), "%s", view->note);
+	if (q->st != NULL)
+		a->pol = q->st->pol;
 	if ((rc = sipc__sbx_argv_build(a, bwrap, view, l->scratch_dir,
 	    l->argv)) < 0)
 		goto out;
@@ -509,6 +513,45 @@ sbx_leftover(void *state, const struct sipc_provider_id *id,
 
 /* ------------------------------------------------------------ state */
 
+static void
+policy_free(struct sbx_state *st)
+{
+	free(st->refuse);
+	free(st->allow);
+	st->refuse = st->allow = NULL;
+}
+
+/* The limits and the system-call lists of the configuration (validated
+ * by the configuration module), each refused name checked with the
+ * libseccomp that sipc-init installs them with. */
+static int
+policy_make(const struct sipc_config *cfg, struct sbx_state *st,
+            char *errbuf, size_t errlen)
+{
+	const char *init = cfg->init_path ? cfg->init_path :
+	    SIPC_LIBEXECDIR "/sipc-init";
+	int rc;
+
+	sipc__sbx_policy_from_config(cfg, &st->pol);
+	if ((cfg->syscalls_refuse != NULL &&
+	    (st->refuse = strdup(cfg->syscalls_refuse)) == NULL) ||
+	    (cfg->syscalls_allow != NULL &&
+	    (st->allow = strdup(cfg->syscalls_allow)) == NULL)) {
+		policy_free(st);
+		return -ENOMEM;
+	}
+	st->pol.refuse = st->refuse;
+	st->pol.allow = st->allow;
+	st->pol.audit = cfg->syscalls_audit;
+	if (st->refuse != NULL && st->refuse[0] != '\0' &&
+	    (rc = sipc__sbx_syscalls_check(init, st->refuse, errbuf,
+	    errlen)) < 0) {
+		policy_free(st);
+		return rc;
+	}
+	return 0;
+}
+
 /* bwrap found (once), then the supervisor's cgroup v2 as for the local
  * adapter (cgroup.h): made, or why not. */
 static int
@@ -528,16 +571,22 @@ sbx_create(const struct sipc_config *cfg, void **ret_state, char *errbuf,
 	}
 	if ((st = calloc(1, sizeof(*st))) == NULL)
 		return -ENOMEM;
+	if ((rc = policy_make(cfg, st, errbuf, errlen)) < 0) {
+		free(st);
+		return rc;
+	}
 	/* Without a program (a host's own provider tests) each launch makes
 	 * its view. */
 	if (cfg->path != NULL && (rc = sipc__sbx_view_make(&st->view,
 	    cfg->init_path ? cfg->init_path : SIPC_LIBEXECDIR "/sipc-init",
 	    cfg->path)) < 0) {
+		policy_free(st);
 		free(st);
 		return rc;
 	}
 	if ((rc = sipc__cg_state_init(cfg, &st->cgs, errbuf, errlen)) < 0) {
 		sipc__sbx_view_free(&st->view);
+		policy_free(st);
 		free(st);
 		return rc;
 	}
@@ -554,6 +603,7 @@ sbx_destroy(void *state)
 		return;
 	sipc__cg_state_fini(&st->cgs);
 	sipc__sbx_view_free(&st->view);
+	policy_free(st);
 	free(st);
 }
 
