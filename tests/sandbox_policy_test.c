@@ -78,6 +78,7 @@ reply_str(const struct sipc_result *r)
 
 struct refused_call { const char *name; int nr; };
 
+/* rules: R10 PB25 */
 static void
 test_policy_default_refused(void)
 {
@@ -149,6 +150,7 @@ check_limits(const char *rep)
 	CU_ASSERT(strstr(rep, " raised=0") != NULL);
 }
 
+/* rules: PB26 */
 static void
 test_policy_limits_inside(void)
 {
@@ -172,6 +174,7 @@ test_policy_limits_inside(void)
 	sipc_destroy(s);
 }
 
+/* rules: PB26 */
 static void
 test_policy_fork_bound(void)
 {
@@ -238,6 +241,7 @@ limit_end(const char *cmd, size_t cpu, int want_rlimit, int want_signo)
 	sipc_destroy(s);
 }
 
+/* rules: PB26 */
 static void
 test_policy_cpu_limit_ends(void)
 {
@@ -252,6 +256,7 @@ test_policy_cpu_limit_configured(void)
 	limit_end("spin -", 1, RLIMIT_CPU, SIGKILL);
 }
 
+/* rules: PB26 */
 static void
 test_policy_fsize_limit_ends(void)
 {
@@ -289,6 +294,7 @@ expect_runs(sipc_supervisor *s, const char *name)
 	sipc_result_release(&r);
 }
 
+/* rules: R10 PB25 */
 static void
 test_policy_config_refuse_and_allow(void)
 {
@@ -381,6 +387,7 @@ test_policy_audit_refused_under_production(void)
 	expect_create_refused(&c, "syscalls_audit");
 }
 
+/* rules: PB26 */
 static void
 test_policy_limits_configured(void)
 {
