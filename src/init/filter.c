@@ -94,7 +94,7 @@ add_listed(scmp_filter_ctx f, const char *list)
 /* clone with a namespace flag, clone3 (unreadable flags), personality
  * other than the query (0xffffffff). */
 static int
-add_special(scmp_filter_ctx f, const char *allow)
+add_special(scmp_filter_ctx f)
 {
 	static const unsigned long ns[] = { CLONE_NEWNS, CLONE_NEWCGROUP,
 	    CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID,
@@ -112,7 +112,6 @@ add_special(scmp_filter_ctx f, const char *allow)
 		return rc;
 	/* Only the query passes: the worker already runs as PER_LINUX, and
 	 * a rule cannot compare one argument twice (libseccomp 2.5). */
-	(void)allow;
 	return seccomp_rule_add(f, SCMP_ACT_NOTIFY,
 	    SCMP_SYS(personality), 1, SCMP_A0(SCMP_CMP_NE, 0xffffffffUL));
 }
@@ -133,7 +132,7 @@ sipc__init_filter(const char *refuse, const char *allow, int *ret_notify_fd)
 		if ((rc = seccomp_rule_add(f, SCMP_ACT_NOTIFY, nr, 0)) < 0)
 			goto fail;
 	}
-	if ((rc = add_special(f, allow)) < 0 ||
+	if ((rc = add_special(f)) < 0 ||
 	    (rc = add_listed(f, refuse)) < 0)
 		goto fail;
 	if ((rc = seccomp_load(f)) < 0)

@@ -49,10 +49,10 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/seccomp.h>
-#include <seccomp.h>
 #include <linux/close_range.h>
+#include <linux/seccomp.h>
 #include <poll.h>
+#include <seccomp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,8 +61,8 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -312,15 +312,14 @@ out:
  * CPU time (with its reaped children's, all wait4 tells) came near its
  * limit reached the limit: wait4's times are tick samples scaled to the
  * run time and fall short of what the kernel's check counted (measured
- * 0.82 s for a kill at 1 s), so half the limit is taken as reaching it;
- * nobody else sends the worker SIGKILL but the worker itself (the
- * supervisor's and the OOM killer's ends are told apart above this).
- * cpu is its limit as read just before the reap (a lower one it set
- * itself counts too). */
+ * 0.82 s for a kill at 1 s), so half the limit is taken as reaching it.
+ * Other SIGKILLs are told apart elsewhere: the supervisor's forced stop
+ * kills us (no report at all), ours after a refused call is reported
+ * first, the OOM killer's is read from the cgroup.  cpu is its limit as
+ * read just before the reap (a lower one it set itself counts too). */
 static void
 note_cpu_limit(int st, const struct rusage *ru, rlim_t cpu)
 {
-
 	double used = (double)ru->ru_utime.tv_sec + ru->ru_utime.tv_usec / 1e6 +
 	    (double)ru->ru_stime.tv_sec + ru->ru_stime.tv_usec / 1e6;
 
