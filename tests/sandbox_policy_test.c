@@ -25,6 +25,7 @@
 
 #include "sipc.h"
 #include "sipctest.h"
+#include "sysfault.h"
 #include "testlib.h"
 #include "unix/sandbox.h"
 
@@ -462,7 +463,79 @@ test_policy_keys_load(void)
 	sipc_config_store_free(st);
 }
 
+/* In the broker's filtered child: a sandbox worker started under a
+ * filter that holds the one listener the kernel allows.  Exit status:
+ * 0 when a refused call ended it POLICY, unnamed (-1), by SIGSYS and
+ * its request was not written again; 100 + the step that failed. */
+static int
+under_listener_body(void *arg)
+{
+	struct sipc_config c;
+	struct sipc_result r;
+	sipc_supervisor *s;
+	char err[256] = "", how[160];
+	int ret;
+
+	(void)arg;
+	cfg_sysprobe(&c);
+	c.log = NULL;
+	if (sipc_create(&c, err, sizeof(err), &s) != 0) {
+		fprintf(stderr, "create: %s\n", err);
+		return 101;
+	}
+	if ((ret = sipc_wait_ready(s, 1, WAIT_MS)) != 0) {
+		struct sipc_worker_stats w = st_worker_stats(s, 0);
+
+		sipc_exit_format(&w.last_exit, how, sizeof(how));
+		fprintf(stderr, "not ready (%s): %s\n", sipc_strerror(ret), how);
+		sipc_destroy(s);
+		return 102;
+	}
+	if (ask(s, "call keyctl", SIPC_REQ_IDEMPOTENT, &r) != 0) {
+		sipc_destroy(s);
+		return 103;
+	}
+	sipc_exit_format(&r.exit, how, sizeof(how));
+	fprintf(stderr, "under a host listener: %s\n", how);
+	ret = r.outcome == SIPC_OUTCOME_UNKNOWN && r.attempts == 1 &&
+	    r.exit.kind == SIPC_EXIT_POLICY && r.exit.syscall == -1 &&
+	    r.exit.signo == SIGSYS ? 0 : 104;
+	sipc_result_release(&r);
+	sipc_destroy(s);
+	return ret;
+}
+
+static int
+let_run(pid_t pid, const uint64_t args[6], void *arg)
+{
+	(void)pid;
+	(void)args;
+	(void)arg;
+	return 0;
+}
+
+/* The host runs under a filter with a listener (a container runtime's
+ * notification, or these tests' own fault broker): the kernel allows no
+ * second one, so the sandbox's refusals kill with SIGSYS, unnamed;
+ * before, no sandboxed worker could start there. */
+/* rules: PB25 */
+static void
+test_policy_under_host_listener(void)
+{
+	int seen = 0;
+
+	if (skip_no_sandbox())
+		return;
+	if (!sf_supported()) {
+		tl_skip("seccomp user notification is not available here");
+		return;
+	}
+	TL_EQ(sf_broker(__NR_getcwd, let_run, &seen, sizeof(seen),
+	    under_listener_body, NULL), 0);
+}
+
 static const tl_test tests[] = {
+	{ "test_policy_under_host_listener", test_policy_under_host_listener },
 	{ "test_policy_config_refuse_and_allow",
 	  test_policy_config_refuse_and_allow },
 	{ "test_policy_config_bad_names", test_policy_config_bad_names },

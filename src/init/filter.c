@@ -22,7 +22,9 @@
  * clone, whose flags the filter does read.  libseccomp also sets
  * no_new_privs (its default SCMP_FLTATR_CTL_NNP) and kills calls of any
  * foreign architecture (SCMP_FLTATR_ACT_BADARCH: SIGSYS, no number), so
- * i386 numbers cannot go round the list.
+ * i386 numbers cannot go round the list.  Where the host itself runs
+ * under a filter with a listener the kernel refuses a second one
+ * (EBUSY), and the refusals are KILL_PROCESS: SIGSYS, the call unnamed.
  */
 #include <errno.h>
 #include <linux/capability.h>
@@ -32,7 +34,9 @@
 #include <unistd.h>
 #include <sched.h>
 #include <seccomp.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,7 +71,7 @@ in_list(const char *list, const char *name)
 /* Refuse every name of the host's list (validated by the library; a
  * name unknown here is an error, not skipped: the host asked for it). */
 static int
-add_listed(scmp_filter_ctx f, const char *list)
+add_listed(scmp_filter_ctx f, uint32_t act, const char *list)
 {
 	char name[64];
 	const char *p = list;
@@ -83,8 +87,7 @@ add_listed(scmp_filter_ctx f, const char *list)
 		name[len] = '\0';
 		if ((nr = seccomp_syscall_resolve_name(name)) < 0)
 			return -EINVAL;
-		if ((rc = seccomp_rule_add(f, SCMP_ACT_NOTIFY, nr, 0)) < 0 &&
-		    rc != -EEXIST)
+		if ((rc = seccomp_rule_add(f, act, nr, 0)) < 0 && rc != -EEXIST)
 			return rc;
 		p = c != NULL ? c + 1 : NULL;
 	}
@@ -94,7 +97,7 @@ add_listed(scmp_filter_ctx f, const char *list)
 /* clone with a namespace flag, clone3 (unreadable flags), personality
  * other than the query (0xffffffff). */
 static int
-add_special(scmp_filter_ctx f)
+add_special(scmp_filter_ctx f, uint32_t act)
 {
 	static const unsigned long ns[] = { CLONE_NEWNS, CLONE_NEWCGROUP,
 	    CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID,
@@ -103,8 +106,7 @@ add_special(scmp_filter_ctx f)
 	int rc;
 
 	for (i = 0; i < sizeof(ns) / sizeof(ns[0]); i++)
-		if ((rc = seccomp_rule_add(f, SCMP_ACT_NOTIFY,
-		    SCMP_SYS(clone), 1,
+		if ((rc = seccomp_rule_add(f, act, SCMP_SYS(clone), 1,
 		    SCMP_A0(SCMP_CMP_MASKED_EQ, ns[i], ns[i]))) < 0)
 			return rc;
 	if ((rc = seccomp_rule_add(f, SCMP_ACT_ERRNO(ENOSYS),
@@ -112,12 +114,15 @@ add_special(scmp_filter_ctx f)
 		return rc;
 	/* Only the query passes: the worker already runs as PER_LINUX, and
 	 * a rule cannot compare one argument twice (libseccomp 2.5). */
-	return seccomp_rule_add(f, SCMP_ACT_NOTIFY,
-	    SCMP_SYS(personality), 1, SCMP_A0(SCMP_CMP_NE, 0xffffffffUL));
+	return seccomp_rule_add(f, act, SCMP_SYS(personality), 1,
+	    SCMP_A0(SCMP_CMP_NE, 0xffffffffUL));
 }
 
-int
-sipc__init_filter(const char *refuse, const char *allow, int *ret_notify_fd)
+/* The profile with every refusal as act, loaded; the listener (act
+ * NOTIFY) in *ret_fd.  The kernel's error, not libseccomp's
+ * -ECANCELED, where it passes it on. */
+static int
+load(uint32_t act, const char *refuse, const char *allow, int *ret_fd)
 {
 	scmp_filter_ctx f;
 	int rc = -ENOMEM, nr;
@@ -125,24 +130,42 @@ sipc__init_filter(const char *refuse, const char *allow, int *ret_notify_fd)
 
 	if ((f = seccomp_init(SCMP_ACT_ALLOW)) == NULL)
 		return -ENOMEM;
+	if ((rc = seccomp_attr_set(f, SCMP_FLTATR_API_SYSRAWRC, 1)) < 0)
+		goto fail;
 	for (i = 0; i < NREFUSED; i++) {
 		if (in_list(allow, refused[i]) ||
 		    (nr = seccomp_syscall_resolve_name(refused[i])) < 0)
 			continue;
-		if ((rc = seccomp_rule_add(f, SCMP_ACT_NOTIFY, nr, 0)) < 0)
+		if ((rc = seccomp_rule_add(f, act, nr, 0)) < 0)
 			goto fail;
 	}
-	if ((rc = add_special(f)) < 0 ||
-	    (rc = add_listed(f, refuse)) < 0)
+	if ((rc = add_special(f, act)) < 0 ||
+	    (rc = add_listed(f, act, refuse)) < 0 ||
+	    (rc = seccomp_load(f)) < 0)
 		goto fail;
-	if ((rc = seccomp_load(f)) < 0)
-		goto fail;
-	if ((rc = seccomp_notify_fd(f)) < 0)
-		goto fail;
-	*ret_notify_fd = rc;
-	rc = 0;
+	*ret_fd = -1;
+	if (act == SCMP_ACT_NOTIFY && (*ret_fd = seccomp_notify_fd(f)) < 0)
+		rc = *ret_fd;   /* loaded, and no listener: fail the start */
 fail:
 	seccomp_release(f);
+	return rc;
+}
+
+/* The kernel allows one listener per process tree: under a host whose
+ * own filter holds one, the load fails (libseccomp 2.5.4 says -EFAULT
+ * there, the kernel's own code is EBUSY), and so it does on a kernel
+ * without user notification.  Then refused calls kill with SIGSYS
+ * (KILL_PROCESS) and go unnamed.  -EINVAL and -ENOMEM come from building
+ * the rules, which a second try would repeat.  Audit mode needs the
+ * listener. */
+int
+sipc__init_filter(const char *refuse, const char *allow, bool audit,
+                  int *ret_notify_fd)
+{
+	int rc = load(SCMP_ACT_NOTIFY, refuse, allow, ret_notify_fd);
+
+	if (rc < 0 && rc != -EINVAL && rc != -ENOMEM && !audit)
+		rc = load(SCMP_ACT_KILL_PROCESS, refuse, allow, ret_notify_fd);
 	return rc;
 }
 

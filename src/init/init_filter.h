@@ -3,17 +3,22 @@
 #ifndef SIPC_INIT_FILTER_H
 #define SIPC_INIT_FILTER_H
 
+#include <stdbool.h>
 #include <sys/resource.h>
 
 /* Installs the default profile in the calling process (and sets
  * no_new_privs): every refused call is sent to the filter's listener
  * (user notification).  refuse and allow are comma-separated names (may
  * be NULL or empty): calls refused besides the default, and names of the
- * default profile not refused.  0 and the listener in *ret_notify_fd,
- * or a negative errno (-EINVAL for a name this libseccomp does not
- * know); on failure nothing is installed and the caller must not
- * execute the worker.  Single-threaded callers only (it allocates). */
-int sipc__init_filter(const char *refuse, const char *allow,
+ * default profile not refused.  0 and the listener in *ret_notify_fd;
+ * or 0 and -1 there when no listener can be had (a filter of the
+ * caller's ancestry holds the one the kernel allows), refused calls then
+ * killing the process with SIGSYS (in audit mode that is the load's
+ * error instead); or a negative errno (-EINVAL for a name this
+ * libseccomp does not know).  On failure nothing is installed and the
+ * caller must not execute the worker.  Single-threaded callers only (it
+ * allocates). */
+int sipc__init_filter(const char *refuse, const char *allow, bool audit,
                       int *ret_notify_fd);
 
 /* Drops every capability from every set (bounding, ambient, permitted,

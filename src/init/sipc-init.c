@@ -54,6 +54,7 @@
 #include <poll.h>
 #include <seccomp.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,16 +153,20 @@ send_fd(int sock, int fd)
 }
 
 /* Limits, privileges, then the filter, whose listener goes to
- * sipc-init: the worker keeps no copy of it. */
+ * sipc-init: the worker keeps no copy of it.  Without a listener (the
+ * host's filter holds the one allowed) a bare 0 says the filter is in. */
 static int
 confine(int sock)
 {
-	int rc, nfd = -1;
+	int rc, nfd = -1, zero = 0;
 
 	if ((rc = sipc__init_limits(limits)) < 0 ||
 	    (rc = sipc__init_drop_privileges()) < 0 ||
-	    (rc = sipc__init_filter(refuse, allow, &nfd)) < 0)
+	    (rc = sipc__init_filter(refuse, allow, audit, &nfd)) < 0)
 		return rc;
+	if (nfd < 0)
+		return send(sock, &zero, sizeof(zero), MSG_NOSIGNAL) < 0 ?
+		    -errno : 0;
 	rc = send_fd(sock, nfd);
 	close(nfd);
 	return rc;
@@ -230,11 +235,13 @@ start_msg(int sock, int *ret_err, int *ret_nfd)
 }
 
 /* Fork and exec the worker.  Returns its pid, or -1 after reporting;
- * *ret_nfd is the filter's listener (-1 unfiltered). */
+ * *ret_nfd is the filter's listener (-1 unfiltered, or filtered without
+ * one). */
 static pid_t
 start_worker(char **argv, const sigset_t *none, int *ret_nfd)
 {
 	int ep[2], err = 0;
+	bool confined = false;
 	ssize_t n;
 	pid_t pid;
 
@@ -253,11 +260,11 @@ start_worker(char **argv, const sigset_t *none, int *ret_nfd)
 	close(ep[1]);
 	while ((n = start_msg(ep[0], &err, ret_nfd)) == (ssize_t)sizeof(err) &&
 	    err == 0)
-		;
+		confined = true;
 	close(ep[0]);
-	if (n == (ssize_t)sizeof(err) || (filtered && *ret_nfd < 0)) {
+	if (n == (ssize_t)sizeof(err) || (filtered && !confined)) {
 		if (err == 0)
-			err = EPROTO;   /* filtered, but no listener came */
+			err = EPROTO;   /* filtered, but it never said so */
 		if (*ret_nfd >= 0)
 			close(*ret_nfd);
 		*ret_nfd = -1;

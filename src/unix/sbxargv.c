@@ -286,8 +286,11 @@ void
 sipc__sbx_policy_from_config(const struct sipc_config *cfg,
                              struct sipc__sbx_policy *ret)
 {
+	/* max_procs unset: worker_nproc_limit, when set, is the same limit
+	 * (CONTRACT D7) */
 	const size_t v[] = { cfg->rlimit_as, cfg->rlimit_fsize,
-	    cfg->rlimit_nofile, cfg->rlimit_cpu, cfg->max_procs };
+	    cfg->rlimit_nofile, cfg->rlimit_cpu, cfg->max_procs != 0 ?
+	    cfg->max_procs : cfg->worker_nproc_limit };
 	const char *const dflt[] = { SBX_AS, "1073741824", "256", "600",
 	    "512" };
 	size_t off = 0;
