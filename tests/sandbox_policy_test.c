@@ -52,6 +52,29 @@ cfg_sysprobe(struct sipc_config *c)
 	c->handshake_ms = 10000;
 }
 
+/* st_start() for one sandboxed worker; a start that fails prints the
+ * log first (the sandbox's and sipc-init's reasons are there). */
+static sipc_supervisor *
+start(const struct sipc_config *c)
+{
+	sipc_supervisor *s = NULL;
+	char err[256] = "";
+	int rc;
+
+	st_log_reset();
+	rc = sipc_create(c, err, sizeof(err), &s);
+	if (rc != 0)
+		fprintf(stderr, "sipc_create: %s: %s\n", sipc_strerror(rc), err);
+	CU_ASSERT_FATAL(rc == 0);
+	if ((rc = sipc_wait_ready(s, 1, WAIT_MS)) != 0) {
+		fprintf(stderr, "not ready: %s\n", sipc_strerror(rc));
+		st_log_print();
+		sipc_destroy(s);
+		CU_FAIL_FATAL("worker not ready");
+	}
+	return s;
+}
+
 /* One request; the result is the caller's to release. */
 static int
 ask(sipc_supervisor *s, const char *cmd, unsigned flags,
@@ -102,7 +125,7 @@ test_policy_default_refused(void)
 		return;
 	for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
 		cfg_sysprobe(&c);
-		s = st_start(&c, 1, WAIT_MS);
+		s = start(&c);
 		/* allowed: it returns */
 		TL_EQ_FATAL(ask(s, "call getpid", 0, &r), 0);
 		TL_EQ(r.outcome, SIPC_OUTCOME_OK);
@@ -178,7 +201,7 @@ test_policy_limits_inside(void)
 	if (skip_no_sandbox())
 		return;
 	cfg_sysprobe(&c);
-	s = st_start(&c, 1, WAIT_MS);
+	s = start(&c);
 	TL_EQ_FATAL(ask(s, "rlimits", 0, &r), 0);
 	TL_EQ_FATAL(r.outcome, SIPC_OUTCOME_OK);
 	fprintf(stderr, "limits inside: %s\n", reply_str(&r));
@@ -203,7 +226,7 @@ test_policy_fork_bound(void)
 	if (skip_no_sandbox())
 		return;
 	cfg_sysprobe(&c);
-	s = st_start(&c, 1, WAIT_MS);
+	s = start(&c);
 	TL_EQ_FATAL(ask(s, "forkloop", 0, &r), 0);
 	if (r.outcome != SIPC_OUTCOME_OK) {
 		char how[160];
@@ -246,7 +269,7 @@ limit_end(const char *cmd, size_t cpu, int want_rlimit, int want_signo)
 	cfg_sysprobe(&c);
 	c.rlimit_cpu = cpu;
 	c.stall_ms = 60000;     /* a spinning worker reads no frame */
-	s = st_start(&c, 1, WAIT_MS);
+	s = start(&c);
 	TL_EQ_FATAL(ask(s, cmd, 0, &r), 0);
 	sipc_exit_format(&r.exit, how, sizeof(how));
 	fprintf(stderr, "%s: %s\n", cmd, how);
@@ -324,7 +347,7 @@ test_policy_config_refuse_and_allow(void)
 	/* not getppid: the worker runtime asks it at its start */
 	c.syscalls_refuse = "getcwd";
 	c.syscalls_allow = "keyctl,add_key";
-	s = st_start(&c, 1, WAIT_MS);
+	s = start(&c);
 	expect_runs(s, "keyctl");
 	expect_runs(s, "add_key");
 	expect_runs(s, "getpid");
@@ -382,7 +405,7 @@ test_policy_audit_logs_and_runs(void)
 		return;
 	cfg_sysprobe(&c);
 	c.syscalls_audit = true;
-	s = st_start(&c, 1, WAIT_MS);
+	s = start(&c);
 	expect_runs(s, "keyctl");
 	CU_ASSERT(tl_wait_until(st_log_has_cb,
 	    (void *)"audit: system call keyctl", WAIT_MS));
@@ -419,7 +442,7 @@ test_policy_limits_configured(void)
 	c.rlimit_cpu = 50;
 	c.rlimit_fsize = SIPC_UNLIMITED;
 	c.tmp_size = 64u << 20;
-	s = st_start(&c, 1, WAIT_MS);
+	s = start(&c);
 	TL_EQ_FATAL(ask(s, "rlimits", 0, &r), 0);
 	TL_EQ_FATAL(r.outcome, SIPC_OUTCOME_OK);
 	CU_ASSERT(strstr(reply_str(&r), "nofile=100/100") != NULL);
