@@ -178,6 +178,13 @@ enum sipc_exit_kind {
 	                           * ended by us (reason POLICY, recycle
 	                           * says why); not a failure: no restart
 	                           * is counted against any limit */
+	SIPC_EXIT_POLICY,         /* sandbox: made a system call its filter
+	                           * refuses (syscall, syscall_name), and its
+	                           * tree was killed (signo); a request it
+	                           * ran is never retried */
+	SIPC_EXIT_LIMIT,          /* sandbox: a resource limit's signal ended
+	                           * it (signo SIGXCPU: RLIMIT_CPU, SIGXFSZ:
+	                           * RLIMIT_FSIZE; rlimit says which) */
 };
 
 /* Why a worker was recycled (SIPC_EXIT_RECYCLED). */
@@ -208,6 +215,12 @@ struct sipc_exit {
 	bool core_dumped;
 	enum sipc_term_reason reason;
 	enum sipc_recycle_reason recycle; /* SIPC_EXIT_RECYCLED: why */
+	/* SIPC_EXIT_POLICY: the refused call's number and name, -1 and ""
+	 * when the kernel did not say (a foreign architecture's call). */
+	int syscall;
+	char syscall_name[32];
+	int rlimit;               /* SIPC_EXIT_LIMIT: RLIMIT_CPU or
+	                           * RLIMIT_FSIZE (<sys/resource.h>) */
 };
 
 /* Format an exit classification ("killed by signal 11 (core dumped)").
@@ -555,7 +568,33 @@ struct sipc_config {
 	 * under the filesystem rules (a converter's fonts, its install
 	 * tree, what a #! worker's script runs). */
 	const char *sandbox_ro_paths;
+	/* The sandbox provider's system-call policy and resource limits
+	 * (sipc.conf(5); the local provider applies none of them).
+	 * syscalls_refuse: comma-separated names refused besides the
+	 * default profile; syscalls_allow: names of the default profile
+	 * allowed back (NULL: none).  A name libseccomp does not know, or
+	 * one allowed back that the default does not refuse, fails
+	 * sipc_create() with SIPC_E_CONFIG naming it.  syscalls_audit: a
+	 * refused call is logged and runs (building a profile only;
+	 * refused under production). */
+	const char *syscalls_refuse;
+	const char *syscalls_allow;
+	bool syscalls_audit;
+	/* Hard limits in the worker's process, soft = hard (0: the default;
+	 * SIPC_UNLIMITED: none): address space (4 GiB), file size (1 GiB),
+	 * descriptors (256), CPU seconds (600), processes of the worker's
+	 * uid in its user namespace (512); and the size of its /tmp
+	 * (256 MiB). */
+	size_t rlimit_as;
+	size_t rlimit_fsize;
+	size_t rlimit_nofile;
+	size_t rlimit_cpu;
+	size_t max_procs;
+	size_t tmp_size;
 };
+
+/* A limit of struct sipc_config set to none ("unlimited" in a file). */
+#define SIPC_UNLIMITED ((size_t)-1)
 
 /* Fill `cfg` with the documented defaults (environment UNSET, provider
  * "local", no path) and stamp it (struct_size, version).  An inline

@@ -12,6 +12,7 @@
 
 #include "config.h"
 #include "frame.h"
+#include "init/syscall_profile.h"
 #include "policy.h"
 
 #define MIB (1024LL * 1024)
@@ -22,6 +23,7 @@
 	sizeof(((struct sipc_config *)0)->f)
 #define NUM(f, lo, hi) { #f, SIPC__CK_NUM, F(f), (lo), (hi) }
 #define OTHER(f, kind) { #f, kind, F(f), 0, 0 }
+#define LIMIT(f, hi) { #f, SIPC__CK_LIMIT, F(f), 0, (hi) }
 
 const struct sipc__cfg_key sipc__cfg_keys[] = {
 	{ "environment", SIPC__CK_ENVIRONMENT, F(environment), 0,
@@ -88,6 +90,15 @@ const struct sipc__cfg_key sipc__cfg_keys[] = {
 	NUM(sandbox_uid, 1, 4294967294LL),
 	NUM(sandbox_gid, 1, 4294967294LL),
 	OTHER(sandbox_ro_paths, SIPC__CK_OPTSTRING),
+	OTHER(syscalls_refuse, SIPC__CK_OPTSTRING),
+	OTHER(syscalls_allow, SIPC__CK_OPTSTRING),
+	OTHER(syscalls_audit, SIPC__CK_BOOL),
+	LIMIT(rlimit_as, 1LL << 50),
+	LIMIT(rlimit_fsize, 1LL << 50),
+	LIMIT(rlimit_nofile, 1048576),
+	LIMIT(rlimit_cpu, 31536000),
+	LIMIT(max_procs, 4194304),
+	LIMIT(tmp_size, SIZE_CAP),
 };
 _Static_assert(sizeof(sipc__cfg_keys) / sizeof(sipc__cfg_keys[0]) ==
     SIPC__CFG_NKEYS, "SIPC__CFG_NKEYS counts the key table");
@@ -338,7 +349,9 @@ validate_key(const struct sipc_config *cfg, const struct sipc__cfg_key *k,
 	    == 0 : v >= (unsigned long long)k->min &&
 	    v <= (unsigned long long)k->max)
 		return true;
-	if (k->kind == SIPC__CK_NUM)
+	if (k->kind == SIPC__CK_LIMIT && v == SIPC_UNLIMITED)
+		return true;
+	if (k->kind == SIPC__CK_NUM || k->kind == SIPC__CK_LIMIT)
 		snprintf(msg, len, "%s: value %llu out of range %lld..%lld",
 		    k->name, v, k->min, k->max);
 	else
@@ -395,6 +408,90 @@ validate_strings(const struct sipc_config *cfg, char *msg, size_t len)
 	return false;
 }
 
+/* ------------------------------------------------ system-call lists */
+
+static const char *const profile[] = { SIPC__SYSCALLS_REFUSED };
+
+/* Does the comma-separated list hold name (n bytes)? */
+static bool
+list_has(const char *list, const char *name, size_t n)
+{
+	const char *p = list, *c;
+	size_t len;
+
+	for (; p != NULL && *p != '\0'; p = c != NULL ? c + 1 : NULL) {
+		c = strchr(p, ',');
+		len = c != NULL ? (size_t)(c - p) : strlen(p);
+		if (len == n && memcmp(p, name, n) == 0)
+			return true;
+	}
+	return false;
+}
+
+static bool
+in_profile(const char *name, size_t n)
+{
+	for (size_t i = 0; i < sizeof(profile) / sizeof(profile[0]); i++)
+		if (strlen(profile[i]) == n && memcmp(profile[i], name, n) == 0)
+			return true;
+	return false;
+}
+
+/* Every entry of a syscalls_* list a name's syntax (a-z, 0-9, '_', at
+ * most 31); allowed back only what the profile refuses; none both
+ * refused and allowed.  Whether libseccomp knows each refused name is
+ * the sandbox provider's check (it asks sipc-init, which installs them). */
+static bool
+syscall_list_valid(const char *key, const char *list, const char *other,
+                   bool allow, char *msg, size_t len)
+{
+	const char *p = list, *c;
+	size_t n, i;
+
+	for (; p != NULL && *p != '\0'; p = c != NULL ? c + 1 : NULL) {
+		c = strchr(p, ',');
+		n = c != NULL ? (size_t)(c - p) : strlen(p);
+		for (i = 0; i < n; i++)
+			if (!((p[i] >= 'a' && p[i] <= 'z') || p[i] == '_' ||
+			    (p[i] >= '0' && p[i] <= '9')))
+				break;
+		if (n == 0 || n > 31 || i < n) {
+			snprintf(msg, len, "%s: \"%.*s\" is not a system call "
+			    "name", key, (int)(n > 40 ? 40 : n), p);
+			return false;
+		}
+		if (allow && !in_profile(p, n)) {
+			snprintf(msg, len, "%s: %.*s is not refused by the "
+			    "default profile (sipc.conf(5))", key, (int)n, p);
+			return false;
+		}
+		if (!allow && list_has(other, p, n)) {
+			snprintf(msg, len, "%s: %.*s is also in syscalls_allow",
+			    key, (int)n, p);
+			return false;
+		}
+	}
+	return true;
+}
+
+static bool
+syscalls_valid(const struct sipc_config *cfg, char *msg, size_t len)
+{
+	if (!syscall_list_valid("syscalls_refuse", cfg->syscalls_refuse,
+	    cfg->syscalls_allow, false, msg, len) ||
+	    !syscall_list_valid("syscalls_allow", cfg->syscalls_allow, NULL,
+	    true, msg, len))
+		return false;
+	if (cfg->syscalls_audit && (cfg->environment == SIPC_ENV_PRODUCTION ||
+	    cfg->environment == SIPC_ENV_UNSET)) {
+		snprintf(msg, len, "syscalls_audit: refused under production "
+		    "(environment %s): it lets every refused call run",
+		    sipc__environment_name(cfg->environment));
+		return false;
+	}
+	return true;
+}
+
 static bool
 validate_cross(const struct sipc_config *cfg, char *msg, size_t len)
 {
@@ -412,6 +509,8 @@ validate_cross(const struct sipc_config *cfg, char *msg, size_t len)
 		snprintf(msg, len, "restart_cap_ms: %u must be >= "
 		    "restart_base_ms (%u)", cfg->restart_cap_ms,
 		    cfg->restart_base_ms);
+	else if (!syscalls_valid(cfg, msg, len))
+		return false;
 	else if (cfg->cgroup == SIPC_CGROUP_OFF && (cfg->pids_max != 0 ||
 	    cfg->memory_max != 0 || cfg->cpu_max_percent != 0))
 		snprintf(msg, len, "cgroup: off, but %s is set (limits are "

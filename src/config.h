@@ -44,7 +44,7 @@ const char *sipc__environment_name(enum sipc_environment e);
 
 /* ------------------------------------------- shared by config*.c only */
 
-/* The first six kinds are integers checked against min..max (an enum's
+/* The first seven kinds are integers checked against min..max (an enum's
  * names, a guarantee mask's bits); the rest are checked by kind. */
 enum sipc__cfg_kind {
 	SIPC__CK_NUM,            /* unsigned, uint32_t or size_t in min..max */
@@ -53,6 +53,7 @@ enum sipc__cfg_kind {
 	SIPC__CK_CONTAINMENT,    /* enum sipc_containment */
 	SIPC__CK_CGROUP,         /* enum sipc_cgroup_mode */
 	SIPC__CK_GUARANTEES,
+	SIPC__CK_LIMIT,          /* size_t in min..max, or SIPC_UNLIMITED */
 	SIPC__CK_BOOL,
 	SIPC__CK_STRING,         /* required, non-empty */
 	SIPC__CK_OPTSTRING,      /* empty = NULL */
@@ -72,7 +73,7 @@ struct sipc__cfg_key {
  * description at the top of config_load.c.  Defined in config.c; the
  * count is checked there against the table.  The loader keeps a
  * uint64_t mask of keys seen. */
-#define SIPC__CFG_NKEYS 52
+#define SIPC__CFG_NKEYS 61
 _Static_assert(SIPC__CFG_NKEYS <= 64, "seen-key mask is a uint64_t");
 extern const struct sipc__cfg_key sipc__cfg_keys[];
 

@@ -41,6 +41,11 @@
  *   state_dir            text; empty = no durable state
  *   durability           off | group | each
  *   cgroup               auto | off | required
+ *   syscalls_refuse, syscalls_allow  comma-separated system call names;
+ *                        empty = none
+ *   syscalls_audit       true | false
+ *   rlimit_as, rlimit_fsize, rlimit_nofile, rlimit_cpu, max_procs,
+ *   tmp_size             a number in the range below, or "unlimited"
  *   numeric fields       decimal integers within the ranges below
  *
  * Numeric ranges (also enforced by sipc__config_validate):
@@ -66,6 +71,9 @@
  *   cpu_max_percent 0..100000 (0 = unset; 100 = one CPU)
  *   gather_us 0..1000000 (0 = never)
  *   sandbox_uid, sandbox_gid 1..4294967294
+ *   rlimit_as, rlimit_fsize 0..2^50 bytes, rlimit_nofile 0..1048576,
+ *   rlimit_cpu 0..31536000 s, max_procs 0..4194304, tmp_size 0..2^40
+ *   bytes (0 = the sandbox's default)
  * Cross-field rules (checked by validation, not while loading, because a
  * later source may fix them): ring_bytes >= max_payload + 24,
  * mem_ceiling >= ring_bytes, restart_cap_ms >= restart_base_ms, no limit
@@ -504,8 +512,14 @@ apply(struct pctx *c, const struct sipc__cfg_key *k, char *v)
 	case SIPC__CK_BOOL:
 		if ((r = parse_enum(c, v, (const char *const[]){ "false",
 		    "true" }, 2, 0, "true or false", &e)) == 0)
-			c->tmp.owner = e == 1;
+			*(bool *)((char *)&c->tmp + k->off) = e == 1;
 		return r;
+	case SIPC__CK_LIMIT:
+		if (strcmp(v, "unlimited") == 0) {
+			num_put(&c->tmp, k, SIPC_UNLIMITED);
+			return 0;
+		}
+		return parse_num(c, k, v);
 	case SIPC__CK_ENVIRONMENT:
 		if ((r = parse_enum(c, v, sipc__cfg_env_names, SIPC__CFG_NENV,
 		    1, "development, test or production", &e)) != 0)

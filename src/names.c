@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/resource.h>
 
 #include "sipc.h"
 
@@ -36,6 +37,8 @@ sipc_exit_kind_name(enum sipc_exit_kind k)
 	case SIPC_EXIT_LOST: return "lost";
 	case SIPC_EXIT_OOM: return "oom";
 	case SIPC_EXIT_RECYCLED: return "recycled";
+	case SIPC_EXIT_POLICY: return "policy";
+	case SIPC_EXIT_LIMIT: return "limit";
 	}
 	return "invalid";
 }
@@ -139,6 +142,18 @@ sipc_exit_format(const struct sipc_exit *e, char *buf, size_t len)
 		    e->recycle == SIPC_RECYCLE_AGE ? "max_age_ms" :
 		    e->recycle == SIPC_RECYCLE_RSS ? "max_rss" :
 		    "max_requests", raw);
+	case SIPC_EXIT_POLICY:
+		raw_end(e, raw, sizeof(raw));
+		if (e->syscall < 0)
+			return snprintf(buf, len, "refused system call (the "
+			    "kernel did not say which); %s", raw);
+		return snprintf(buf, len, "refused system call %s (%d); %s",
+		    e->syscall_name[0] != '\0' ? e->syscall_name : "?",
+		    e->syscall, raw);
+	case SIPC_EXIT_LIMIT:
+		raw_end(e, raw, sizeof(raw));
+		return snprintf(buf, len, "resource limit reached (%s); %s",
+		    e->rlimit == RLIMIT_CPU ? "RLIMIT_CPU" : "RLIMIT_FSIZE", raw);
 	}
 	return snprintf(buf, len, "invalid exit");
 }

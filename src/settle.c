@@ -275,8 +275,12 @@ settle_round(struct sipc__slot *sl, const struct sipc_exit *e,
 			sipc__req_unref(s, q);
 			continue;
 		}
+		/* A refused system call is the request's doing as much as
+		 * the worker's: never run it again (as POISON), idempotent
+		 * or not. */
 		d = sipc__settle_decide(true, unstarted,
-		    (q->flags & SIPC_REQ_IDEMPOTENT) != 0, q->attempts,
+		    (q->flags & SIPC_REQ_IDEMPOTENT) != 0 &&
+		    e->kind != SIPC_EXIT_POLICY, q->attempts,
 		    s->cfg.idempotent_retries, q->deaths, now, q->deadline_ms);
 		pthread_mutex_unlock(&s->table.lock);
 		switch (d) {

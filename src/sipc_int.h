@@ -132,7 +132,7 @@ struct sipc__late {
 	struct sipc__req *next;       /* on the supervisor's late stack */
 };
 
-#define SIPC__EXIT_KINDS (SIPC_EXIT_RECYCLED + 1)
+#define SIPC__EXIT_KINDS (SIPC_EXIT_LIMIT + 1)
 #define SIPC__HIST_BUCKETS 9            /* metrics.c: 8 bounds and +Inf */
 /* The bucket of a duration in us, and the buckets' bounds (outcome.c). */
 unsigned sipc__hist_bucket(uint64_t us);

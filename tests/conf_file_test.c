@@ -97,6 +97,8 @@ static const struct { const char *key; size_t off, size; } num_keys[] = {
 	NK(max_requests), NK(max_age_ms), NK(spares), NK(max_rss),
 	NK(request_figures),
 	NK(sandbox_uid), NK(sandbox_gid),
+	NK(rlimit_as), NK(rlimit_fsize), NK(rlimit_nofile), NK(rlimit_cpu),
+	NK(max_procs), NK(tmp_size),
 };
 
 /* sipc_config_init()'s value of numeric key `key`, or -1. */
@@ -184,7 +186,7 @@ test_conf_file_man_ranges_are_enforced(void)
 		}
 	}
 	fclose(f);
-	TL_EQ(rows, 36);   /* every numeric key of the table */
+	TL_EQ(rows, 42);   /* every numeric key of the table */
 }
 
 /* sipc.conf(5), EXAMPLE: the example file loads as printed and means

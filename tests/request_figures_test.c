@@ -172,7 +172,7 @@ request_figures_measured(enum sipc_cgroup_mode cg)
 	sipc_result_release(&r);
 }
 
-/* rules: R10 */
+/* rules: R11 */
 static void
 test_request_figures_cpu_and_peak(void)
 {
@@ -312,7 +312,7 @@ two_written(const struct sipc_stats *st, void *arg)
 /* Two requests pipelined on one worker (both written before it reads
  * either, held at its gate): neither was alone, so neither is measured,
  * and the sums stay 0. */
-/* rules: R10 */
+/* rules: R11 */
 static void
 test_request_figures_pipelined_unknown(void)
 {
@@ -373,7 +373,7 @@ one_in_flight(const struct sipc_stats *st, void *arg)
 
 /* A request written while another is in flight on its worker (one that
  * never answers): not alone, not measured. */
-/* rules: R10 */
+/* rules: R11 */
 static void
 test_request_figures_behind_another(void)
 {

@@ -6,14 +6,29 @@
  * there).  sipc-init itself stays unfiltered, so it keeps what it needs
  * to reap, signal and end the tree.
  *
- * Why KILL_PROCESS and not ERRNO: a refused call ends the worker with
- * SIGSYS, which sipc-init sees in the worker's wait status and reports
- * as it is; nothing the worker prints can hide it.  clone3 is the one
- * exception: its flags live in memory the filter cannot read, so it
- * gets ENOSYS and the C library falls back to clone, whose flags the
- * filter does read.  libseccomp also sets no_new_privs (its default
- * SCMP_FLTATR_CTL_NNP) and kills calls of any foreign architecture
- * (SCMP_FLTATR_ACT_BADARCH), so i386 numbers cannot go round the list.
+ * Why user notification (SECCOMP_RET_USER_NOTIF) and not KILL_PROCESS
+ * or ERRNO: a refused call stops the calling thread in the kernel and
+ * wakes sipc-init, which holds the filter's listener (the worker's side
+ * hands it over before execve, and keeps no copy).  sipc-init reads the
+ * call's number from the notification, reports it and kills the tree
+ * with SIGKILL, which the worker cannot catch or ignore; KILL_PROCESS
+ * would end it with SIGSYS but tell nobody which call it was.  The
+ * refused call never runs: the thread stays in the kernel until the
+ * kill, and a notification whose target died is answered by nobody.
+ * In audit mode sipc-init logs the call and lets it run
+ * (SECCOMP_USER_NOTIF_FLAG_CONTINUE), which is for building a profile
+ * only.  clone3 is the one exception: its flags live in memory the
+ * filter cannot read, so it gets ENOSYS and the C library falls back to
+ * clone, whose flags the filter does read.  libseccomp also sets
+ * no_new_privs (its default SCMP_FLTATR_CTL_NNP) and kills calls of any
+ * foreign architecture (SCMP_FLTATR_ACT_BADARCH: SIGSYS, no number), so
+ * i386 numbers cannot go round the list.  The namespace calls (unshare,
+ * setns, clone with a namespace flag) fail with EPERM instead, in every
+ * mode: a converter that tries a sandbox of its own falls back, as it
+ * does under bubblewrap's --disable-userns, and the start-up probe can
+ * see the refusal without its tree being ended.  Where the host itself runs
+ * under a filter with a listener the kernel refuses a second one
+ * (EBUSY), and the refusals are KILL_PROCESS: SIGSYS, the call unnamed.
  */
 #include <errno.h>
 #include <linux/capability.h>
@@ -23,31 +38,77 @@
 #include <unistd.h>
 #include <sched.h>
 #include <seccomp.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "init_filter.h"
+#include "syscall_profile.h"
 
-/* What a converter never needs and what widens the kernel's surface.
+/* What a converter never needs and what widens the kernel's surface
+ * (syscall_profile.h, which the library's configuration checks too).
  * A name this kernel's headers do not know is skipped (a call that does
  * not exist here cannot be made either). */
-static const char *const refused[] = {
-	"io_uring_setup", "io_uring_enter", "io_uring_register",
-	"userfaultfd", "keyctl", "add_key", "request_key", "bpf",
-	"perf_event_open", "ptrace", "process_vm_readv", "process_vm_writev",
-	"mount", "umount2", "pivot_root", "chroot", "fsopen", "fsconfig",
-	"fsmount", "fspick", "move_mount", "open_tree", "mount_setattr",
-	"unshare", "setns", "init_module", "finit_module", "delete_module",
-	"kexec_load", "kexec_file_load", "swapon", "swapoff", "reboot",
-	"acct", "quotactl", "quotactl_fd", "open_by_handle_at",
-	"settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "stime",
-	"lookup_dcookie", "vhangup",
-};
+static const char *const refused[] = { SIPC__SYSCALLS_REFUSED };
 #define NREFUSED (sizeof(refused) / sizeof(refused[0]))
 
-/* clone with a namespace flag, clone3 (unreadable flags), personality
- * other than the query (0xffffffff). */
+/* Is name one of the comma-separated list's names? */
 static int
-add_special(scmp_filter_ctx f)
+in_list(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+	const char *p = list;
+
+	while (p != NULL && *p != '\0') {
+		const char *c = strchr(p, ',');
+		size_t len = c != NULL ? (size_t)(c - p) : strlen(p);
+
+		if (len == n && memcmp(p, name, n) == 0)
+			return 1;
+		p = c != NULL ? c + 1 : NULL;
+	}
+	return 0;
+}
+
+/* Refuse every name of the host's list (validated by the library; a
+ * name unknown here is an error, not skipped: the host asked for it). */
+static int
+add_listed(scmp_filter_ctx f, uint32_t act, const char *list)
+{
+	char name[64];
+	const char *p = list;
+	int nr, rc;
+
+	while (p != NULL && *p != '\0') {
+		const char *c = strchr(p, ',');
+		size_t len = c != NULL ? (size_t)(c - p) : strlen(p);
+
+		if (len == 0 || len >= sizeof(name))
+			return -EINVAL;
+		memcpy(name, p, len);
+		name[len] = '\0';
+		if ((nr = seccomp_syscall_resolve_name(name)) < 0)
+			return -EINVAL;
+		if ((rc = seccomp_rule_add(f, act, nr, 0)) < 0 && rc != -EEXIST)
+			return rc;
+		p = c != NULL ? c + 1 : NULL;
+	}
+	return 0;
+}
+
+/* Refused with EPERM rather than act (the header says why). */
+static int
+is_ns_call(const char *name)
+{
+	return strcmp(name, "unshare") == 0 || strcmp(name, "setns") == 0;
+}
+
+/* clone with a namespace flag (EPERM), clone3 (unreadable flags),
+ * personality other than the query (0xffffffff). */
+static int
+add_special(scmp_filter_ctx f, uint32_t act)
 {
 	static const unsigned long ns[] = { CLONE_NEWNS, CLONE_NEWCGROUP,
 	    CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID,
@@ -56,7 +117,7 @@ add_special(scmp_filter_ctx f)
 	int rc;
 
 	for (i = 0; i < sizeof(ns) / sizeof(ns[0]); i++)
-		if ((rc = seccomp_rule_add(f, SCMP_ACT_KILL_PROCESS,
+		if ((rc = seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM),
 		    SCMP_SYS(clone), 1,
 		    SCMP_A0(SCMP_CMP_MASKED_EQ, ns[i], ns[i]))) < 0)
 			return rc;
@@ -65,12 +126,15 @@ add_special(scmp_filter_ctx f)
 		return rc;
 	/* Only the query passes: the worker already runs as PER_LINUX, and
 	 * a rule cannot compare one argument twice (libseccomp 2.5). */
-	return seccomp_rule_add(f, SCMP_ACT_KILL_PROCESS,
-	    SCMP_SYS(personality), 1, SCMP_A0(SCMP_CMP_NE, 0xffffffffUL));
+	return seccomp_rule_add(f, act, SCMP_SYS(personality), 1,
+	    SCMP_A0(SCMP_CMP_NE, 0xffffffffUL));
 }
 
-int
-sipc__init_filter(void)
+/* The profile with every refusal as act, loaded; the listener (act
+ * NOTIFY) in *ret_fd.  The kernel's error, not libseccomp's
+ * -ECANCELED, where it passes it on. */
+static int
+load(uint32_t act, const char *refuse, const char *allow, int *ret_fd)
 {
 	scmp_filter_ctx f;
 	int rc = -ENOMEM, nr;
@@ -78,17 +142,43 @@ sipc__init_filter(void)
 
 	if ((f = seccomp_init(SCMP_ACT_ALLOW)) == NULL)
 		return -ENOMEM;
+	if ((rc = seccomp_attr_set(f, SCMP_FLTATR_API_SYSRAWRC, 1)) < 0)
+		goto fail;
 	for (i = 0; i < NREFUSED; i++) {
-		if ((nr = seccomp_syscall_resolve_name(refused[i])) < 0)
+		if (in_list(allow, refused[i]) ||
+		    (nr = seccomp_syscall_resolve_name(refused[i])) < 0)
 			continue;
-		if ((rc = seccomp_rule_add(f, SCMP_ACT_KILL_PROCESS, nr, 0)) < 0)
+		if ((rc = seccomp_rule_add(f, is_ns_call(refused[i]) ?
+		    SCMP_ACT_ERRNO(EPERM) : act, nr, 0)) < 0)
 			goto fail;
 	}
-	if ((rc = add_special(f)) < 0)
+	if ((rc = add_special(f, act)) < 0 ||
+	    (rc = add_listed(f, act, refuse)) < 0 ||
+	    (rc = seccomp_load(f)) < 0)
 		goto fail;
-	rc = seccomp_load(f);
+	*ret_fd = -1;
+	if (act == SCMP_ACT_NOTIFY && (*ret_fd = seccomp_notify_fd(f)) < 0)
+		rc = *ret_fd;   /* loaded, and no listener: fail the start */
 fail:
 	seccomp_release(f);
+	return rc;
+}
+
+/* The kernel allows one listener per process tree: under a host whose
+ * own filter holds one, the load fails (libseccomp 2.5.4 says -EFAULT
+ * there, the kernel's own code is EBUSY), and so it does on a kernel
+ * without user notification.  Then refused calls kill with SIGSYS
+ * (KILL_PROCESS) and go unnamed.  -EINVAL and -ENOMEM come from building
+ * the rules, which a second try would repeat.  Audit mode needs the
+ * listener. */
+int
+sipc__init_filter(const char *refuse, const char *allow, bool audit,
+                  int *ret_notify_fd)
+{
+	int rc = load(SCMP_ACT_NOTIFY, refuse, allow, ret_notify_fd);
+
+	if (rc < 0 && rc != -EINVAL && rc != -ENOMEM && !audit)
+		rc = load(SCMP_ACT_KILL_PROCESS, refuse, allow, ret_notify_fd);
 	return rc;
 }
 

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/pidfd.h>
+#include <sys/resource.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
@@ -231,18 +232,48 @@ sipc__init_report_pending(int fd)
 	return fd >= 0 && poll(&pf, 1, 0) == 1 && (pf.revents & POLLIN);
 }
 
+/* The one place an init's reports become an exit: the worker's status,
+ * then what ended it.  A refused call (POLICY, reported before the
+ * status) outranks the status, which is then sipc-init's SIGKILL; a
+ * worker killed by SIGXCPU or SIGXFSZ reached a resource limit. */
 bool
 sipc__init_report_exit(int fd, struct sipc_exit *ret)
 {
 	struct sipc__init_msg m;
-	bool got = false;
+	bool got = false, refused = false;
+	int nr = -1, limit = -1;
+	char name[SIPC__INIT_NAME_MAX] = "";
 
-	while (fd >= 0 && sipc__init_report_read(fd, 0, &m, NULL) == 1)
-		if (m.kind == SIPC__INIT_EXITED) {
+	while (fd >= 0 && sipc__init_report_read(fd, 0, &m, NULL) == 1) {
+		if (m.kind == SIPC__INIT_POLICY) {
+			refused = true;
+			nr = m.value;
+			memcpy(name, m.name, sizeof(name));
+			name[sizeof(name) - 1] = '\0';
+		} else if (m.kind == SIPC__INIT_LIMIT) {
+			limit = m.value;
+		} else if (m.kind == SIPC__INIT_EXITED) {
 			sipc__exit_from_status(m.value, ret);
 			got = true;
 		}
-	return got;
+	}
+	if (!got)
+		return false;
+	if (refused) {
+		ret->kind = SIPC_EXIT_POLICY;
+		ret->syscall = nr;
+		_Static_assert(sizeof(ret->syscall_name) >= sizeof(name),
+		    "a reported name fits");
+		memcpy(ret->syscall_name, name, sizeof(name));
+	} else if (ret->kind == SIPC_EXIT_SIGNAL && limit == RLIMIT_CPU) {
+		ret->kind = SIPC_EXIT_LIMIT;
+		ret->rlimit = RLIMIT_CPU;
+	} else if (ret->kind == SIPC_EXIT_SIGNAL &&
+	    (ret->signo == SIGXCPU || ret->signo == SIGXFSZ)) {
+		ret->kind = SIPC_EXIT_LIMIT;
+		ret->rlimit = ret->signo == SIGXCPU ? RLIMIT_CPU : RLIMIT_FSIZE;
+	}
+	return true;
 }
 
 void

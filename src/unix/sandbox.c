@@ -100,6 +100,8 @@ struct sbx_state {
 	uid_t uid;                    /* the sandbox's identity (a root */
 	gid_t gid;                    /* supervisor's: sandbox_uid/gid) */
 	char *ro_paths;               /* sandbox_ro_paths, for every view */
+	struct sipc__sbx_policy pol;  /* its lists are refuse and allow */
+	char *refuse, *allow;
 };
 
 /* The highest Landlock ABI of this kernel, 0 when it has none. */
@@ -212,6 +214,8 @@ sbx_clone(struct sbx_pending *q, const char *bwrap)
 			goto out;
 	}
 	snprintf(q->view_note, sizeof(q->view_note), "%s", view->note);
+	if (q->st != NULL)
+		a->pol = q->st->pol;
 	if ((rc = sipc__sbx_argv_build(a, bwrap, view, l->scratch_dir,
 	    l->argv)) < 0)
 		goto out;
@@ -318,7 +322,7 @@ static int
 init_prove(struct sbx_proc *p, pid_t pid)
 {
 	struct sipc__proc_stat st;
-	uint64_t self_ns;
+	uint64_t self_ns = 0;
 	int fd, rc;
 
 	if (pid <= 0)
@@ -575,6 +579,45 @@ ids_reach(const struct sipc_config *cfg, uid_t uid, gid_t gid, char *errbuf,
 	return 0;
 }
 
+static void
+policy_free(struct sbx_state *st)
+{
+	free(st->refuse);
+	free(st->allow);
+	st->refuse = st->allow = NULL;
+}
+
+/* The limits and the system-call lists of the configuration (validated
+ * by the configuration module), each refused name checked with the
+ * libseccomp that sipc-init installs them with. */
+static int
+policy_make(const struct sipc_config *cfg, struct sbx_state *st,
+            char *errbuf, size_t errlen)
+{
+	const char *init = cfg->init_path ? cfg->init_path :
+	    SIPC_LIBEXECDIR "/sipc-init";
+	int rc;
+
+	sipc__sbx_policy_from_config(cfg, &st->pol);
+	if ((cfg->syscalls_refuse != NULL &&
+	    (st->refuse = strdup(cfg->syscalls_refuse)) == NULL) ||
+	    (cfg->syscalls_allow != NULL &&
+	    (st->allow = strdup(cfg->syscalls_allow)) == NULL)) {
+		policy_free(st);
+		return -ENOMEM;
+	}
+	st->pol.refuse = st->refuse;
+	st->pol.allow = st->allow;
+	st->pol.audit = cfg->syscalls_audit;
+	if (st->refuse != NULL && st->refuse[0] != '\0' &&
+	    (rc = sipc__sbx_syscalls_check(init, st->refuse, errbuf,
+	    errlen)) < 0) {
+		policy_free(st);
+		return rc;
+	}
+	return 0;
+}
+
 /* bwrap found (once), then the supervisor's cgroup v2 as for the local
  * adapter (cgroup.h): made, or why not. */
 static int
@@ -594,24 +637,31 @@ sbx_create(const struct sipc_config *cfg, void **ret_state, char *errbuf,
 	}
 	if ((st = calloc(1, sizeof(*st))) == NULL)
 		return -ENOMEM;
-	/* Without a program (a host's own provider tests) each launch makes
-	 * its view. */
+	if ((rc = policy_make(cfg, st, errbuf, errlen)) < 0) {
+		free(st);
+		return rc;
+	}
 	/* as root the workers run as sandbox_uid: their programs must be
 	 * theirs to run, or nothing would start */
 	if (sipc__sandbox_worker_ids(cfg, &st->uid, &st->gid) &&
 	    (rc = ids_reach(cfg, st->uid, st->gid, errbuf, errlen)) < 0) {
+		policy_free(st);
 		free(st);
 		return rc;
 	}
 	if (cfg->sandbox_ro_paths != NULL && cfg->sandbox_ro_paths[0] != '\0' &&
 	    (st->ro_paths = strdup(cfg->sandbox_ro_paths)) == NULL) {
+		policy_free(st);
 		free(st);
 		return -ENOMEM;
 	}
+	/* Without a program (a host's own provider tests) each launch makes
+	 * its view. */
 	if (cfg->path != NULL && (rc = sipc__sbx_view_make(&st->view,
 	    cfg->init_path ? cfg->init_path : SIPC_LIBEXECDIR "/sipc-init",
 	    cfg->path, st->ro_paths)) < 0) {
 		free(st->ro_paths);
+		policy_free(st);
 		free(st);
 		return rc;
 	}
@@ -622,6 +672,7 @@ sbx_create(const struct sipc_config *cfg, void **ret_state, char *errbuf,
 	if ((rc = sipc__cg_state_init(cfg, &st->cgs, errbuf, errlen)) < 0) {
 		sipc__sbx_view_free(&st->view);
 		free(st->ro_paths);
+		policy_free(st);
 		free(st);
 		return rc;
 	}
@@ -639,6 +690,7 @@ sbx_destroy(void *state)
 	sipc__cg_state_fini(&st->cgs);
 	sipc__sbx_view_free(&st->view);
 	free(st->ro_paths);
+	policy_free(st);
 	free(st);
 }
 

@@ -43,7 +43,7 @@ extern const char *sipc__bwrap_test_path;
 /* Room for the fixed arguments, the host's top-level links, two binds
  * and sipc-init's own arguments (added to the worker's); each file of a
  * minimal view adds three. */
-#define SIPC__SBX_ARGV_FIXED 64
+#define SIPC__SBX_ARGV_FIXED 80
 
 /*
  * What a worker sees of the host's files (sbxargv.c): its program (a
@@ -86,6 +86,39 @@ int sipc__sbx_view_join(struct sipc__sbx_view *v,
 void sipc__sbx_view_free(struct sipc__sbx_view *v);
 
 /* bwrap's command line for one worker, and the strings it points to. */
+/* What sipc-init is told to set in the worker's process, and the cap
+ * of its /tmp, as bwrap's arguments: "as:fsize:nofile:cpu:nproc"
+ * (SIPC__INIT_LIMITS, "-" unlimited) and bytes. */
+struct sipc__sbx_policy {
+	bool set;                     /* false: the defaults */
+	char limits[128];
+	char tmp_size[24];            /* "" : /tmp not capped */
+	/* the configuration's lists (owned by the sandbox's state), NULL
+	 * for none, and audit mode */
+	const char *refuse, *allow;
+	bool audit;
+};
+
+/* The defaults (sipc.conf(5)): address space 4 GiB, file size 1 GiB,
+ * 256 descriptors, 600 s of CPU, 512 processes of the worker's uid in
+ * its user namespace, /tmp 256 MiB, the default system-call profile.  In
+ * the sanitizer builds the address space is unlimited (their shadow
+ * memory reserves terabytes). */
+void sipc__sbx_policy_default(struct sipc__sbx_policy *ret);
+
+/* The configuration's limits over the defaults (0: the default,
+ * SIPC_UNLIMITED: none); refuse, allow and audit are the caller's to
+ * set. */
+void sipc__sbx_policy_from_config(const struct sipc_config *cfg,
+                                  struct sipc__sbx_policy *ret);
+
+/* Does the libseccomp sipc-init was built with know every name of the
+ * comma-separated list?  Runs "init --check-syscalls list".  0; or
+ * SIPC_E_CONFIG with the first unknown name in errbuf; or SIPC_E_EXEC
+ * when init cannot tell (not run, no answer). */
+int sipc__sbx_syscalls_check(const char *init, const char *list,
+                             char *errbuf, size_t errlen);
+
 struct sipc__sbx_argv {
 	const char **v;               /* NULL-terminated; allocated */
 	size_t n, cap;
@@ -93,6 +126,8 @@ struct sipc__sbx_argv {
 	char *ll_ro, *ll_rw;          /* the rules' lists, '\n'-separated */
 	size_t ll_ro_len, ll_rw_len;
 	int ll_err;
+	/* set by the caller before the build; an empty one: the defaults */
+	struct sipc__sbx_policy pol;
 	char wdir[PATH_MAX], idir[PATH_MAX], wpath[PATH_MAX], ipath[PATH_MAX];
 	char link[4][PATH_MAX];
 };

@@ -12,13 +12,16 @@
  * lookup is done once (pthread_once) and read-only after.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <spawn.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "elfdeps.h"
@@ -432,6 +435,12 @@ av_view(struct sipc__sbx_argv *a, const struct sipc__sbx_view *v)
 	if (sipc__sbx_test_skip & SIPC__SBX_SKIP_TMPFS)
 		av_add3(a, "--bind", "/tmp", "/tmp");
 	else {
+		/* bounded (bubblewrap >= 0.5: --size applies to the next
+		 * tmpfs) */
+		if (a->pol.tmp_size[0] != '\0') {
+			av_add(a, "--size");
+			av_add(a, a->pol.tmp_size);
+		}
 		av_add(a, "--tmpfs");
 		av_add(a, "/tmp");
 	}
@@ -482,6 +491,114 @@ av_rules(struct sipc__sbx_argv *a, const char *scratch)
 	av_add(a, a->ll_rw);
 }
 
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SBX_AS "-"
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SBX_AS "-"
+#endif
+#endif
+#ifndef SBX_AS
+#define SBX_AS "4294967296"
+#endif
+
+void
+sipc__sbx_policy_default(struct sipc__sbx_policy *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	ret->set = true;
+	snprintf(ret->limits, sizeof(ret->limits), "%s:%llu:%u:%u:%u", SBX_AS,
+	    1ULL << 30, 256u, 600u, 512u);
+	snprintf(ret->tmp_size, sizeof(ret->tmp_size), "%llu", 256ULL << 20);
+}
+
+/* One field of SIPC__INIT_LIMITS: v, "-" for none, or the default. */
+static int
+lim_field(char *buf, size_t len, size_t v, const char *dflt)
+{
+	if (v == SIPC_UNLIMITED)
+		return snprintf(buf, len, "-");
+	if (v == 0)
+		return snprintf(buf, len, "%s", dflt);
+	return snprintf(buf, len, "%zu", v);
+}
+
+void
+sipc__sbx_policy_from_config(const struct sipc_config *cfg,
+                             struct sipc__sbx_policy *ret)
+{
+	/* max_procs unset: worker_nproc_limit, when set, is the same limit
+	 * (CONTRACT D7) */
+	const size_t v[] = { cfg->rlimit_as, cfg->rlimit_fsize,
+	    cfg->rlimit_nofile, cfg->rlimit_cpu, cfg->max_procs != 0 ?
+	    cfg->max_procs : cfg->worker_nproc_limit };
+	const char *const dflt[] = { SBX_AS, "1073741824", "256", "600",
+	    "512" };
+	size_t off = 0;
+
+	sipc__sbx_policy_default(ret);
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		if (i > 0)
+			ret->limits[off++] = ':';
+		off += (size_t)lim_field(ret->limits + off,
+		    sizeof(ret->limits) - off, v[i], dflt[i]);
+	}
+	if (cfg->tmp_size == SIPC_UNLIMITED)
+		ret->tmp_size[0] = '\0';
+	else if (cfg->tmp_size != 0)
+		snprintf(ret->tmp_size, sizeof(ret->tmp_size), "%zu",
+		    cfg->tmp_size);
+}
+
+int
+sipc__sbx_syscalls_check(const char *init, const char *list, char *errbuf,
+                         size_t errlen)
+{
+	char *const argv[] = { (char *)init, "--check-syscalls", (char *)list,
+	    NULL };
+	char *const envp[] = { NULL };
+	posix_spawn_file_actions_t fa;
+	char out[128];
+	size_t got = 0;
+	ssize_t n;
+	int p[2], rc;
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	if ((rc = posix_spawn_file_actions_init(&fa)) != 0) {
+		close(p[0]);
+		close(p[1]);
+		return -rc;
+	}
+	(void)posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+	rc = posix_spawn(&pid, init, &fa, NULL, argv, envp);
+	posix_spawn_file_actions_destroy(&fa);
+	close(p[1]);
+	while (rc == 0 && got < sizeof(out) - 1 &&
+	    ((n = read(p[0], out + got, sizeof(out) - 1 - got)) > 0 ||
+	    (n < 0 && errno == EINTR)))
+		got += n > 0 ? (size_t)n : 0;
+	close(p[0]);
+	/* Reaped here; an owner-mode reaper that took it first leaves the
+	 * answer in its output all the same. */
+	if (rc == 0)
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	out[got] = '\0';
+	if (rc == 0 && strcmp(out, "ok\n") == 0)
+		return 0;
+	if (rc == 0 && strncmp(out, "unknown ", 8) == 0) {
+		out[strcspn(out, "\n")] = '\0';
+		snprintf(errbuf, errlen, "syscalls_refuse: %s is not a system "
+		    "call libseccomp knows", out + 8);
+		return SIPC_E_CONFIG;
+	}
+	snprintf(errbuf, errlen, "syscalls_refuse: %s could not check the "
+	    "names (%s)", init, rc != 0 ? strerror(rc) : "no answer");
+	return SIPC_E_EXEC;
+}
+
 /* Order matters to bwrap: the empty /tmp comes before the binds, so a
  * worker under /tmp is still seen. */
 int
@@ -489,12 +606,19 @@ sipc__sbx_argv_build(struct sipc__sbx_argv *a, const char *bwrap,
                      const struct sipc__sbx_view *view, const char *scratch,
                      char *const *argv)
 {
+	struct sipc__sbx_policy pol;
 	size_t nargs = 0, nro = 0;
 	int rc;
 
 	while (argv[nargs] != NULL)
 		nargs++;
+	/* the caller's policy survives the reset (an unset one: the
+	 * defaults) */
+	pol = a->pol;
 	memset(a, 0, sizeof(*a));
+	a->pol = pol;
+	if (!a->pol.set)
+		sipc__sbx_policy_default(&a->pol);
 	if (view->ro_paths != NULL) {
 		if ((a->ro = strdup(view->ro_paths)) == NULL)
 			return -ENOMEM;
@@ -546,6 +670,16 @@ sipc__sbx_argv_build(struct sipc__sbx_argv *a, const char *bwrap,
 	av_add(a, "--setenv");
 	av_add(a, SIPC__INIT_FILTER);
 	av_add(a, "1");
+	av_add(a, "--setenv");
+	av_add(a, SIPC__INIT_LIMITS);
+	av_add(a, a->pol.limits);
+	/* names are not secret: bwrap's command line may show them */
+	if (a->pol.refuse != NULL && a->pol.refuse[0] != '\0')
+		av_add3(a, "--setenv", SIPC__INIT_REFUSE, a->pol.refuse);
+	if (a->pol.allow != NULL && a->pol.allow[0] != '\0')
+		av_add3(a, "--setenv", SIPC__INIT_ALLOW, a->pol.allow);
+	if (a->pol.audit)
+		av_add3(a, "--setenv", SIPC__INIT_AUDIT, "1");
 	if (view->landlock && !(sipc__sbx_test_skip & SIPC__SBX_SKIP_LANDLOCK))
 		av_rules(a, scratch);
 	if (a->ll_err != 0) {
