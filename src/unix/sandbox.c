@@ -318,7 +318,7 @@ static int
 init_prove(struct sbx_proc *p, pid_t pid)
 {
 	struct sipc__proc_stat st;
-	uint64_t self_ns;
+	uint64_t self_ns = 0;
 	int fd, rc;
 
 	if (pid <= 0)
