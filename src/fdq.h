@@ -1,7 +1,8 @@
 /*
  * fdq.h - descriptors that travel with frames (SIPC_FRAME_F_FD): taken
  * with the bytes they came on, queued in arrival order, claimed by the
- * frames that carry the flag.  Shared by both ends (wire layer).
+ * frames that carry the flag; sent, one with a frame's first byte, by
+ * sipc__send_fd().  Shared by both ends (wire layer).
  *
  * A descriptor rides on the first byte of its frame (SCM_RIGHTS), and
  * a unix stream socket ends a read right after the bytes a descriptor
