@@ -92,6 +92,35 @@ sipc__recv_fds(int sock, void *buf, size_t len, int flags,
 	return n;
 }
 
+ssize_t
+sipc__send_fd(int sock, struct iovec *iov, size_t iovlen, int fd, int flags)
+{
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} ctl;
+	struct msghdr mh;
+	struct cmsghdr *c;
+	ssize_t n;
+
+	memset(&mh, 0, sizeof(mh));
+	mh.msg_iov = iov;
+	mh.msg_iovlen = iovlen;
+	if (fd >= 0) {
+		mh.msg_control = ctl.buf;
+		mh.msg_controllen = sizeof(ctl.buf);
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	}
+	while ((n = sendmsg(sock, &mh, MSG_NOSIGNAL | flags)) < 0 &&
+	    errno == EINTR)
+		;
+	return n;
+}
+
 bool
 sipc__fdq_settled(const struct sipc__fdq *q, const struct sipc_decoder *d)
 {

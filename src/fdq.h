@@ -1,7 +1,8 @@
 /*
  * fdq.h - descriptors that travel with frames (SIPC_FRAME_F_FD): taken
  * with the bytes they came on, queued in arrival order, claimed by the
- * frames that carry the flag.  Shared by both ends (wire layer).
+ * frames that carry the flag; sent, one with a frame's first byte, by
+ * sipc__send_fd().  Shared by both ends (wire layer).
  *
  * A descriptor rides on the first byte of its frame (SCM_RIGHTS), and
  * a unix stream socket ends a read right after the bytes a descriptor
@@ -15,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include "frame.h"
 
@@ -41,6 +43,15 @@ int sipc__fdq_take(struct sipc__fdq *q);
  */
 ssize_t sipc__recv_fds(int sock, void *buf, size_t len, int flags,
                        struct sipc__fdq *q);
+
+/*
+ * sendmsg() of iov[0..iovlen) with `fd`, when it is >= 0, as SCM_RIGHTS
+ * data on the first byte sent; again on EINTR, always MSG_NOSIGNAL
+ * besides `flags`.  The descriptor stays the caller's.  Returns
+ * sendmsg()'s result (-1 and errno).
+ */
+ssize_t sipc__send_fd(int sock, struct iovec *iov, size_t iovlen, int fd,
+                      int flags);
 
 /*
  * After the bytes of one read are decoded: may the descriptors still

@@ -27,42 +27,23 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fdq.h"
 #include "sipc_int.h"
 
 /* recv() that also takes one descriptor sent with the bytes (the HELLO's
- * counter); a second one is closed.  *fdp is -1 or a descriptor the
+ * counter); any other is closed.  *fdp is -1 or a descriptor the
  * caller owns (close-on-exec). */
 ssize_t
 sipc__recv_hello(int sock, void *buf, size_t len, int *fdp)
 {
-	union {
-		struct cmsghdr align;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} ctl;
-	struct iovec iov = { .iov_base = buf, .iov_len = len };
-	struct msghdr mh;
-	struct cmsghdr *c;
+	struct sipc__fdq q;
 	ssize_t n;
-	int fd;
 
-	memset(&mh, 0, sizeof(mh));
-	mh.msg_iov = &iov;
-	mh.msg_iovlen = 1;
-	mh.msg_control = ctl.buf;
-	mh.msg_controllen = sizeof(ctl.buf);
-	n = recvmsg(sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-	if (n < 0)
-		return n;
-	for (c = CMSG_FIRSTHDR(&mh); c != NULL; c = CMSG_NXTHDR(&mh, c)) {
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
-		    c->cmsg_len < CMSG_LEN(sizeof(int)))
-			continue;
-		memcpy(&fd, CMSG_DATA(c), sizeof(fd));
-		if (*fdp < 0)
-			*fdp = fd;
-		else
-			(void)close(fd);
-	}
+	sipc__fdq_init(&q);
+	n = sipc__recv_fds(sock, buf, len, MSG_DONTWAIT, &q);
+	if (*fdp < 0)
+		*fdp = sipc__fdq_take(&q);
+	sipc__fdq_clear(&q);
 	return n;
 }
 

@@ -303,14 +303,8 @@ sipc_worker_reply_fd(sipc_worker *w, uint64_t id, int fd)
 {
 	struct sipc_frame_hdr h = { .type = SIPC_FT_REPLY, .id = id,
 	    .flags = SIPC_FRAME_F_FD, .len = SIPC_FRAME_FDLEN_LEN };
-	union {
-		struct cmsghdr align;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} ctl;
 	uint8_t fr[SIPC_FRAME_HDR_LEN + SIPC_FRAME_FDLEN_LEN];
 	struct iovec iov = { .iov_base = fr, .iov_len = sizeof(fr) };
-	struct msghdr mh;
-	struct cmsghdr *c;
 	struct stat st;
 	ssize_t n;
 	int r;
@@ -327,18 +321,7 @@ sipc_worker_reply_fd(sipc_worker *w, uint64_t id, int fd)
 		return r;
 	sipc__frame_encode_hdr(fr, &h);
 	sipc__le64_put(fr + SIPC_FRAME_HDR_LEN, (uint64_t)st.st_size);
-	memset(&mh, 0, sizeof(mh));
-	mh.msg_iov = &iov;
-	mh.msg_iovlen = 1;
-	mh.msg_control = ctl.buf;
-	mh.msg_controllen = sizeof(ctl.buf);
-	c = CMSG_FIRSTHDR(&mh);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	while ((n = sendmsg(w->fd, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
-		;
+	n = sipc__send_fd(w->fd, &iov, 1, fd, 0);
 	if (n < 0)
 		return w->err = -errno;
 	/* The rest of a frame the socket took only part of: no
@@ -498,14 +481,8 @@ rt_hello(sipc_worker *w, int ctr_fd)
 		    (w->fds ? SIPC_HELLO_F_FDS : 0),
 		.max_inflight = 0,
 	};
-	union {
-		struct cmsghdr align;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} ctl;
 	uint8_t hb[SIPC_HELLO_LEN];
 	struct iovec iov;
-	struct msghdr mh;
-	struct cmsghdr *c;
 	ssize_t n;
 	int r;
 
@@ -516,20 +493,9 @@ rt_hello(sipc_worker *w, int ctr_fd)
 		return sipc_worker_flush(w);
 	/* The descriptor rides on the first bytes; the rest, if the
 	 * socket took only part, goes as usual. */
-	memset(&mh, 0, sizeof(mh));
 	iov.iov_base = w->out;
 	iov.iov_len = w->out_len;
-	mh.msg_iov = &iov;
-	mh.msg_iovlen = 1;
-	mh.msg_control = ctl.buf;
-	mh.msg_controllen = sizeof(ctl.buf);
-	c = CMSG_FIRSTHDR(&mh);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &ctr_fd, sizeof(int));
-	while ((n = sendmsg(w->fd, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
-		;
+	n = sipc__send_fd(w->fd, &iov, 1, ctr_fd, 0);
 	if (n < 0 && (errno == EPIPE || errno == ECONNRESET))
 		return w->err = -errno;
 	if (n < 0) {

@@ -33,6 +33,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include "fdq.h"
 #include "le.h"
 #include "sipc_int.h"
 #include "unix/scratch.h"
@@ -131,20 +132,12 @@ static ssize_t
 send_iov(struct sipc__slot *sl, struct iovec *iov, int n, int flags,
          size_t off, const struct fdmarks *m)
 {
-	union {
-		struct cmsghdr align;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} ctl;
 	struct iovec cut[WRITE_BATCH * 3 + 2];
-	struct cmsghdr *c;
-	struct msghdr mh;
-	size_t left = SIZE_MAX;
+	struct iovec *v = iov;
+	size_t vlen = (size_t)n, left = SIZE_MAX;
 	int k = 0, fd = -1, cnt;
 	ssize_t w;
 
-	memset(&mh, 0, sizeof(mh));
-	mh.msg_iov = iov;
-	mh.msg_iovlen = (size_t)n;
 	while (m != NULL && k < m->n && m->at[k] < off)
 		k++;
 	if (m != NULL && k < m->n) {
@@ -158,21 +151,10 @@ send_iov(struct sipc__slot *sl, struct iovec *iov, int n, int flags,
 				cut[cnt].iov_len = left;
 			left -= cut[cnt].iov_len;
 		}
-		mh.msg_iov = cut;
-		mh.msg_iovlen = (size_t)cnt;
+		v = cut;
+		vlen = (size_t)cnt;
 	}
-	if (fd >= 0) {
-		mh.msg_control = ctl.buf;
-		mh.msg_controllen = sizeof(ctl.buf);
-		c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	}
-	do
-		w = sendmsg(sl->proto_fd, &mh, MSG_NOSIGNAL | flags);
-	while (w < 0 && errno == EINTR);
+	w = sipc__send_fd(sl->proto_fd, v, vlen, fd, flags);
 	if (w > 0) {
 		atomic_fetch_add(&sl->bytes_out, (uint64_t)w);
 		atomic_store(&sl->last_progress_ms, sipc__now_ms());

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "crc32c.h"
+#include "fdq.h"
 #include "frame.h"
 #include "proccount.h"
 #include "sipc.h"
@@ -584,14 +585,8 @@ runtime_case(bool flag, bool with_fd)
 {
 	struct sipc_frame_hdr h = { .type = SIPC_FT_REQUEST, .id = 1,
 	    .flags = flag ? SIPC_FRAME_F_FD : 0, .len = SIPC_FRAME_FDLEN_LEN };
-	union {
-		struct cmsghdr align;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} ctl;
 	uint8_t f[SIPC_FRAME_HDR_LEN + SIPC_FRAME_FDLEN_LEN] = { 0 }, in[256];
 	struct iovec iov = { .iov_base = f, .iov_len = sizeof(f) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-	struct cmsghdr *cm;
 	int sv[2], st = 0, doc = -1;
 	pid_t pid;
 
@@ -607,17 +602,9 @@ runtime_case(bool flag, bool with_fd)
 	close(sv[1]);
 	CU_ASSERT(read(sv[0], in, sizeof(in)) > 0);      /* its HELLO */
 	sipc__frame_encode_hdr(f, &h);
-	if (with_fd) {
+	if (with_fd)
 		doc = doc_make(16, 0, NULL, NULL);
-		mh.msg_control = ctl.buf;
-		mh.msg_controllen = sizeof(ctl.buf);
-		cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &doc, sizeof(int));
-	}
-	CU_ASSERT(sendmsg(sv[0], &mh, MSG_NOSIGNAL) == (ssize_t)sizeof(f));
+	CU_ASSERT(sipc__send_fd(sv[0], &iov, 1, doc, 0) == (ssize_t)sizeof(f));
 	if (doc >= 0)
 		close(doc);
 	CU_ASSERT_FATAL(waitpid(pid, &st, 0) == pid);

@@ -34,6 +34,8 @@ test_ident_stat_parse_hostile_text(void)
 	CU_ASSERT_EQUAL(st.ppid, 17);
 	CU_ASSERT_EQUAL(st.pgid, 4242);
 	CU_ASSERT_EQUAL(st.starttime, 987654321ull);
+	CU_ASSERT_EQUAL(st.cminflt, 2);
+	CU_ASSERT_EQUAL(st.ticks, 5 + 6 + 7 + 8);
 	CU_ASSERT_EQUAL(sipc__proc_stat_parse("12 (x) S 1 2", &st), -EINVAL);
 	CU_ASSERT_EQUAL(sipc__proc_stat_parse("no parenthesis", &st), -EINVAL);
 }

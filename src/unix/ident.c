@@ -37,6 +37,9 @@
 #include <bsd/stdlib.h>
 
 #define STAT_FIELD_PGID 5
+#define STAT_FIELD_CMINFLT 11
+#define STAT_FIELD_UTIME 14
+#define STAT_FIELD_CSTIME 17
 #define STAT_FIELD_STARTTIME 22
 /* Bound on group members pinned during one termination. */
 #define MAX_MEMBERS 1024
@@ -129,6 +132,11 @@ sipc__proc_stat_parse(const char *text, struct sipc__proc_stat *ret)
 				st.ppid = (pid_t)v;
 			else if (field == STAT_FIELD_PGID)
 				st.pgid = (pid_t)v;
+			else if (field == STAT_FIELD_CMINFLT)
+				st.cminflt = (uint64_t)v;
+			else if (field >= STAT_FIELD_UTIME &&
+			    field <= STAT_FIELD_CSTIME)
+				st.ticks += (uint64_t)v;
 		}
 		if (end == p || errno != 0)
 			return -EINVAL;
@@ -153,6 +161,31 @@ sipc__proc_stat(pid_t pid, struct sipc__proc_stat *ret)
 	if (r < 0)
 		return r;
 	return sipc__proc_stat_parse(buf, ret);
+}
+
+int
+sipc__proc_status(pid_t pid, char *buf, size_t len,
+                  const char *const *keys, const char **vals, unsigned n)
+{
+	char path[64];
+	const char *p;
+	unsigned i;
+	int r;
+
+	if (pid <= 0)
+		return -EINVAL;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if ((r = read_small(path, buf, len)) < 0)
+		return r;
+	for (i = 0; i < n; i++)
+		vals[i] = NULL;
+	for (p = buf; p != NULL && *p != '\0'; p = strchr(p, '\n'),
+	    p = p != NULL ? p + 1 : NULL)
+		for (i = 0; i < n; i++)
+			if (vals[i] == NULL &&
+			    strncmp(p, keys[i], strlen(keys[i])) == 0)
+				vals[i] = p + strlen(keys[i]);
+	return 0;
 }
 
 int
@@ -460,16 +493,17 @@ push_children(pid_t pid, pid_t *stack, unsigned *n)
 	closedir(d);
 }
 
-int
-sipc__tree_rss(pid_t root, uint64_t *ret_bytes)
+/*
+ * Visit `root` and its descendants, at most TREE_MAX, each after its
+ * parent: visit(pid, is_root, arg) returns 0 to go on to pid's
+ * children, 1 to pass over it (gone meanwhile), or -errno to end the
+ * walk with that.  0 or the -errno that ended it.
+ */
+static int
+tree_walk(pid_t root, int (*visit)(pid_t, bool, void *), void *arg)
 {
-	long page = sysconf(_SC_PAGESIZE);
-	unsigned long long size, res;
 	pid_t *stack;
 	unsigned n = 0, seen = 0;
-	uint64_t total = 0;
-	char path[64];
-	FILE *f;
 	int rc = 0;
 
 	if ((stack = malloc(TREE_MAX * sizeof(*stack))) == NULL)
@@ -478,58 +512,85 @@ sipc__tree_rss(pid_t root, uint64_t *ret_bytes)
 	while (n > 0 && seen++ < TREE_MAX) {
 		pid_t p = stack[--n];
 
-		snprintf(path, sizeof(path), "/proc/%d/statm", (int)p);
-		if ((f = fopen(path, "re")) == NULL ||
-		    fscanf(f, "%llu %llu", &size, &res) != 2) {
-			if (p == root)
-				rc = f == NULL ? -errno : -EIO;
-			if (f != NULL)
-				fclose(f);
-			if (p == root)
-				break;
-			continue;          /* gone meanwhile */
-		}
-		fclose(f);
-		total += (uint64_t)res * (uint64_t)page;
-		push_children(p, stack, &n);
+		if ((rc = visit(p, p == root, arg)) < 0)
+			break;
+		if (rc == 0)
+			push_children(p, stack, &n);
+		rc = 0;
 	}
 	free(stack);
-	if (rc == 0)
-		*ret_bytes = total;
 	return rc;
+}
+
+struct rss_walk {
+	uint64_t total, page;
+};
+
+/* tree_walk()'s visit for sipc__tree_rss(). */
+static int
+rss_visit(pid_t p, bool is_root, void *arg)
+{
+	struct rss_walk *rw = arg;
+	unsigned long long size, res;
+	char path[64];
+	FILE *f;
+	int rc;
+
+	snprintf(path, sizeof(path), "/proc/%d/statm", (int)p);
+	if ((f = fopen(path, "re")) == NULL ||
+	    fscanf(f, "%llu %llu", &size, &res) != 2) {
+		rc = f == NULL ? -errno : -EIO;
+		if (f != NULL)
+			fclose(f);
+		return is_root ? rc : 1;
+	}
+	fclose(f);
+	rw->total += (uint64_t)res * rw->page;
+	return 0;
+}
+
+int
+sipc__tree_rss(pid_t root, uint64_t *ret_bytes)
+{
+	struct rss_walk rw = { .total = 0,
+	    .page = (uint64_t)sysconf(_SC_PAGESIZE) };
+	int rc;
+
+	if ((rc = tree_walk(root, rss_visit, &rw)) == 0)
+		*ret_bytes = rw.total;
+	return rc;
+}
+
+struct pids_walk {
+	pid_t *ret;
+	unsigned max, k;
+};
+
+/* tree_walk()'s visit for sipc__tree_pids(). */
+static int
+pids_visit(pid_t p, bool is_root, void *arg)
+{
+	struct pids_walk *pw = arg;
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d", (int)p);
+	if (access(path, F_OK) < 0)
+		return is_root ? -errno : 1;
+	if (pw->k == pw->max)
+		return -E2BIG;
+	pw->ret[pw->k++] = p;
+	return 0;
 }
 
 int
 sipc__tree_pids(pid_t root, pid_t *ret, unsigned max)
 {
-	pid_t *stack;
-	unsigned n = 0, seen = 0, k = 0;
-	char path[64];
-	int rc = 0;
+	struct pids_walk pw = { .ret = ret, .max = max, .k = 0 };
+	int rc;
 
-	if ((stack = malloc(TREE_MAX * sizeof(*stack))) == NULL)
-		return -ENOMEM;
-	stack[n++] = root;
-	while (n > 0 && seen++ < TREE_MAX) {
-		pid_t p = stack[--n];
-
-		snprintf(path, sizeof(path), "/proc/%d", (int)p);
-		if (access(path, F_OK) < 0) {
-			if (p == root) {
-				rc = -errno;
-				break;
-			}
-			continue;          /* gone meanwhile */
-		}
-		if (k == max) {
-			rc = -E2BIG;
-			break;
-		}
-		ret[k++] = p;
-		push_children(p, stack, &n);
-	}
-	free(stack);
-	return rc < 0 ? rc : (int)k;
+	if ((rc = tree_walk(root, pids_visit, &pw)) < 0)
+		return rc;
+	return (int)pw.k;
 }
 
 /* The Uid: and Gid: lines of /proc/<pid>/status (real, effective,
@@ -537,23 +598,19 @@ sipc__tree_pids(pid_t root, pid_t *ret, unsigned max)
 static int
 status_ids(pid_t pid, unsigned long ret[8])
 {
-	char path[64], line[256];
-	int got = 0;
-	FILE *f;
+	static const char *const keys[2] = { "Uid:", "Gid:" };
+	const char *vals[2];
+	char buf[4096];
+	int i, r;
 
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	if ((f = fopen(path, "re")) == NULL)
-		return -errno;
-	while (got < 2 && fgets(line, sizeof(line), f) != NULL) {
-		unsigned long *r = strncmp(line, "Uid:", 4) == 0 ? ret :
-		    strncmp(line, "Gid:", 4) == 0 ? ret + 4 : NULL;
-
-		if (r != NULL && sscanf(line + 4, "%lu %lu %lu %lu", &r[0],
-		    &r[1], &r[2], &r[3]) == 4)
-			got++;
-	}
-	fclose(f);
-	return got == 2 ? 0 : -EPROTO;
+	if ((r = sipc__proc_status(pid, buf, sizeof(buf), keys, vals, 2)) < 0)
+		return r;
+	for (i = 0; i < 2; i++)
+		if (vals[i] == NULL || sscanf(vals[i], "%lu %lu %lu %lu",
+		    &ret[4 * i], &ret[4 * i + 1], &ret[4 * i + 2],
+		    &ret[4 * i + 3]) != 4)
+			return -EPROTO;
+	return 0;
 }
 
 int

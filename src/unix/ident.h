@@ -57,6 +57,8 @@ struct sipc__proc_stat {
 	pid_t ppid;
 	pid_t pgid;
 	uint64_t starttime;
+	uint64_t cminflt;                /* 11: minor faults of waited children */
+	uint64_t ticks;                  /* 14 to 17: utime + stime + cutime + cstime */
 };
 
 /*
@@ -68,6 +70,16 @@ int sipc__proc_stat_parse(const char *text, struct sipc__proc_stat *ret);
 
 /* Read and parse /proc/<pid>/stat.  -ESRCH when there is no such pid. */
 int sipc__proc_stat(pid_t pid, struct sipc__proc_stat *ret);
+
+/*
+ * Read /proc/<pid>/status once into buf (len bytes); for each of
+ * keys[0..n) ("VmHWM:", with its colon) point vals[i] at the text after
+ * it on the line that begins with it, or NULL when none does.  0 or
+ * -errno (the file's open or read).
+ */
+int sipc__proc_status(pid_t pid, char *buf, size_t len,
+                      const char *const *keys, const char **vals,
+                      unsigned n);
 
 /* Start time of `pid` (field 22 of /proc/<pid>/stat).  -ESRCH if gone. */
 int sipc__proc_starttime(pid_t pid, uint64_t *ret);

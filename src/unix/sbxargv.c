@@ -306,6 +306,18 @@ id_may(const struct stat *st, uid_t uid, gid_t gid, unsigned want)
 	return (bits & want) == want;
 }
 
+/* Why st (at path) refused uid and gid, into why: "<what><path> (mode,
+ * owner) <refusal> by uid U gid G".  -EACCES. */
+static int
+id_refused(char *why, size_t wlen, const char *what, const char *path,
+           const struct stat *st, const char *refusal, uid_t uid, gid_t gid)
+{
+	snprintf(why, wlen, "%s%.200s (mode %o, uid %u) %s by uid %u gid %u",
+	    what, path, (unsigned)st->st_mode & 07777, (unsigned)st->st_uid,
+	    refusal, (unsigned)uid, (unsigned)gid);
+	return -EACCES;
+}
+
 int
 sipc__sbx_reachable(const char *path, uid_t uid, gid_t gid, char *why,
                     size_t wlen)
@@ -317,24 +329,16 @@ sipc__sbx_reachable(const char *path, uid_t uid, gid_t gid, char *why,
 		return -errno;
 	if (stat(real, &st) < 0)
 		return -errno;
-	if (!id_may(&st, uid, gid, 5)) {
-		snprintf(why, wlen, "%.200s (mode %o, uid %u) is not readable "
-		    "and executable by uid %u gid %u", real,
-		    (unsigned)st.st_mode & 07777, (unsigned)st.st_uid,
-		    (unsigned)uid, (unsigned)gid);
-		return -EACCES;
-	}
+	if (!id_may(&st, uid, gid, 5))
+		return id_refused(why, wlen, "", real, &st,
+		    "is not readable and executable", uid, gid);
 	while ((slash = strrchr(real, '/')) != NULL && slash != real) {
 		*slash = '\0';
 		if (stat(real, &st) < 0)
 			return -errno;
-		if (!id_may(&st, uid, gid, 1)) {
-			snprintf(why, wlen, "directory %.200s (mode %o, uid %u) "
-			    "cannot be searched by uid %u gid %u", real,
-			    (unsigned)st.st_mode & 07777, (unsigned)st.st_uid,
-			    (unsigned)uid, (unsigned)gid);
-			return -EACCES;
-		}
+		if (!id_may(&st, uid, gid, 1))
+			return id_refused(why, wlen, "directory ", real, &st,
+			    "cannot be searched", uid, gid);
 	}
 	return 0;
 }

@@ -33,79 +33,28 @@
 #include "ident.h"
 #include "usage.h"
 
-/* Of /proc/PID/stat (fields counted after the last ')', which ends the
- * command name): utime + stime + cutime + cstime (14 to 17), cminflt
- * (11: the minor faults of the children it waited for, which grows with
- * every child waited for that ran at all), the start time (22). */
+/* A tree's sums of two fields of its processes' /proc/PID/stat
+ * (sipc__proc_stat()): utime + stime + cutime + cstime, and cminflt
+ * (the minor faults of the children each waited for, which grows with
+ * every child waited for that ran at all). */
 struct pstat {
-	uint64_t ticks, cminflt, start;
+	uint64_t ticks, cminflt;
 };
-
-/* 0 or -errno. */
-static int
-proc_ticks(pid_t pid, struct pstat *ret)
-{
-	char path[64], buf[1024], *p, *end;
-	unsigned long long v, sum = 0;
-	ssize_t n;
-	int fd, field;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -EIO;
-	buf[n] = '\0';
-	if ((p = strrchr(buf, ')')) == NULL)
-		return -EINVAL;
-	p++;
-	/* p is before field 3 (the state) */
-	for (field = 3; field <= 22; field++) {
-		while (*p == ' ')
-			p++;
-		if (field == 3) {
-			if (*p == '\0')
-				return -EINVAL;
-			p++;
-			continue;
-		}
-		/* tty_nr and tpgid may be -1: read as a number all the same */
-		v = strtoull(p, &end, 10);
-		if (end == p)
-			return -EINVAL;
-		if (field >= 14 && field <= 17)
-			sum += v;
-		if (field == 11)
-			ret->cminflt = v;
-		if (field == 22)
-			ret->start = v;
-		p = end;
-	}
-	ret->ticks = sum;
-	return 0;
-}
 
 /* VmHWM of /proc/PID/status in KiB.  0 or -errno. */
 static int
 proc_hwm_kb(pid_t pid, uint64_t *ret)
 {
-	char path[64], buf[4096], *p;
-	ssize_t n;
-	int fd;
+	static const char *const key = "VmHWM:";
+	const char *val;
+	char buf[4096];
+	int r;
 
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -EIO;
-	buf[n] = '\0';
-	if ((p = strstr(buf, "\nVmHWM:")) == NULL)
+	if ((r = sipc__proc_status(pid, buf, sizeof(buf), &key, &val, 1)) < 0)
+		return r;
+	if (val == NULL)
 		return -ENOENT;
-	*ret = strtoull(p + 7, NULL, 10);
+	*ret = strtoull(val, NULL, 10);
 	return 0;
 }
 
@@ -177,7 +126,7 @@ pid_cmp(const void *a, const void *b)
 static int
 tree_read(pid_t pid, struct sipc__usage *u, struct pstat *ret)
 {
-	struct pstat one;
+	struct sipc__proc_stat one;
 	unsigned i;
 	int n, rc;
 
@@ -188,11 +137,11 @@ tree_read(pid_t pid, struct sipc__usage *u, struct pstat *ret)
 	qsort(u->pids, u->npids, sizeof(u->pids[0]), pid_cmp);
 	u->sig = 0;
 	for (i = 0; i < u->npids; i++) {
-		if ((rc = proc_ticks(u->pids[i], &one)) < 0)
+		if ((rc = sipc__proc_stat(u->pids[i], &one)) < 0)
 			return rc;     /* one left meanwhile: not the same */
 		ret->ticks += one.ticks;
 		ret->cminflt += one.cminflt;
-		u->sig = u->sig * 1000003u + one.start;
+		u->sig = u->sig * 1000003u + one.starttime;
 	}
 	return 0;
 }
