@@ -423,6 +423,38 @@ test_sbxident_namespace_probes_fail_when_left_out(void)
 	    SIPC_G_MOUNT_NAMESPACE, 0, err, sizeof(err)), 0);
 }
 
+/*
+ * The filter and the limits are proven, not declared: a launch without
+ * sipc-init's filter fails syscall_filter (no Seccomp 2, and a nested
+ * user namespace refused by bubblewrap's --disable-userns with its own
+ * errno, not the filter's EPERM) while its limits still hold; one
+ * without the limits fails limits while the filter holds; with nothing
+ * left out both are proven.
+ */
+/* rules: PB1 */
+static void
+test_sbxident_filter_and_limits_probes_fail_when_left_out(void)
+{
+	char err[1024];
+
+	if (!have_sandbox())
+		return;
+	CU_ASSERT_EQUAL(create_with(SIPC_G_SYSCALL_FILTER | SIPC_G_LIMITS,
+	    SIPC__SBX_SKIP_FILTER, err, sizeof(err)), SIPC_E_PRODUCTION);
+	printf("sbxident: filter left out: %s\n", err);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "syscall_filter ("));
+	CU_ASSERT_PTR_NULL(strstr(err, "limits ("));
+	CU_ASSERT_EQUAL(create_with(SIPC_G_SYSCALL_FILTER | SIPC_G_LIMITS,
+	    SIPC__SBX_SKIP_LIMITS, err, sizeof(err)), SIPC_E_PRODUCTION);
+	printf("sbxident: limits left out: %s\n", err);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, " limits ("));
+	CU_ASSERT_PTR_NULL(strstr(err, "syscall_filter ("));
+	CU_ASSERT_EQUAL(create_with(SIPC_G_SYSCALL_FILTER | SIPC_G_LIMITS, 0,
+	    err, sizeof(err)), 0);
+	if (err[0] != '\0')
+		printf("sbxident: %s\n", err);
+}
+
 int
 main(void)
 {
@@ -439,6 +471,8 @@ main(void)
 		  test_sbxident_probes_fail_when_left_out },
 		{ "test_sbxident_namespace_probes_fail_when_left_out",
 		  test_sbxident_namespace_probes_fail_when_left_out },
+		{ "test_sbxident_filter_and_limits_probes_fail_when_left_out",
+		  test_sbxident_filter_and_limits_probes_fail_when_left_out },
 		{ NULL, NULL }
 	};
 
