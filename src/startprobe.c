@@ -280,6 +280,7 @@ probe_one(struct run *r, unsigned bit, char *why, size_t len)
 	sipc__sbx_policy_from_config(r->cfg, &pol);
 	j.limits = pol.limits;
 	j.tmp_size = pol.tmp_size;
+	j.allow = r->cfg->syscalls_allow;
 
 	if (bit == SIPC_G_TREE_CONTAINMENT)
 		return probe_tree(r, why, len);
