@@ -307,6 +307,12 @@ enum sipc_guarantee {
 	SIPC_G_SEPARATE_USER = 1u << 5,   /* the worker's uid is not the host's */
 	SIPC_G_TREE_CONTAINMENT = 1u << 6,/* a setsid() escapee ends with the
 	                                   * worker */
+	SIPC_G_SYSCALL_FILTER = 1u << 7,  /* Seccomp 2 with a filter; a
+	                                   * nested user namespace refused
+	                                   * with the filter's EPERM */
+	SIPC_G_LIMITS = 1u << 8,          /* the launch's hard limits, not
+	                                   * raisable; /tmp capped; forks
+	                                   * bounded by RLIMIT_NPROC */
 	SIPC_G_NO_PRIVILEGE = 1u << 9,    /* the worker's host uid and gid are
 	                                   * not 0, no capability in any set,
 	                                   * no_new_privs, a new user namespace
@@ -314,8 +320,7 @@ enum sipc_guarantee {
 	SIPC_G_FILESYSTEM_RULES = 1u << 10, /* a write to "/" and /etc of its
 	                                     * view is refused (Landlock) */
 };
-#define SIPC_G_ALL (((1u << 7) - 1) | SIPC_G_NO_PRIVILEGE | \
-	SIPC_G_FILESYSTEM_RULES)
+#define SIPC_G_ALL ((1u << 11) - 1)
 const char *sipc_guarantee_name(unsigned one_bit);
 
 /*

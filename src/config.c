@@ -158,7 +158,7 @@ const char *const sipc__cfg_durability_names[SIPC__CFG_NDURABILITY] = {
 static const char *const guarantee_names[] = {
 	"pid_namespace", "mount_namespace", "network_isolation",
 	"no_inherited_secrets", "resource_limits", "separate_user",
-	"tree_containment", NULL, NULL, "no_privilege", "filesystem_rules",
+	"tree_containment", "syscall_filter", "limits", "no_privilege", "filesystem_rules",
 };
 _Static_assert(SIPC_G_ALL >> (sizeof(guarantee_names) /
     sizeof(guarantee_names[0])) == 0, "a name for every guarantee");

@@ -23,6 +23,7 @@
 
 #include "startprobe.h"
 #include "unix/ident.h"
+#include "unix/sandbox.h"
 
 /* ------------------------------------------------------------ the bait */
 
@@ -473,6 +474,126 @@ judge_limits(const struct sipc__judge *j, char *why, size_t len)
 	return rc;
 }
 
+/* Is name one of the comma-separated list? */
+static bool
+allowed(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *p = list; p != NULL && *p != '\0';
+	    p += strcspn(p, ",") + (p[strcspn(p, ",")] == ',')) {
+		if (strncmp(p, name, n) == 0 && (p[n] == ',' || p[n] == '\0'))
+			return true;
+	}
+	return false;
+}
+
+/* Seccomp 2 with a filter more than the host's own (which the worker
+ * inherits), and the default profile's namespace calls refused with
+ * EPERM, the filter's: bubblewrap's --disable-userns alone gives
+ * ENOSPC (EUSERS before Linux 4.9). */
+static int
+judge_filter(const struct sipc__judge *j, char *why, size_t len)
+{
+	char t[256], mode[16], count[16], un[32], cl[32];
+	unsigned host = sipc__sbx_host_filters();
+	int rc;
+
+	if ((rc = j->ask(j->ctx, "filter", t, sizeof(t))) < 0)
+		return rc;
+	if (sscanf(t, "seccomp=%15s filters=%15s unshare=%31s clone=%31s",
+	    mode, count, un, cl) != 4)
+		return SIPC_E_PROTOCOL;
+	snprintf(why, len, "Seccomp %s, %s filter(s), the host's %u; "
+	    "unshare(CLONE_NEWUSER): %s, clone(CLONE_NEWUSER): %s (the "
+	    "filter's refusal: errno=%d)", mode, count, host, un, cl, EPERM);
+	return strcmp(mode, "2") == 0 && atoi(count) > (int)host &&
+	    (strcmp(un, "errno=1") == 0 || allowed(j->allow, "unshare")) &&
+	    strcmp(cl, "errno=1") == 0;
+}
+
+/* Field i (0..4) of a limits spec "A:B:C:D:E" into out. */
+static bool
+spec_field(const char *spec, int i, char *out, size_t cap)
+{
+	for (; i > 0 && spec != NULL; i--)
+		if ((spec = strchr(spec, ':')) != NULL)
+			spec++;
+	if (spec == NULL || cap == 0)
+		return false;
+	snprintf(out, cap, "%.*s", (int)strcspn(spec, ":"), spec);
+	return out[0] != '\0';
+}
+
+/* Each hard limit as the launch set it, soft = hard, NOFILE's not
+ * raised, /tmp no larger than its cap (a tmpfs rounds up to pages),
+ * and a fork loop stopped by RLIMIT_NPROC when the probe can reach it. */
+static int
+judge_rlimits(const struct sipc__judge *j, char *why, size_t len)
+{
+	static const char *const name[] = { "as", "fsize", "nofile", "cpu",
+	    "nproc" };
+	static const char *const upper[] = { "AS", "FSIZE", "NOFILE", "CPU",
+	    "NPROC" };
+	char t[512], want[24], got[56], key[16], req[32], raise[16], tmp[24];
+	const char *p;
+	long long nproc = 0;
+	int forked = 0, err = 0, rc;
+
+	if (j->limits == NULL || j->tmp_size == NULL)
+		return -EINVAL;
+	if ((rc = j->ask(j->ctx, "limits", t, sizeof(t))) < 0)
+		return rc;
+	for (int i = 0; i < 5; i++) {
+		snprintf(key, sizeof(key), "%s=", name[i]);
+		if (!spec_field(j->limits, i, want, sizeof(want)) ||
+		    (p = strstr(t, key)) == NULL ||
+		    sscanf(p + strlen(key), "%55s", got) != 1)
+			return SIPC_E_PROTOCOL;
+		if (strncmp(got, want, strlen(want)) != 0 ||
+		    got[strlen(want)] != ',' ||
+		    strcmp(got + strlen(want) + 1, want) != 0) {
+			snprintf(why, len, "RLIMIT_%s is %s (soft,hard) in the "
+			    "worker; the launch sets %s", upper[i], got, want);
+			return 0;
+		}
+	}
+	if ((p = strstr(t, "raise=")) == NULL || sscanf(p, "raise=%15s", raise)
+	    != 1 || (p = strstr(t, "tmp=")) == NULL ||
+	    sscanf(p, "tmp=%23s", tmp) != 1)
+		return SIPC_E_PROTOCOL;
+	if (strcmp(raise, "0") == 0) {
+		snprintf(why, len, "the worker raised its RLIMIT_NOFILE");
+		return 0;
+	}
+	if (j->tmp_size[0] != '\0' && (strcmp(tmp, "-") == 0 ||
+	    strtoull(tmp, NULL, 10) == 0 || strtoull(tmp, NULL, 10) >
+	    (strtoull(j->tmp_size, NULL, 10) + 4095) / 4096 * 4096)) {
+		snprintf(why, len, "the worker's /tmp holds %s bytes; its cap "
+		    "is %s", tmp, j->tmp_size);
+		return 0;
+	}
+	spec_field(j->limits, 4, want, sizeof(want));
+	nproc = strcmp(want, "-") == 0 ? 0 : atoll(want);
+	if (nproc < 1 || nproc > SIPC__FORK_PROBE_MAX) {
+		snprintf(why, len, "limits as the launch sets them (%s), not "
+		    "raised, /tmp %s bytes; RLIMIT_NPROC %s not forked to",
+		    j->limits, tmp, want);
+		return 1;
+	}
+	snprintf(req, sizeof(req), "forks %lld", nproc + 1);
+	if ((rc = j->ask(j->ctx, req, t, sizeof(t))) < 0)
+		return rc;
+	if (sscanf(t, "forked=%d errno=%d", &forked, &err) != 2)
+		return SIPC_E_PROTOCOL;
+	rc = forked <= nproc && err == EAGAIN;
+	snprintf(why, len, "limits as the launch sets them (%s), not raised "
+	    "(%s), /tmp %s bytes; %d of %lld forks, then %s", j->limits,
+	    strerror(atoi(raise)), tmp, forked, nproc + 1,
+	    err ? strerror(err) : "no refusal");
+	return rc;
+}
+
 typedef int (*judge_fn)(const struct sipc__judge *j, char *why, size_t len);
 
 static const struct {
@@ -487,6 +608,8 @@ static const struct {
 	{ SIPC_G_RESOURCE_LIMITS, judge_limits },
 	{ SIPC_G_NO_PRIVILEGE, judge_privilege },
 	{ SIPC_G_FILESYSTEM_RULES, judge_fsrules },
+	{ SIPC_G_SYSCALL_FILTER, judge_filter },
+	{ SIPC_G_LIMITS, judge_rlimits },
 };
 
 int

@@ -36,6 +36,7 @@
 #include "clock.h"
 #include "frame.h"
 #include "startprobe.h"
+#include "unix/sandbox.h"
 
 #ifndef SIPC_LIBEXECDIR
 #define SIPC_LIBEXECDIR "/usr/local/libexec/sipc"
@@ -264,7 +265,7 @@ static const unsigned probes[] = {
 	SIPC_G_NETWORK_ISOLATION, SIPC_G_NO_INHERITED_SECRETS,
 	SIPC_G_SEPARATE_USER, SIPC_G_RESOURCE_LIMITS,
 	SIPC_G_NO_PRIVILEGE, SIPC_G_FILESYSTEM_RULES,
-	SIPC_G_TREE_CONTAINMENT,
+	SIPC_G_SYSCALL_FILTER, SIPC_G_LIMITS, SIPC_G_TREE_CONTAINMENT,
 };
 #define NPROBES (sizeof(probes) / sizeof(probes[0]))
 
@@ -273,6 +274,13 @@ probe_one(struct run *r, unsigned bit, char *why, size_t len)
 {
 	struct sipc__judge j = { .ask = run_ask, .ctx = r, .b = &r->b,
 	    .envp = r->envp, .pid = r->ch.display_pid, .scratch = r->scratch };
+	struct sipc__sbx_policy pol;
+
+	/* the values the sandbox's launch sets (sbxargv.c) */
+	sipc__sbx_policy_from_config(r->cfg, &pol);
+	j.limits = pol.limits;
+	j.tmp_size = pol.tmp_size;
+	j.allow = r->cfg->syscalls_allow;
 
 	if (bit == SIPC_G_TREE_CONTAINMENT)
 		return probe_tree(r, why, len);

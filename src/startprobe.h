@@ -75,6 +75,12 @@ struct sipc__judge {
 	pid_t pid;               /* the launch's display_pid: the host reads
 	                            the worker's ids there */
 	const char *scratch;     /* the launch's scratch directory, or NULL */
+	const char *limits;      /* limits: what the launch sets, "AS:FSIZE:
+	                            NOFILE:CPU:NPROC" (each a number or "-") */
+	const char *tmp_size;    /* limits: /tmp's cap in bytes ("": none) */
+	const char *allow;       /* syscall_filter: syscalls_allow (NULL:
+	                            none); with unshare in it, only clone
+	                            is judged */
 };
 #define SIPC__FORK_PROBE_MAX 1023    /* the probe forks at most 1024 */
 

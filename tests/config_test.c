@@ -757,7 +757,7 @@ test_config_validate(void)
 	CU_ASSERT_EQUAL(sipc__config_validate(&c, NULL, 0), 0);
 	c = ok; c.required_guarantees = 1u << 11;
 	expect_invalid(&c, "required_guarantees");
-	c = ok; c.required_guarantees = 1u << 7;
+	c = ok; c.required_guarantees = 1u << 12;
 	expect_invalid(&c, "required_guarantees");
 	c = ok; c.sandbox_ro_paths = "/usr/share/fonts:fonts";
 	expect_invalid(&c, "sandbox_ro_paths: entry \"fonts\" is not an "
@@ -833,7 +833,10 @@ test_config_guarantee_names_round_trip(void)
 	    "tree_containment");
 	CU_ASSERT_STRING_EQUAL(sipc_guarantee_name(0), "unknown");
 	CU_ASSERT_STRING_EQUAL(sipc_guarantee_name(3), "unknown");
-	CU_ASSERT_STRING_EQUAL(sipc_guarantee_name(1u << 7), "unknown");
+	CU_ASSERT_STRING_EQUAL(sipc_guarantee_name(SIPC_G_SYSCALL_FILTER),
+	    "syscall_filter");
+	CU_ASSERT_STRING_EQUAL(sipc_guarantee_name(SIPC_G_LIMITS), "limits");
+	CU_ASSERT_STRING_EQUAL(sipc_guarantee_name(1u << 11), "unknown");
 	got = 42;
 	CU_ASSERT_EQUAL(sipc__guarantee_parse("pid-namespace", &got),
 	    SIPC_E_CONFIG);

@@ -411,7 +411,7 @@ test_docs_names_and_exit_format_as_documented(void)
 	CU_ASSERT(lower_name(sipc_cgroup_mode_name((enum sipc_cgroup_mode)99)));
 	CU_ASSERT(sipc_guarantee_name(0) != NULL);
 	CU_ASSERT(sipc_guarantee_name(3) != NULL);
-	CU_ASSERT(sipc_guarantee_name(1u << 7) != NULL);
+	CU_ASSERT(sipc_guarantee_name(1u << 11) != NULL);
 
 	TL_STREQ(sipc_strerror(EINVAL), sipc_strerror(-EINVAL));
 	TL_STREQ(sipc_strerror(ENOENT), sipc_strerror(-ENOENT));

@@ -330,6 +330,8 @@ test_sbxident_unreachable_program_refused(void)
 	rmdir(dir);
 }
 
+static const char *allow_list;   /* syscalls_allow of create_with() */
+
 /* sipc_create() with `bit` required (environment test) and the hook
  * `skip` set: 0 or the error, err naming what was refused. */
 static int
@@ -341,6 +343,7 @@ create_with(unsigned bit, unsigned skip, char *err, size_t len)
 
 	cfg_make(&c, NULL, NULL);
 	c.required_guarantees = bit;
+	c.syscalls_allow = allow_list;
 	sipc__sbx_test_skip = skip;
 	err[0] = '\0';
 	rc = sipc_create(&c, err, len, &s);
@@ -423,6 +426,46 @@ test_sbxident_namespace_probes_fail_when_left_out(void)
 	    SIPC_G_MOUNT_NAMESPACE, 0, err, sizeof(err)), 0);
 }
 
+/*
+ * The filter and the limits are proven, not declared: a launch without
+ * sipc-init's filter fails syscall_filter (no Seccomp 2, and a nested
+ * user namespace refused by bubblewrap's --disable-userns with its own
+ * errno, not the filter's EPERM) while its limits still hold; one
+ * without the limits fails limits while the filter holds; with nothing
+ * left out both are proven.
+ */
+/* rules: PB1 */
+static void
+test_sbxident_filter_and_limits_probes_fail_when_left_out(void)
+{
+	char err[1024];
+
+	if (!have_sandbox())
+		return;
+	CU_ASSERT_EQUAL(create_with(SIPC_G_SYSCALL_FILTER | SIPC_G_LIMITS,
+	    SIPC__SBX_SKIP_FILTER, err, sizeof(err)), SIPC_E_PRODUCTION);
+	printf("sbxident: filter left out: %s\n", err);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "syscall_filter ("));
+	CU_ASSERT_PTR_NULL(strstr(err, "limits ("));
+	CU_ASSERT_EQUAL(create_with(SIPC_G_SYSCALL_FILTER | SIPC_G_LIMITS,
+	    SIPC__SBX_SKIP_LIMITS, err, sizeof(err)), SIPC_E_PRODUCTION);
+	printf("sbxident: limits left out: %s\n", err);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, " limits ("));
+	CU_ASSERT_PTR_NULL(strstr(err, "syscall_filter ("));
+	CU_ASSERT_EQUAL(create_with(SIPC_G_SYSCALL_FILTER | SIPC_G_LIMITS, 0,
+	    err, sizeof(err)), 0);
+	if (err[0] != '\0')
+		printf("sbxident: %s\n", err);
+	/* unshare allowed by the configuration: bwrap refuses it, with its
+	 * own errno, and the filter is proven by clone's EPERM alone */
+	allow_list = "unshare";
+	CU_ASSERT_EQUAL(create_with(SIPC_G_SYSCALL_FILTER, 0, err,
+	    sizeof(err)), 0);
+	allow_list = NULL;
+	if (err[0] != '\0')
+		printf("sbxident: unshare allowed: %s\n", err);
+}
+
 int
 main(void)
 {
@@ -439,6 +482,8 @@ main(void)
 		  test_sbxident_probes_fail_when_left_out },
 		{ "test_sbxident_namespace_probes_fail_when_left_out",
 		  test_sbxident_namespace_probes_fail_when_left_out },
+		{ "test_sbxident_filter_and_limits_probes_fail_when_left_out",
+		  test_sbxident_filter_and_limits_probes_fail_when_left_out },
 		{ NULL, NULL }
 	};
 

@@ -25,8 +25,8 @@
  *     setsid() escapees included;
  *   - under the sandbox, sets no_new_privs itself, installs the
  *     filesystem rules it was given (SIPC__INIT_LL_RO/RW, landlock.c),
- *     then (SIPC__INIT_FILTER set) sets the worker's resource limits
- *     (limits.c), drops every capability of its process, sets its core
+ *     then sets the worker's resource limits (SIPC__INIT_LIMITS,
+ *     limits.c) and, SIPC__INIT_FILTER set, drops every capability of its process, sets its core
  *     limit to 0/0 and installs the system-call filter (filter.c) just
  *     before execve, refusing to start the worker if any of it fails;
  *     sipc-init itself stays unfiltered and keeps what it needs to reap
@@ -206,6 +206,8 @@ worker_side(char **argv, int errw, const sigset_t *none)
 	if (ll_ro != NULL && (err = -sipc__init_landlock(ll_ro, ll_rw)) != 0)
 		goto fail;
 	if (filtered && (err = -confine(errw)) != 0)
+		goto fail;
+	if (!filtered && (err = -sipc__init_limits(limits)) != 0)
 		goto fail;
 	(void)sigprocmask(SIG_SETMASK, none, NULL);
 	execve(argv[0], argv + 1, environ);
@@ -445,8 +447,9 @@ main(int argc, char **argv)
 		audit = getenv(SIPC__INIT_AUDIT) != NULL;
 		refuse = take_env(SIPC__INIT_REFUSE);
 		allow = take_env(SIPC__INIT_ALLOW);
-		limits = take_env(SIPC__INIT_LIMITS);
 	}
+	/* the limits hold with or without the filter */
+	limits = take_env(SIPC__INIT_LIMITS);
 	/* copies: unsetenv() may free what getenv() returned */
 	if (getenv(SIPC__INIT_LL_RO) != NULL) {
 		ll_ro = strdup(getenv(SIPC__INIT_LL_RO));

@@ -34,6 +34,15 @@
  *   "forks N"      fork up to N children that wait, stop at the first
  *                  refusal, kill and reap them all: "forked=K errno=E"
  *                  (E 0 when all N were had)
+ *   "filter"       "seccomp=M filters=N unshare=R clone=R": Seccomp and
+ *                  Seccomp_filters of /proc/self/status ("?" unread), R
+ *                  what unshare(CLONE_NEWUSER) and clone(CLONE_NEWUSER)
+ *                  got in a child, as "privilege" says it; only calls
+ *                  the filter refuses with an error, never a killing one
+ *   "limits"       "as=S,H fsize=S,H nofile=S,H cpu=S,H nproc=S,H
+ *                  raise=E tmp=B": getrlimit of each ("-" unlimited),
+ *                  the errno of setrlimit(RLIMIT_NOFILE) one above its
+ *                  hard limit (0: raised, "-": none), the size of /tmp in bytes
  *   "escape"       fork a child that calls setsid() and keeps the
  *                  channel (descriptor 3) open until the host closes its
  *                  end, or ESCAPE_TTL_MS pass: "escaped=PID" once it
@@ -55,7 +64,10 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -267,6 +279,98 @@ try_userns(char *out, size_t cap)
 	    snprintf(out, cap, "errno=%d", WEXITSTATUS(st));
 }
 
+/* A child calls clone(CLONE_NEWUSER) itself (the C library's fork
+ * would not pass the flag); its own child, if made, ends at once. */
+static int
+try_clone_userns(char *out, size_t cap)
+{
+	int st = 0;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return snprintf(out, cap, "fork-errno=%d", errno);
+	if (pid == 0) {
+		long c = syscall(SYS_clone, (unsigned long)CLONE_NEWUSER |
+		    SIGCHLD, NULL, NULL, NULL, NULL);
+
+		if (c == 0)
+			_exit(0);
+		if (c < 0)
+			_exit(errno > 0 && errno < 200 ? errno : 200);
+		while (waitpid((pid_t)c, NULL, 0) < 0 && errno == EINTR)
+			;
+		_exit(0);
+	}
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (WIFSIGNALED(st))
+		return snprintf(out, cap, "signal=%d", WTERMSIG(st));
+	return WEXITSTATUS(st) == 0 ? snprintf(out, cap, "made") :
+	    snprintf(out, cap, "errno=%d", WEXITSTATUS(st));
+}
+
+static int
+probe_filter(char *out, size_t cap)
+{
+	char mode[16], count[16], un[32], cl[32];
+
+	status_field("Seccomp", mode, sizeof(mode));
+	status_field("Seccomp_filters", count, sizeof(count));
+	(void)try_userns(un, sizeof(un));
+	(void)try_clone_userns(cl, sizeof(cl));
+	return snprintf(out, cap, "seccomp=%s filters=%s unshare=%s clone=%s",
+	    mode, count, un, cl);
+}
+
+static int
+lim_text(rlim_t v, char *buf, size_t len)
+{
+	return v == RLIM_INFINITY ? snprintf(buf, len, "-") :
+	    snprintf(buf, len, "%llu", (unsigned long long)v);
+}
+
+static int
+probe_limits(char *out, size_t cap)
+{
+	static const int res[] = { RLIMIT_AS, RLIMIT_FSIZE, RLIMIT_NOFILE,
+	    RLIMIT_CPU, RLIMIT_NPROC };
+	static const char *const name[] = { "as", "fsize", "nofile", "cpu",
+	    "nproc" };
+	char s[24], h[24];
+	struct rlimit rl;
+	struct statfs sf;
+	size_t off = 0;
+	int e = -1;     /* -1: no hard limit to raise, said "raise=-" */
+
+	for (size_t i = 0; i < 5; i++) {
+		if (getrlimit(res[i], &rl) < 0)
+			rl.rlim_cur = rl.rlim_max = 0;
+		lim_text(rl.rlim_cur, s, sizeof(s));
+		lim_text(rl.rlim_max, h, sizeof(h));
+		off += (size_t)snprintf(out + off, cap - off, "%s=%s,%s ",
+		    name[i], s, h);
+	}
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max != RLIM_INFINITY) {
+		rl.rlim_max++;
+		rl.rlim_cur = rl.rlim_max;
+		e = setrlimit(RLIMIT_NOFILE, &rl) < 0 ? errno : 0;
+		if (e == 0) {     /* raised: put it back for later requests */
+			rl.rlim_max--;
+			rl.rlim_cur = rl.rlim_max;
+			(void)setrlimit(RLIMIT_NOFILE, &rl);
+		}
+	}
+	if (e < 0)
+		off += (size_t)snprintf(out + off, cap - off, "raise=- ");
+	else
+		off += (size_t)snprintf(out + off, cap - off, "raise=%d ", e);
+	if (statfs("/tmp", &sf) == 0)
+		return snprintf(out + off, cap - off, "tmp=%llu",
+		    (unsigned long long)sf.f_blocks *
+		    (unsigned long long)sf.f_bsize) + (int)off;
+	return snprintf(out + off, cap - off, "tmp=-") + (int)off;
+}
+
 static int
 probe_privilege(char *out, size_t cap)
 {
@@ -417,6 +521,10 @@ dispatch(sipc_worker *w, char *req, char *out, size_t cap)
 		return probe_write(req + 6, out, cap);
 	if (strncmp(req, "forks ", 6) == 0)
 		return probe_forks(req + 6, out, cap);
+	if (strcmp(req, "filter") == 0)
+		return probe_filter(out, cap);
+	if (strcmp(req, "limits") == 0)
+		return probe_limits(out, cap);
 	if (strcmp(req, "escape") == 0)
 		return probe_escape(sipc_worker_fd(w), out, cap);
 	return snprintf(out, cap, "unknown request");

@@ -710,20 +710,38 @@ sipc__sandbox_cg_state(const void *state)
 	return st != NULL ? &st->cgs : NULL;
 }
 
+unsigned
+sipc__sbx_host_filters(void)
+{
+	char line[128];
+	unsigned n = 0;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	while (f != NULL && fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "Seccomp_filters: %u", &n) == 1)
+			break;
+	if (f != NULL)
+		fclose(f);
+	return n;
+}
+
 /* What this provider applies for cfg on this machine, each proven by
  * the start-up probe before sipc_create() returns (startprobe.c):
  * namespaces, secrets and tree containment wherever bwrap runs; no
  * privilege always (never root, no capability, no_new_privs, no nested
  * user namespace); a separate user where the supervisor is root (the
  * worker runs as sandbox_uid); filesystem rules where the kernel has
- * Landlock.  Limits hold where the supervisor's cgroup has the
- * controllers, the host's arrangement, so they are not declared. */
+ * Landlock; the system-call filter and the hard limits always (sipc-init
+ * sets them).  The cgroup limits (resource_limits) hold where the
+ * supervisor's cgroup has the controllers, the host's arrangement, so
+ * they are not declared. */
 static unsigned
 sbx_declared(const struct sipc_config *cfg)
 {
 	unsigned g = SIPC_G_PID_NAMESPACE | SIPC_G_MOUNT_NAMESPACE |
 	    SIPC_G_NETWORK_ISOLATION | SIPC_G_NO_INHERITED_SECRETS |
-	    SIPC_G_TREE_CONTAINMENT | SIPC_G_NO_PRIVILEGE;
+	    SIPC_G_TREE_CONTAINMENT | SIPC_G_NO_PRIVILEGE |
+	    SIPC_G_SYSCALL_FILTER | SIPC_G_LIMITS;
 	uid_t u;
 	gid_t g2;
 

@@ -106,6 +106,11 @@ struct sipc__sbx_policy {
  * memory reserves terabytes). */
 void sipc__sbx_policy_default(struct sipc__sbx_policy *ret);
 
+/* Seccomp_filters of the calling process (/proc/self/status): the
+ * filters any worker inherits before sipc-init adds its own; 0 where
+ * the line is missing or unreadable. */
+unsigned sipc__sbx_host_filters(void);
+
 /* The configuration's limits over the defaults (0: the default,
  * SIPC_UNLIMITED: none); refuse, allow and audit are the caller's to
  * set. */
@@ -191,6 +196,9 @@ enum {
 	SIPC__SBX_SKIP_NETNS = 1u << 2,    /* the host's network namespace */
 	SIPC__SBX_SKIP_TMPFS = 1u << 3,    /* the host's /tmp, not an empty
 	                                    * one */
+	SIPC__SBX_SKIP_FILTER = 1u << 5,   /* no system-call filter (nor
+	                                      the privileges it drops) */
+	SIPC__SBX_SKIP_LIMITS = 1u << 6,   /* no resource limits */
 	SIPC__SBX_SKIP_SCRATCH_RULE = 1u << 4, /* rules without the scratch
 	                                        * directory's write */
 };

@@ -671,12 +671,10 @@ sipc__sbx_argv_build(struct sipc__sbx_argv *a, const char *bwrap,
 	av_add(a, SIPC__INIT_NO_PWD);
 	av_add(a, "1");
 	/* The worker runs under sipc-init's system-call filter. */
-	av_add(a, "--setenv");
-	av_add(a, SIPC__INIT_FILTER);
-	av_add(a, "1");
-	av_add(a, "--setenv");
-	av_add(a, SIPC__INIT_LIMITS);
-	av_add(a, a->pol.limits);
+	if (!(sipc__sbx_test_skip & SIPC__SBX_SKIP_FILTER))
+		av_add3(a, "--setenv", SIPC__INIT_FILTER, "1");
+	if (!(sipc__sbx_test_skip & SIPC__SBX_SKIP_LIMITS))
+		av_add3(a, "--setenv", SIPC__INIT_LIMITS, a->pol.limits);
 	/* names are not secret: bwrap's command line may show them */
 	if (a->pol.refuse != NULL && a->pol.refuse[0] != '\0')
 		av_add3(a, "--setenv", SIPC__INIT_REFUSE, a->pol.refuse);

@@ -57,6 +57,10 @@ int conf_verify_separate_user(const struct sipc_provider_ops *p, void *st,
                               char *why, size_t len);
 int conf_verify_no_privilege(const struct sipc_provider_ops *p, void *st,
                              char *why, size_t len);
+int conf_verify_syscall_filter(const struct sipc_provider_ops *p, void *st,
+                               char *why, size_t len);
+int conf_verify_limits(const struct sipc_provider_ops *p, void *st, char *why,
+                       size_t len);
 int conf_verify_filesystem_rules(const struct sipc_provider_ops *p, void *st,
                                  char *why, size_t len);
 int conf_verify_host_files(const struct sipc_provider_ops *p, void *st,

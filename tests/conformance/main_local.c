@@ -268,6 +268,24 @@ test_conformance_selfcheck_pid_namespace_probe_fails_on_local(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, "is visible"));
 }
 
+/* The local adapter sets neither a system-call filter nor limits: both
+ * probes fail there (and pass under the sandbox, conformance_sandbox). */
+static void
+test_conformance_selfcheck_filter_and_limits_probes_fail_on_local(void)
+{
+	char why[256] = "";
+
+	CU_ASSERT_EQUAL(conf_verify_syscall_filter(&sipc__provider_local,
+	    NULL, why, sizeof(why)), 0);
+	printf("conformance: local: syscall_filter: %s\n", why);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "Seccomp"));
+	why[0] = '\0';
+	CU_ASSERT_EQUAL(conf_verify_limits(&sipc__provider_local, NULL, why,
+	    sizeof(why)), 0);
+	printf("conformance: local: limits: %s\n", why);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "RLIMIT_"));
+}
+
 static void
 test_conformance_selfcheck_secrets_probe_fails_on_leaky(void)
 {
@@ -588,6 +606,8 @@ main(void)
 	tl_suite("conformance_selfcheck", (tl_test[]){
 	    { "test_conformance_selfcheck_pid_namespace_probe_fails_on_local",
 	      test_conformance_selfcheck_pid_namespace_probe_fails_on_local },
+	    { "test_conformance_selfcheck_filter_and_limits_probes_fail_on_local",
+	      test_conformance_selfcheck_filter_and_limits_probes_fail_on_local },
 	    { "test_conformance_selfcheck_secrets_probe_fails_on_leaky",
 	      test_conformance_selfcheck_secrets_probe_fails_on_leaky },
 	    { "test_conformance_modes_report_containment",

@@ -17,6 +17,7 @@
 #include "conformance.h"
 #include "driver.h"
 #include "startprobe.h"
+#include "unix/sandbox.h"
 #include "testlib.h"
 
 /* An asked worker: the judge's context. */
@@ -94,8 +95,15 @@ conf_judge(const struct sipc_provider_ops *p, void *st, unsigned bit,
 	struct asked a = { .id = 0 };
 	struct sipc__judge j = { .ask = cw_ask, .ctx = &a, .b = &b,
 	    .envp = NULL, .fork_limit = fork_limit };
+	struct sipc__sbx_policy pol;
+	struct sipc_config cfg;
 	int r;
 
+	/* limits: what a launch under the default configuration sets */
+	sipc_config_init(&cfg);
+	sipc__sbx_policy_from_config(&cfg, &pol);
+	j.limits = pol.limits;
+	j.tmp_size = pol.tmp_size;
 	if ((r = sipc__bait_make(&b)) < 0)
 		return r;
 	conf_prov = p;
@@ -176,6 +184,20 @@ conf_verify_filesystem_rules(const struct sipc_provider_ops *p, void *st,
                              char *why, size_t len)
 {
 	return conf_judge(p, st, SIPC_G_FILESYSTEM_RULES, 0, why, len);
+}
+
+int
+conf_verify_syscall_filter(const struct sipc_provider_ops *p, void *st,
+                           char *why, size_t len)
+{
+	return conf_judge(p, st, SIPC_G_SYSCALL_FILTER, 0, why, len);
+}
+
+int
+conf_verify_limits(const struct sipc_provider_ops *p, void *st, char *why,
+                   size_t len)
+{
+	return conf_judge(p, st, SIPC_G_LIMITS, 0, why, len);
 }
 
 /* Forks asked of the worker: a limit must refuse one of them. */
