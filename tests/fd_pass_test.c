@@ -121,6 +121,28 @@ check_worker_fds(const int *fds, int n, bool doc)
 
 static int fd_base;
 
+/* The host's descriptor count once the pool's start-up has settled: a
+ * worker's launch may close a descriptor of its own (its start report,
+ * a start counter) a little after the worker is ready, which a baseline
+ * taken at once would count as one that later went missing.  The count
+ * must hold across three readings 50 ms apart. */
+static int
+fds_settled(void)
+{
+	int last = tl_count_fds(), same = 0;
+	int64_t end = tl_now_ms() + WAIT_MS;
+
+	while (same < 2 && tl_now_ms() < end) {
+		int n;
+
+		(void)usleep(50 * 1000);
+		n = tl_count_fds();
+		same = n == last ? same + 1 : 0;
+		last = n;
+	}
+	return last;
+}
+
 static bool
 fds_at_base(void *arg)
 {
@@ -176,7 +198,7 @@ test_fd_pass_large_documents_checksummed(void)
 
 	cfg_docsum(&c, 1);
 	s = st_start(&c, 1, WAIT_MS);
-	fd_base = tl_count_fds();
+	fd_base = fds_settled();
 	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		fd = doc_make(sizes[i], (unsigned)i, NULL, &crc);
 		call_doc(s, fd, 0, &r);
@@ -223,7 +245,7 @@ test_fd_pass_reply_by_descriptor(void)
 
 	cfg_docsum(&c, 1);
 	s = st_start(&c, 1, WAIT_MS);
-	fd_base = tl_count_fds();
+	fd_base = fds_settled();
 	fd = doc_make(0, 0, "replyfd", NULL);
 	call_doc(s, fd, 0, &r);
 	close(fd);
@@ -265,7 +287,7 @@ test_fd_pass_closed_on_every_outcome(void)
 	c.max_fds_in_flight = 1;
 	c.cancel_grace_ms = 100;
 	s = st_start(&c, 1, WAIT_MS);
-	fd_base = tl_count_fds();
+	fd_base = fds_settled();
 
 	/* OK */
 	fd = doc_make(4096, 1, NULL, NULL);
@@ -371,7 +393,7 @@ test_fd_pass_pipelined_mix(void)
 	c.max_inflight = 32;
 	c.max_fds_in_flight = 32;
 	s = st_start(&c, 1, WAIT_MS);
-	fd_base = tl_count_fds();
+	fd_base = fds_settled();
 	for (i = 0; i < MIX; i++) {
 		o[i] = (struct st_outslot){ &mixbox, (unsigned)i };
 		if (i % 3 != 2) {
@@ -446,7 +468,7 @@ violation_case(const char *cmd)
 
 	cfg_docsum(&c, 2);
 	s = st_start(&c, 2, WAIT_MS);
-	fd_base = tl_count_fds();
+	fd_base = fds_settled();
 	st_call_cmd(s, cmd, 0, 0, &r);
 	sipc_result_release(&r);
 	snprintf(want, sizeof(want), "protocol violation");
@@ -497,7 +519,7 @@ test_fd_pass_refused_without_hello_flag(void)
 
 	st_cfg_base(&c, "startctr", argv, 1);
 	s = st_start(&c, 1, WAIT_MS);
-	fd_base = tl_count_fds();
+	fd_base = fds_settled();
 	fd = doc_make(4096, 7, NULL, NULL);
 	call_doc(s, fd, 0, &r);
 	close(fd);
@@ -524,7 +546,7 @@ test_fd_pass_bad_arguments(void)
 
 	cfg_docsum(&c, 1);
 	s = st_start(&c, 1, WAIT_MS);
-	fd_base = tl_count_fds();
+	fd_base = fds_settled();
 	{
 		struct sipc_request rq = { .flags = SIPC_REQ_FD, .fd = -1 };
 
