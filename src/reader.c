@@ -287,7 +287,7 @@ on_reply(struct reader *r, struct sipc_frame *f)
 	struct sipc__req *q;
 	struct sipc__usage fu;
 	uint32_t code = 0;
-	bool won = false, fig;
+	bool won = false, fig, last;
 	enum sipc_outcome o = SIPC_OUTCOME_OK;
 	int rfd = -1;
 	uint64_t rlen = 0;
@@ -330,16 +330,20 @@ on_reply(struct reader *r, struct sipc_frame *f)
 	q->state = SIPC__R_GONE;
 	atomic_fetch_add_explicit(&sl->replies_by[r->caller], 1,
 	    memory_order_relaxed);
-	/* A retiring worker's last answer: the reaper ends it now. */
-	if (sl->inflight == 1 && atomic_load(&sl->retiring) !=
-	    SIPC_RECYCLE_NONE)
-		sipc__reaper_wake(s);
+	/* A retiring worker's last answer: the reaper ends it now.  The
+	 * wake follows the decrement: a reaper woken before it would find
+	 * the request still in flight and look again only at its next
+	 * recycle poll (RECYCLE_POLL_MS, reaper.c). */
+	last = sl->inflight == 1 && atomic_load(&sl->retiring) !=
+	    SIPC_RECYCLE_NONE;
 	/* A writer without room sleeps until a reply makes some: that
 	 * wake is batched (writer_flush()). */
 	if (sl->inflight-- == s->cfg.max_inflight && !r->wake_writer) {
 		r->wake_writer = true;
 		r->wake_at_ms = sipc__now_ms();
 	}
+	if (last)
+		sipc__reaper_wake(s);
 	svc_sample(sl, r->now_ns);
 	if (q->fd_counted)
 		sl->fds_inflight--;

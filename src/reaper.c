@@ -200,12 +200,37 @@ tick_live(struct sipc__slot *sl, int64_t now, int64_t *next)
 static void tick_slot_pass(struct sipc__slot *sl, int64_t now,
                            int64_t *next, struct sipc__spawn_batch *b);
 
+/*
+ * A recycled slot that has not handed its place over yet: no spare was
+ * READY when it retired (the replacement of the last one retired still
+ * starting).  Its place goes to the first spare that is, as soon as one
+ * is (a HELLO wakes the reaper), and what waits on its ring goes there
+ * too, instead of waiting for this worker's end and its restart.  The
+ * slot itself still takes nothing new, finishes what it holds and ends
+ * as before.  Every pass, any state until its restart clears retiring.
+ */
+static void
+recycle_hand_over(struct sipc__slot *sl)
+{
+	int to;
+
+	if (sl->sup->cfg.spares == 0 || atomic_load(&sl->spare) ||
+	    atomic_load(&sl->retiring) == SIPC_RECYCLE_NONE ||
+	    atomic_load(&sl->sup->closing))
+		return;
+	if ((to = sipc__slot_hand_over(sl)) < 0)
+		return;
+	sipc__slot_note_hand_over(sl, to);
+	sipc__move_queued(sl, true, SIPC_E_UNAVAILABLE);
+}
+
 /* One slot's pass, then what ran out of its bound in it (the provider's
  * ops run on this thread) is logged and counted for that slot. */
 static void
 tick_slot(struct sipc__slot *sl, int64_t now, int64_t *next,
           struct sipc__spawn_batch *b)
 {
+	recycle_hand_over(sl);
 	tick_slot_pass(sl, now, next, b);
 	sipc__bounds_note(sl->sup, sl);
 }

@@ -425,6 +425,10 @@ struct sipc_supervisor {
 	_Atomic uint64_t cpu_us_sum, peak_kb_sum, n_cpu_known, n_peak_known;
 	_Atomic uint64_t n_recycled[4];     /* by enum sipc_recycle_reason */
 	_Atomic uint64_t n_takeovers;       /* spares that took a place */
+	/* One hand-over at a time (sipc__slot_hand_over(): the writer and
+	 * the reaper may both try for one leaving slot).  A leaf: nothing
+	 * is locked under it. */
+	pthread_mutex_t spare_lock;
 	/* cfg.scratch_root's instance directory and its descriptor (-1:
 	 * none): worker generations' directories are made in it */
 	int scratch_fd;

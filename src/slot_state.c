@@ -93,10 +93,15 @@ sipc__slot_hand_over(struct sipc__slot *sl)
 	struct sipc_supervisor *s = sl->sup;
 	unsigned i;
 	bool was;
+	int to = -1;
 
 	if (s->cfg.spares == 0 || atomic_load(&sl->spare))
 		return -1;
-	for (i = 0; i < s->nslots; i++) {
+	/* Two callers for one slot (the writer at max_requests, the
+	 * reaper's retry) would each claim a spare: the second must see
+	 * the first's result. */
+	pthread_mutex_lock(&s->spare_lock);
+	for (i = 0; !atomic_load(&sl->spare) && i < s->nslots; i++) {
 		struct sipc__slot *sp = &s->slots[i];
 
 		was = true;
@@ -106,7 +111,9 @@ sipc__slot_hand_over(struct sipc__slot *sl)
 			continue;
 		atomic_store(&sl->spare, true);
 		atomic_fetch_add(&s->n_takeovers, 1);
-		return (int)i;
+		to = (int)i;
+		break;
 	}
-	return -1;
+	pthread_mutex_unlock(&s->spare_lock);
+	return to;
 }

@@ -436,6 +436,7 @@ sup_free(struct sipc_supervisor *s)
 	if (s->evt_fd >= 0)
 		close(s->evt_fd);
 	pthread_mutex_destroy(&s->rlock);
+	pthread_mutex_destroy(&s->spare_lock);
 	pthread_cond_destroy(&s->rcv);
 	free(s);
 }
@@ -465,6 +466,7 @@ sup_alloc(const struct sipc_config *cfg, struct sipc_supervisor **ret)
 	s->sig_fd = s->timer_fd = s->evt_fd = -1;
 	atomic_init(&s->timer_at_ms, INT64_MAX);
 	pthread_mutex_init(&s->rlock, NULL);
+	pthread_mutex_init(&s->spare_lock, NULL);
 	sipc__cond_init(&s->rcv);
 	s->cfg = *cfg;
 	s->cfg.argv = NULL;

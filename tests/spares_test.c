@@ -7,9 +7,12 @@
  * Threads: the CUnit thread only (sipc_call()).  Waits are on events
  * with generous deadlines.
  */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "sipc.h"
 #include "sipctest.h"
@@ -127,6 +130,136 @@ test_spares_take_over_from_recycled(void)
 	sipc_destroy(s);
 }
 
+/* The gate FIFO that holds each worker before its HELLO: open it for
+ * writing once a worker waits on it (which lets every waiting one go). */
+static bool
+gate_open(void *arg)
+{
+	int fd = open(arg, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
+struct gated { const char *gate; unsigned slot; };
+
+/* Both slots READY, opening the gate for whichever still waits. */
+static bool
+both_ready(const struct sipc_stats *st, void *arg)
+{
+	struct gated *g = arg;
+
+	(void)gate_open((void *)g->gate);
+	return st->nworkers == 2 && st->workers[0].state == SIPC_WS_READY &&
+	    st->workers[1].state == SIPC_WS_READY;
+}
+
+/* Slot 0 is the spare again, held at the gate before its HELLO, and
+ * slot 1 serves. */
+static bool
+spare_held(const struct sipc_stats *st, void *arg)
+{
+	(void)arg;
+	return st->nworkers == 2 && st->workers[0].spare &&
+	    st->workers[0].state == SIPC_WS_STARTING &&
+	    st->workers[0].generation == 2 && !st->workers[1].spare &&
+	    st->workers[1].state == SIPC_WS_READY;
+}
+
+/* Slot 1 retired holding one request, and one more waits on its ring. */
+static bool
+retired_busy(const struct sipc_stats *st, void *arg)
+{
+	(void)arg;
+	return st->nworkers == 2 && st->workers[1].retiring &&
+	    st->workers[1].inflight == 1 && st->workers[1].queued == 1;
+}
+
+/*
+ * A worker retires (max_requests 1) while the spare is still starting
+ * (the one retired before it, restarted, held before its HELLO), so no
+ * place is handed over then; it holds a long request, and the next one
+ * waits on its ring, since a spare is given nothing.  Once the spare is
+ * READY it takes the place at once: the waiting request is written to
+ * it and answered while the retiring worker still holds its own, which
+ * it finishes (it is not ended early).  Before, the place changed hands
+ * only at the retiring worker's end: the request waited for the long
+ * one (here 60 s, three times the wait below).
+ */
+/* rules: P8 */
+static void
+test_spares_take_over_when_ready_after_retire(void)
+{
+	static struct st_outbox box = { .mu = PTHREAD_MUTEX_INITIALIZER };
+	char dir[] = "/tmp/sipc-spare-XXXXXX", gate[64], env[96];
+	char *envset[] = { env, NULL };
+	struct st_outslot ol = { &box, 0 }, ox = { &box, 1 };
+	struct sipc_worker_stats w1;
+	struct sipc_config c;
+	struct sipc_result r;
+	struct sipc_stats st;
+	sipc_supervisor *s;
+	struct gated g;
+
+	if (st_skip_sandboxed("shares a FIFO with the worker"))
+		return;
+	CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
+	snprintf(gate, sizeof(gate), "%s/gate", dir);
+	CU_ASSERT_FATAL(mkfifo(gate, 0600) == 0);
+	snprintf(env, sizeof(env), "SIPC_ECHO_HELLO_GATE=%s", gate);
+	st_outbox_reset(&box);
+	st_cfg_base(&c, "echo", NULL, 1);
+	c.spares = 1;
+	c.max_requests = 1;
+	c.env_set = (const char *const *)envset;
+	c.handshake_ms = 3 * WAIT_MS;
+	c.stall_ms = 120000;
+	CU_ASSERT_FATAL(sipc_create(&c, NULL, 0, &s) == 0);
+	g = (struct gated){ gate, 0 };
+	CU_ASSERT_FATAL(st_stats_wait(s, both_ready, &g, WAIT_MS));
+	/* slot 0 retires, slot 1 takes its place; slot 0 restarts as the
+	 * spare and waits at the gate */
+	st_call_cmd(s, NULL, WAIT_MS, 0, &r);
+	TL_EQ(r.outcome, SIPC_OUTCOME_OK);
+	TL_EQ(r.worker_id, 0);
+	sipc_result_release(&r);
+	CU_ASSERT_FATAL(st_stats_wait(s, spare_held, NULL, WAIT_MS));
+	w1 = st_worker_stats(s, 1);
+	/* slot 1's one request: it retires with no READY spare */
+	st_submit_cmd(s, "sleep 60000", 120000, &ol);
+	st_submit_cmd(s, "sleep 1", 120000, &ox);
+	CU_ASSERT_FATAL(st_stats_wait(s, retired_busy, NULL, WAIT_MS));
+	TL_EQ(st_outbox_total(&box), 0);
+	CU_ASSERT_FATAL(tl_wait_until(gate_open, gate, WAIT_MS));
+	CU_ASSERT_FATAL(st_outbox_wait(&box, 1, WAIT_MS));
+	pthread_mutex_lock(&box.mu);
+	TL_EQ(box.calls[0], 0);           /* the long one still runs */
+	TL_EQ(box.calls[1], 1);
+	TL_EQ(box.res[1].outcome, SIPC_OUTCOME_OK);
+	TL_EQ(box.res[1].worker_id, 0);
+	TL_EQ(box.res[1].attempts, 1);
+	pthread_mutex_unlock(&box.mu);
+	CU_ASSERT_FATAL(sipc_stats_get(s, &st) == 0);
+	/* the retiring worker is the same generation, still at work */
+	TL_EQ(st.workers[1].generation, w1.generation);
+	TL_EQ(st.workers[1].inflight, 1);
+	CU_ASSERT(st.workers[1].retiring);
+	CU_ASSERT(st.workers[1].spare);
+	CU_ASSERT(!st.workers[0].spare);
+	TL_EQ(st.spare_takeovers, 2);
+	TL_EQ(st.restarts, 0);
+	sipc_stats_release(&st);
+	sipc_destroy(s);
+	pthread_mutex_lock(&box.mu);
+	TL_EQ(box.calls[0], 1);
+	pthread_mutex_unlock(&box.mu);
+	st_outbox_release(&box);
+	unlink(gate);
+	rmdir(dir);
+}
+
 /* workers + spares over 1024 is refused by name. */
 static void
 test_spares_bound(void)
@@ -147,6 +280,8 @@ static const tl_test tests[] = {
 	  test_spares_take_a_dead_workers_place },
 	{ "test_spares_take_over_from_recycled",
 	  test_spares_take_over_from_recycled },
+	{ "test_spares_take_over_when_ready_after_retire",
+	    test_spares_take_over_when_ready_after_retire },
 	{ "test_spares_bound", test_spares_bound },
 	{ NULL, NULL }
 };
