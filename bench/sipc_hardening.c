@@ -18,18 +18,25 @@
  * sipc_wait_ready returns (the start-up probe included), `reps` times
  * per combination, the combinations taken in turn within every
  * repetition (the first rotating) so that drift and other load hit all
- * alike; the p50 of each, each hardening's cost (all on minus that one
- * off, us) and all on minus all off.  Then pipelined 64 B through one
- * worker, all on against all off (max_inflight 64, 256 outstanding,
- * one submitter, as in `pipe`), rounds alternating, each figure the
- * median of its rounds.  A sandbox that cannot start here is a note,
- * not a failure.
+ * alike; the p50 of each.  A hardening's cost (all on minus that one
+ * off, us) and all on minus all off are the median of the differences
+ * within each repetition: on a shared machine the load moves the p50s
+ * by more than the hardening costs, and the spawns of one repetition
+ * are milliseconds apart.  Beside each, the CPU one start and stop
+ * takes (this process and every process of the sandbox, reaped by
+ * then: getrusage), which others' load moves less than the wall clock,
+ * and its costs the same way.  Then pipelined 64 B through one worker, all
+ * on against all off (max_inflight 64, 256 outstanding, one submitter,
+ * as in `pipe`), short rounds alternating: each rate the median of its
+ * rounds, the ratio the median of each round pair's.  A sandbox that
+ * cannot start here is a note, not a failure.
  *
  * Threads: the main thread (the hook is read at launch, on the
  * supervisor's threads, only while no supervisor runs it changes).
  */
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -38,9 +45,9 @@
 #include "sipc_bench.h"
 #include "unix/sandbox.h"
 
-#define REPS 20
+#define REPS 50
 #define REPS_QUICK 5
-#define PIPE_ROUNDS 3
+#define PIPE_ROUNDS 8
 
 #define SKIP_ALL (SIPC__SBX_SKIP_FILTER | SIPC__SBX_SKIP_LIMITS | \
     SIPC__SBX_SKIP_SETID | SIPC__SBX_SKIP_LANDLOCK)
@@ -67,14 +74,30 @@ cfg_sbx(struct sipc_config *c)
 	c->init_path = O.init_path;
 }
 
-/* One worker ready under `skip`: ms, or -1. */
+/* CPU of this process and its reaped descendants, ms. */
 static double
-ready_once(unsigned skip)
+cpu_ms(void)
+{
+	struct rusage self, kids;
+
+	getrusage(RUSAGE_SELF, &self);
+	getrusage(RUSAGE_CHILDREN, &kids);
+	return (double)(self.ru_utime.tv_sec + self.ru_stime.tv_sec +
+	    kids.ru_utime.tv_sec + kids.ru_stime.tv_sec) * 1e3 +
+	    (double)(self.ru_utime.tv_usec + self.ru_stime.tv_usec +
+	    kids.ru_utime.tv_usec + kids.ru_stime.tv_usec) / 1e3;
+}
+
+/* One worker ready under `skip`: ms, or -1; *ret_cpu (if not NULL) the
+ * CPU of the whole start and stop (the supervisor's, bwrap's, sipc-init's
+ * and the worker's, the probe included: all reaped by then), ms. */
+static double
+ready_once(unsigned skip, double *ret_cpu)
 {
 	struct sipc_config c;
 	sipc_supervisor *s;
 	uint64_t t0;
-	double ms;
+	double ms, c0 = cpu_ms();
 
 	cfg_sbx(&c);
 	sipc__sbx_test_skip = skip;
@@ -86,6 +109,8 @@ ready_once(unsigned skip)
 	ms = ms_since(t0);
 	sipc_destroy(s);
 	sipc__sbx_test_skip = 0;
+	if (ret_cpu != NULL)
+		*ret_cpu = cpu_ms() - c0;
 	return ms;
 }
 
@@ -93,7 +118,7 @@ ready_once(unsigned skip)
 static double
 pipe_once(unsigned skip)
 {
-	double warm = O.quick ? 0.2 : 0.5, dur = O.quick ? 0.5 : 1.5, rate;
+	double warm = O.quick ? 0.2 : 0.3, dur = O.quick ? 0.5 : 0.6, rate;
 	struct sipc_config c;
 	sipc_supervisor *s;
 	int rc;
@@ -124,8 +149,9 @@ landlock_here(void)
 int
 sec_hardening(void)
 {
-	static double ready[NCOMBOS][REPS];
-	double p50[NCOMBOS], on[PIPE_ROUNDS], off[PIPE_ROUNDS], v;
+	static double ready[NCOMBOS][REPS], cpu[NCOMBOS][REPS];
+	double p50[NCOMBOS], diff[REPS], v;
+	double on[PIPE_ROUNDS], off[PIPE_ROUNDS], pair[PIPE_ROUNDS];
 	unsigned reps = O.quick ? REPS_QUICK : REPS;
 	unsigned rounds = O.quick ? 1 : PIPE_ROUNDS;
 	size_t i, j;
@@ -134,7 +160,7 @@ sec_hardening(void)
 		notef("sandbox_hardening: no --init given: not measured");
 		return 0;
 	}
-	if (ready_once(0) < 0) {
+	if (ready_once(0, NULL) < 0) {
 		notef("sandbox_hardening: no sandboxed worker starts here "
 		    "(bwrap missing or namespaces refused): not measured");
 		return 0;
@@ -148,20 +174,32 @@ sec_hardening(void)
 	for (unsigned k = 0; k < reps; k++)
 		for (i = 0; i < NCOMBOS; i++) {
 			j = (i + k) % NCOMBOS;
-			if ((ready[j][k] = ready_once(combos[j].skip)) < 0)
+			if ((ready[j][k] = ready_once(combos[j].skip,
+			    &cpu[j][k])) < 0)
 				return -1;
 		}
 	for (i = 0; i < NCOMBOS; i++) {
 		p50[i] = bench_median(ready[i], reps);
 		metricf(p50[i], "ms", "sipc_sbx_ready_p50_%s", combos[i].name);
+		metricf(bench_median(cpu[i], reps), "ms",
+		    "sipc_sbx_start_cpu_p50_%s", combos[i].name);
 	}
-	for (i = 0; i < NCOMBOS; i++)
+	for (i = 1; i < NCOMBOS; i++) {
+		for (unsigned k = 0; k < reps; k++)
+			diff[k] = (ready[0][k] - ready[i][k]) * 1e3;
 		if (combos[i].what != NULL)
-			metricf((p50[0] - p50[i]) * 1e3, "us",
+			metricf(bench_median(diff, reps), "us",
 			    "sipc_sbx_cost_%s_us", combos[i].what);
-	metricf((p50[0] - p50[NCOMBOS - 1]) * 1e3, "us",
-	    "sipc_sbx_ready_all_on_minus_off_us");
-	for (unsigned r = 0; r < rounds; r++)
+		else
+			metricf(bench_median(diff, reps), "us",
+			    "sipc_sbx_ready_all_on_minus_off_us");
+		for (unsigned k = 0; k < reps; k++)
+			diff[k] = (cpu[0][k] - cpu[i][k]) * 1e3;
+		metricf(bench_median(diff, reps), "us",
+		    "sipc_sbx_start_cpu_cost_%s_us",
+		    combos[i].what != NULL ? combos[i].what : "all");
+	}
+	for (unsigned r = 0; r < rounds; r++) {
 		for (i = 0; i < 2; i++) {
 			bool hard = (i + r) % 2 == 0;
 
@@ -169,9 +207,13 @@ sec_hardening(void)
 				return -1;
 			(hard ? on : off)[r] = v;
 		}
+		pair[r] = on[r] / off[r];
+	}
 	metricf(bench_median(on, rounds), "msg/s",
 	    "sipc_sbx_pipe_64_hardened_msgs");
 	metricf(bench_median(off, rounds), "msg/s",
 	    "sipc_sbx_pipe_64_unhardened_msgs");
+	metricf(bench_median(pair, rounds), "x",
+	    "sipc_sbx_pipe_64_hardened_vs_unhardened");
 	return 0;
 }
