@@ -6,7 +6,9 @@
  *
  * The hardenings, each switched off by a test hook of the provider
  * (sipc__sbx_test_skip, src/unix/sandbox.h): the system-call filter
- * whose listener sipc-init holds (SIPC__SBX_SKIP_FILTER), the hard
+ * whose listener sipc-init holds, with what sipc-init sets beside it
+ * (no_new_privs, capabilities dropped, core limit 0;
+ * SIPC__SBX_SKIP_FILTER), the hard
  * resource limits and the capped /tmp (SIPC__SBX_SKIP_LIMITS), the
  * unprivileged identity of a root supervisor's bwrap
  * (SIPC__SBX_SKIP_SETID; not root: the workers keep the supervisor's
