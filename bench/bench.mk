@@ -29,11 +29,13 @@ $(BENCH_BASE): $(BENCH_DIR)/%: bench/%.c bench/bench.h bench/spawn_contained.h
 	$(COMPILE) $(BENCH_OPT) -o $@ $< $(XLDFLAGS)
 
 $(BENCH_SIPC): bench/sipc_bench.c bench/sipc_accept.c bench/sipc_contain.c \
-		bench/sipc_cost.c bench/sipc_sandbox.c bench/sipc_cancel.c \
+		bench/sipc_cost.c bench/sipc_sandbox.c bench/sipc_hardening.c \
+		bench/sipc_cancel.c \
 		bench/sipc_recycle.c bench/sipc_figures.c bench/sipc_spawn_contained.c \
 		bench/sipc_syscalls.c bench/spawn_contained.h bench/sipc_fdpass.c \
 		bench/sipc_bench.h \
-		bench/sipc_load.h bench/bench.h include/sipc.h $(LIB)
+		bench/sipc_load.h bench/bench.h include/sipc.h \
+		src/unix/sandbox.h $(LIB)
 	@mkdir -p $(@D)
 	$(COMPILE) $(BENCH_OPT) -o $@ $(filter %.c,$^) $(LIB) \
 		$(XLDFLAGS) $(LDLIBS_BSD)

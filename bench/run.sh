@@ -38,8 +38,8 @@ PY=${PYTHON:-python3}
 HERE=$(dirname "$0")
 
 parts="raw_pingpong raw_pipelined raw_batched raw_scale newline_proto ppe call pipe spawn
-mem scale stall journal accept containment cost sandbox cancel recycle figures
-fdpass spawn_cost raw_spawn_contained spawn_contained syscalls convert"
+mem scale stall journal accept containment cost sandbox sandbox_hardening
+cancel recycle figures fdpass spawn_cost raw_spawn_contained spawn_contained syscalls convert"
 for w in $ONLY; do
 	case " $(echo $parts) " in *" $w "*) ;; *)
 		echo "bench: BENCH_ONLY: unknown part $w (parts: $(echo $parts))" >&2
@@ -146,7 +146,8 @@ if [ $sipc_ok = 1 ]; then
 	state="$BIN/state"
 	rm -rf "$state"
 	for sec in call pipe spawn mem scale stall journal accept containment \
-	    cost sandbox cancel recycle figures fdpass spawn_contained syscalls
+	    cost sandbox sandbox_hardening cancel recycle figures fdpass \
+	    spawn_contained syscalls
 	do
 		want "$sec" || continue
 		run "sipc_$sec" 300 "$BIN/sipc_bench" $q --fixtures "$FIX" \
@@ -277,6 +278,14 @@ ratio stall_detect_vs_timeout sipc_stall_detect_ms sipc_stall_timeout_ms '<=' 1.
 ratio accept_exact_vs_batch_call_64_p50 sipc_accept_exact_call_64_p50 sipc_accept_batch_call_64_p50 '<=' 1.1
 ratio accept_exact_vs_batch_pipe_64_msgs sipc_accept_exact_pipe_64_msgs sipc_accept_batch_pipe_64_msgs '>=' 0.9
 ratio accept_exact_vs_batch_pipe_64_cpu sipc_accept_exact_pipe_64_cpu_per_req sipc_accept_batch_pipe_64_cpu_per_req '<=' 1.1
+# The sandbox's hardening (filter, limits and capped /tmp, identity,
+# Landlock) all on against all off, same run: spawn-to-ready (us more,
+# the median of each repetition's difference; and the p50 in ms) and
+# pipelined 64 B through one worker (the median of each round pair's
+# ratio).
+ratio sbx_ready_all_on_minus_off_us sipc_sbx_ready_all_on_minus_off_us - '<=' 1000
+ratio sbx_ready_all_on_p50_ms sipc_sbx_ready_p50_all_on - '<=' 25
+ratio sbx_pipe_64_hardened_vs_unhardened sipc_sbx_pipe_64_hardened_vs_unhardened - '>=' 0.95
 ratio convert_sipc_vs_direct_gs sipc_convert_docs_per_s direct_gs_docs_per_s '>=' 0.95
 um=""
 [ "$unmeasured" != 0 ] && um="; $unmeasured not measurable here"

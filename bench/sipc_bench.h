@@ -96,5 +96,7 @@ int sec_spawn_contained(void);
 
 /* sipc_sandbox.c */
 int sec_sandbox(void);
+/* sipc_hardening.c */
+int sec_hardening(void);
 
 #endif /* SIPC_BENCH_BENCH_H */

@@ -563,7 +563,65 @@ test_policy_under_host_listener(void)
 	    under_listener_body, NULL), 0);
 }
 
+/* A supervisor of one sysprobe worker with the hook `skip` set (read
+ * at launch: reset once the worker is ready). */
+static sipc_supervisor *
+start_skip(unsigned skip)
+{
+	struct sipc_config c;
+	sipc_supervisor *s;
+
+	cfg_sysprobe(&c);
+	sipc__sbx_test_skip = skip;
+	s = start(&c);
+	sipc__sbx_test_skip = 0;
+	return s;
+}
+
+/*
+ * The hooks the bench's sandbox_hardening section prices leave out one
+ * hardening each: SIPC__SBX_SKIP_FILTER the system-call filter (and
+ * the privileges it drops: a refused call runs; the limits and the
+ * capped /tmp stay), SIPC__SBX_SKIP_LIMITS the limits and the cap of
+ * /tmp (the filter still ends a refused call POLICY).
+ */
+static void
+test_policy_skip_hooks_leave_out_one_each(void)
+{
+	struct sipc_result r;
+	sipc_supervisor *s;
+
+	if (skip_no_sandbox())
+		return;
+	s = start_skip(SIPC__SBX_SKIP_FILTER);
+	expect_runs(s, "keyctl");
+	TL_EQ_FATAL(ask(s, "rlimits", 0, &r), 0);
+	TL_EQ_FATAL(r.outcome, SIPC_OUTCOME_OK);
+	fprintf(stderr, "limits without the filter: %s\n", reply_str(&r));
+	check_limits(reply_str(&r));
+	sipc_result_release(&r);
+	TL_EQ_FATAL(ask(s, "tmpsize", 0, &r), 0);
+	TL_EQ(strtoull(reply_str(&r), NULL, 10), 256ULL << 20);
+	sipc_result_release(&r);
+	sipc_destroy(s);
+
+	s = start_skip(SIPC__SBX_SKIP_LIMITS);
+	TL_EQ_FATAL(ask(s, "rlimits", 0, &r), 0);
+	TL_EQ_FATAL(r.outcome, SIPC_OUTCOME_OK);
+	fprintf(stderr, "limits left out: %s\n", reply_str(&r));
+	CU_ASSERT(strstr(reply_str(&r), "nofile=256/256") == NULL);
+	sipc_result_release(&r);
+	TL_EQ_FATAL(ask(s, "tmpsize", 0, &r), 0);
+	fprintf(stderr, "/tmp left uncapped: %s\n", reply_str(&r));
+	CU_ASSERT(strtoull(reply_str(&r), NULL, 10) != 256ULL << 20);
+	sipc_result_release(&r);
+	expect_refused(s, "keyctl", __NR_keyctl);
+	sipc_destroy(s);
+}
+
 static const tl_test tests[] = {
+	{ "test_policy_skip_hooks_leave_out_one_each",
+	  test_policy_skip_hooks_leave_out_one_each },
 	{ "test_policy_under_host_listener", test_policy_under_host_listener },
 	{ "test_policy_config_refuse_and_allow",
 	  test_policy_config_refuse_and_allow },

@@ -198,7 +198,8 @@ enum {
 	                                    * one */
 	SIPC__SBX_SKIP_FILTER = 1u << 5,   /* no system-call filter (nor
 	                                      the privileges it drops) */
-	SIPC__SBX_SKIP_LIMITS = 1u << 6,   /* no resource limits */
+	SIPC__SBX_SKIP_LIMITS = 1u << 6,   /* no resource limits, /tmp not
+	                                    * capped */
 	SIPC__SBX_SKIP_SCRATCH_RULE = 1u << 4, /* rules without the scratch
 	                                        * directory's write */
 };

@@ -441,7 +441,8 @@ av_view(struct sipc__sbx_argv *a, const struct sipc__sbx_view *v)
 	else {
 		/* bounded (bubblewrap >= 0.5: --size applies to the next
 		 * tmpfs) */
-		if (a->pol.tmp_size[0] != '\0') {
+		if (a->pol.tmp_size[0] != '\0' &&
+		    !(sipc__sbx_test_skip & SIPC__SBX_SKIP_LIMITS)) {
 			av_add(a, "--size");
 			av_add(a, a->pol.tmp_size);
 		}
