@@ -35,7 +35,7 @@ $(BENCH_SIPC): bench/sipc_bench.c bench/sipc_accept.c bench/sipc_contain.c \
 		bench/sipc_syscalls.c bench/spawn_contained.h bench/sipc_fdpass.c \
 		bench/sipc_bench.h \
 		bench/sipc_load.h bench/bench.h include/sipc.h \
-		src/unix/sandbox.h $(LIB)
+		src/provider/provider.h $(LIB)
 	@mkdir -p $(@D)
 	$(COMPILE) $(BENCH_OPT) -o $@ $(filter %.c,$^) $(LIB) \
 		$(XLDFLAGS) $(LDLIBS_BSD)

@@ -4,8 +4,8 @@
  *
  *   raw_spawn_contained [--quick] INIT WORKER
  *
- * Per worker, the steps of the local adapter (src/unix/local.c,
- * clone.c, launchio.c) in PID-namespace mode:
+ * Per worker, the steps of the local adapter (src/provider/local.c,
+ * clone.c, os/worker_end.c) in PID-namespace mode:
  *   - a socketpair for the protocol, a pipe for diagnostics, a
  *     socketpair for sipc-init's reports, /dev/null (all close-on-exec);
  *   - where a cgroup v2 can be written here, a leaf cgroup below one

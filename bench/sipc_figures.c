@@ -9,7 +9,7 @@
  * after the other, the default containment and cgroup, sipc-init from
  * --init: each call is alone on its worker, so each is measured with
  * figures on).  The
- * difference is the system calls of the two readings (unix/usage.c).
+ * difference is the system calls of the two readings (os/usage.c).
  *
  * Figures: one call of the echo fixture's "work 200 64" (200 ms of CPU
  * time, 64 MiB touched) with figures on: its cpu_us and peak_rss_kb.

@@ -5,7 +5,7 @@
  * worker, same run.
  *
  * The hardenings, each switched off by a test hook of the provider
- * (sipc__sbx_test_skip, src/unix/sandbox.h): the system-call filter
+ * (sipc__sbx_test_skip, src/provider/provider.h): the system-call filter
  * whose listener sipc-init holds, with what sipc-init sets beside it
  * (no_new_privs, capabilities dropped, core limit 0;
  * SIPC__SBX_SKIP_FILTER), the hard
@@ -45,7 +45,7 @@
 #include "sipc.h"
 #include "bench.h"
 #include "sipc_bench.h"
-#include "unix/sandbox.h"
+#include "provider/provider.h"
 
 #define REPS 50
 #define REPS_QUICK 5

@@ -28,10 +28,10 @@
 #define NW 256
 #define CHILD_STACK (32 * 1024)
 #define REPORT_FD 4
-/* sipc-init's report (src/init_proto.h): kind, value. */
+/* sipc-init's report (src/init/init_proto.h): kind, value. */
 #define INIT_STARTED 1
 #define INIT_EXITED 3
-/* The HELLO frame: 24-byte header + 16-byte payload (src/frame.h). */
+/* The HELLO frame: 24-byte header + 16-byte payload (src/wire/wire.h). */
 #define HELLO_BYTES 40
 #define FRAME_MAGIC 0x43504953u
 #define FT_HELLO 1
@@ -327,7 +327,7 @@ close_fd(int *fd)
 	*fd = -1;
 }
 
-/* The child's ends go once it has them (as launchio.c does). */
+/* The child's ends go once it has them (as os/worker_end.c does). */
 static void
 wk_close_child(struct wk *w)
 {

@@ -39,8 +39,8 @@
 #include <unistd.h>
 
 #include "bench.h"
-#include "unix/clone.h"
-#include "provider.h"
+#include "os/os.h"
+#include "provider/provider.h"
 
 static char *worker = "/bin/true";
 static const char *init_path;

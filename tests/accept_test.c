@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "crc32c.h"
+#include "wire/wire.h"
 #include "rmtree.h"
 #include "sipctest.h"
 

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "sipc.h"
-#include "sipc_int.h"
+#include "pool/pool.h"
 #include "sipctest.h"
 #include "testlib.h"
 

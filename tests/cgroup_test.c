@@ -27,9 +27,8 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "unix/cgfile.h"
-#include "unix/cgroup.h"
-#include "provider.h"
+#include "os/os.h"
+#include "provider/provider.h"
 #include "sipc.h"
 #include "sipctest.h"
 #include "statedir.h"

@@ -9,8 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "frame.h"
+#include "base/base.h"
+#include "wire/wire.h"
 #include "sipc.h"
 #include "testlib.h"
 

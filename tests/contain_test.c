@@ -21,9 +21,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "provider.h"
-#include "unix/launchio.h"
-#include "unix/sandbox.h"
+#include "provider/provider.h"
+#include "os/os.h"
 #include "sipc.h"
 #include "sipctest.h"
 #include "testlib.h"

@@ -33,7 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "frame.h"
+#include "wire/wire.h"
 #include "sipc.h"
 #include "sipctest.h"
 #include "testlib.h"

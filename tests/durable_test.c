@@ -19,10 +19,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "jrec.h"
+#include "journal/journal.h"
 #include "jtest.h"
-#include "journal.h"
-#include "unix/ident.h"
+#include "os/os.h"
 #include "sipc.h"
 #include "sipctest.h"
 #include "statedir.h"

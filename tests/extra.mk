@@ -53,14 +53,15 @@ FUZZ_BIN     := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/%)
 FUZZ_GEN     := $(BUILD)/fuzz/seedgen
 
 # Library sources each target needs (compiled with clang, not libsipc.a).
-FUZZ_SRC_fuzz_frame   := src/frame.c src/crc32c.c src/error.c src/names.c
-FUZZ_SRC_fuzz_config  := src/config.c src/config_load.c src/error.c \
-	src/names.c
-FUZZ_SRC_fuzz_journal := src/clock.c src/journal.c src/jdir.c src/jread.c src/jrec.c \
-	src/jstate.c src/unix/ident.c \
-	src/crc32c.c src/error.c src/names.c
+FUZZ_SRC_fuzz_frame   := src/wire/frame.c src/wire/crc32c.c src/wire/error.c \
+	src/base/names.c
+FUZZ_SRC_fuzz_config  := src/base/config.c src/base/config_load.c \
+	src/wire/error.c src/base/names.c
+FUZZ_SRC_fuzz_journal := src/base/clock.c src/journal/append.c src/journal/dir.c \
+	src/journal/read.c src/journal/record.c src/journal/state.c src/os/ident.c \
+	src/wire/crc32c.c src/wire/error.c src/base/names.c
 
-$(BUILD)/fuzz/%: tests/fuzz/%.c $(wildcard src/*.h src/unix/*.h) $(wildcard include/*.h) \
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(wildcard src/*/*.h) $(wildcard include/*.h) \
 		$(LIB_SRC) | $(PLATFORM_OK)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_SRC_$*) $(LDLIBS_BSD)

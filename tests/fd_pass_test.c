@@ -28,9 +28,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "crc32c.h"
-#include "fdq.h"
-#include "frame.h"
+#include "wire/wire.h"
 #include "proccount.h"
 #include "sipc.h"
 #include "sipc_worker.h"

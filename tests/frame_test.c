@@ -1,5 +1,5 @@
 /*
- * frame_test.c - tests for src/frame.c: header and HELLO codecs, every
+ * frame_test.c - tests for src/wire/frame.c: header and HELLO codecs, every
  * rejection in its documented order, and the incremental decoder under
  * every kind of split.  Single-threaded.
  */
@@ -7,8 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "crc32c.h"
-#include "frame.h"
+#include "wire/wire.h"
 #include "sipc.h"
 #include "testlib.h"
 

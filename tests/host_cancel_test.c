@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "sipc.h"
-#include "sipc_int.h"
+#include "pool/pool.h"
 #include "sipctest.h"
 #include "slotpeek.h"
 #include "testlib.h"

@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "unix/ident.h"
+#include "os/os.h"
 #include "sipctest.h"
 #include "testlib.h"
 

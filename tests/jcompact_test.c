@@ -15,7 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "journal.h"
+#include "journal/journal.h"
 #include "jtest.h"
 #include "testlib.h"
 

@@ -17,7 +17,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "journal.h"
+#include "journal/journal.h"
 #include "jtest.h"
 #include "sysfault.h"
 #include "testlib.h"

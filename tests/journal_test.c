@@ -23,10 +23,9 @@
 
 #include <bsd/unistd.h>
 
-#include "crc32c.h"
-#include "unix/ident.h"
-#include "journal.h"
-#include "jrec.h"
+#include "wire/wire.h"
+#include "os/os.h"
+#include "journal/journal.h"
 #include "jtest.h"
 #include "sysfault.h"
 #include "testlib.h"

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "jrec.h"
+#include "journal/journal.h"
 #include "jtest.h"
 #include "testlib.h"
 

@@ -1,5 +1,7 @@
 # layers_test.sh - the modules of src/ keep to their layers (mk/layers.txt):
-#   - every module has exactly one line there, and every line a module;
+#   - every folder of src/ (the programs init/, probe/, exec/ apart) has
+#     exactly one line there, every line a folder, at most 10 lines, and
+#     no source sits at the top of src/;
 #   - every call between modules (from the built objects: each undefined
 #     symbol names the module that defines it) goes to the caller's own
 #     layer or a lower one; the worker runtime calls only the wire layer,
@@ -7,7 +9,7 @@
 #   - no modules call each other in a circle, within a layer either
 #     (tsort over the same calls);
 #   - libsipc-worker.a is exactly the wire and worker layers;
-#   - outside src/unix/ and the worker runtime, no source calls a process
+#   - outside src/os/ and the worker runtime, no source calls a process
 #     API (comments stripped by the preprocessor, string literals kept).
 # A call that goes up a layer fails here with the caller, the callee and
 # their layers named.
@@ -18,26 +20,39 @@ cc=${CC:-cc}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# "<rank> <layer> <module>", rank = order of the layer's first line
-awk '!/^#/ && NF { if (!($1 in r)) r[$1] = n++; print r[$1], $1, $2 }' \
-	"$list" > "$tmp/layers"
+# "<rank> <layer> <module>", rank = order of the folder's line; every
+# source src/<folder>/<name>.c is the module <folder>/<name>
+awk '!/^#/ && NF { print n++, $1 }' "$list" | while read -r r d; do
+	for f in src/"$d"/*.c; do
+		[ -f "$f" ] || continue
+		m=${f#src/}; echo "$r $d ${m%.c}"
+	done
+done > "$tmp/layers"
 
 # ---------------------------------------------------------- the list
+# every folder of src/ with sources is a line (the programs apart), and
+# every line a folder with sources; no source at the top of src/
 bad=""
-for f in $(cd src && ls *.c unix/*.c); do
-	m=${f%.c}
-	c=$(awk -v m="$m" '$3 == m' "$tmp/layers" | wc -l)
-	[ "$c" -eq 1 ] || bad="$bad $m($c lines)"
+for d in $(cd src && ls -d */ | tr -d /); do
+	case $d in init|probe|exec) continue ;; esac
+	c=$(awk -v d="$d" '!/^#/ && $1 == d' "$list" | wc -l)
+	[ "$c" -eq 1 ] || bad="$bad $d($c lines)"
 done
-for m in $(awk '{ print $3 }' "$tmp/layers"); do
-	[ -f "src/$m.c" ] || bad="$bad $m(no src/$m.c)"
+for d in $(awk '!/^#/ && NF { print $1 }' "$list"); do
+	ls src/"$d"/*.c > /dev/null 2>&1 || bad="$bad $d(no src/$d/*.c)"
+	[ -f "src/$d/$d.h" ] || [ "$d" = api ] || bad="$bad $d(no src/$d/$d.h)"
 done
-awk '!/^#/ && NF && NF < 3 { print "line " NR }' "$list" > "$tmp/short"
+for f in src/*.c src/*.h; do
+	[ -e "$f" ] && bad="$bad $f(at the top of src/)"
+done
+awk '!/^#/ && NF && NF < 2 { print "line " NR }' "$list" > "$tmp/short"
 [ -s "$tmp/short" ] && bad="$bad $(tr '\n' ' ' < "$tmp/short")(no role)"
+n=$(awk '!/^#/ && NF' "$list" | wc -l)
+[ "$n" -le 10 ] || bad="$bad ($n layers, at most 10)"
 if [ -z "$bad" ]; then
-	t_ok layers_list_names_every_module_once
+	t_ok layers_list_names_every_folder_once
 else
-	t_fail layers_list_names_every_module_once "$list:$bad"
+	t_fail layers_list_names_every_folder_once "$list:$bad"
 fi
 
 # ---------------------------------------------------------- the calls
@@ -102,21 +117,22 @@ else
 fi
 
 # ---------------------------------------------------------- docs
-# docs/IMPLEMENTATION.md's layer table is this list: the lines between
-# its markers are exactly what the awk below makes of mk/layers.txt.
-awk '!/^#/ && NF { role = $3; for (i = 4; i <= NF; i++) role = role " " $i
-	printf "| %s | `src/%s.c` | %s |\n", $1, $2, role }' "$list" \
-	> "$tmp/readme.want"
-sed -n '/^<!-- layers: begin/,/^<!-- layers: end/p' docs/IMPLEMENTATION.md |
-	sed '1,3d;$d' > "$tmp/readme.have"
-if [ -s "$tmp/readme.want" ] && cmp -s "$tmp/readme.want" "$tmp/readme.have"
-then
-	t_ok implementation_lists_the_layers
-else
-	diff "$tmp/readme.want" "$tmp/readme.have" | sed 's/^/    /' | head -20
-	t_fail implementation_lists_the_layers \
-		"docs/IMPLEMENTATION.md's layer table differs from $list (< list, > it)"
-fi
+# README.md's and docs/IMPLEMENTATION.md's layer tables are this list:
+# the lines between their markers are what mk/layer-table.sh makes of it.
+sh mk/layer-table.sh "$list" > "$tmp/table.want"
+for doc in README.md docs/IMPLEMENTATION.md; do
+	sed -n '/^<!-- layers: begin/,/^<!-- layers: end/p' "$doc" |
+		sed '1d;$d' > "$tmp/table.have"
+	name=$(basename "$doc" .md | tr 'A-Z' 'a-z')
+	if [ -s "$tmp/table.want" ] && cmp -s "$tmp/table.want" "$tmp/table.have"
+	then
+		t_ok "${name}_lists_the_layers"
+	else
+		diff "$tmp/table.want" "$tmp/table.have" | sed 's/^/    /' | head -20
+		t_fail "${name}_lists_the_layers" \
+			"$doc's layer table differs from $list (< list, > it; make layer-tables)"
+	fi
+done
 
 # ---------------------------------------------------------- process APIs
 # calls, looked for with string literals emptied (a message may name one)
@@ -124,10 +140,10 @@ api='(^|[^A-Za-z0-9_.>])(kill|killpg|tgkill|tkill|waitid|waitpid|wait|wait3|wait
 # and paths, in the literals
 path='"/proc'
 : > "$tmp/calls"
-for f in $(cd src && ls *.c *.h); do
-	m=${f%.[ch]}
-	case $(awk -v m="$m" '$3 == m { print $2 }' "$tmp/layers") in
-	worker) continue ;;
+for f in $(cd src && ls */*.c */*.h); do
+	case $f in
+	os/*|worker/*|init/*|probe/*|exec/*) continue ;;
+	provider/local.c|provider/sandbox.c|provider/sandbox_argv.c) continue ;;
 	esac
 	if ! "$cc" -fpreprocessed -dD -E -P "src/$f" > "$tmp/stripped" \
 	    2> "$tmp/err"; then
@@ -141,7 +157,7 @@ done
 if [ -s "$tmp/calls" ]; then
 	cat "$tmp/calls"
 	t_fail no_process_api_outside_platform \
-		"the lines above belong in src/unix/"
+		"the lines above belong in src/os/"
 else
 	t_ok no_process_api_outside_platform
 fi

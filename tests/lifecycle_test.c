@@ -531,7 +531,7 @@ test_lifecycle_settle_unwritten_moves(void)
 
 		CU_ASSERT_EQUAL(box.res[i].outcome, SIPC_OUTCOME_OK);
 		/* on the other worker, or on the hung one's replacement if
-		 * that was free first (src/steal.c): never on the victim */
+		 * that was free first (src/pool/steal.c): never on the victim */
 		CU_ASSERT_EQUAL(box.res[i].attempts, 1);
 		snprintf(pidbuf, sizeof(pidbuf), "%d", (int)box.res[i].pid);
 		CU_ASSERT(box.res[i].pid != victim);

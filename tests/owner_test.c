@@ -27,7 +27,7 @@
 
 #include "sipc.h"
 #include "sipc_provider.h"
-#include "provider.h"
+#include "provider/provider.h"
 #include "freezer.h"
 #include "sipctest.h"
 #include "testlib.h"

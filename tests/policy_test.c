@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "policy.h"
+#include "request/request.h"
 #include "sipc.h"
 #include "testlib.h"
 

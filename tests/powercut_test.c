@@ -4,7 +4,7 @@
  *
  * A supervisor runs requests against the echo fixture with a state
  * directory.  The journal's writes and syncs go through the seam of
- * src/jdir.h (sipc__jio_hook); the hook here keeps, for the journal file
+ * src/journal/journal.h (sipc__jio_hook); the hook here keeps, for the journal file
  * only, the end of each record written and, at the start of each sync,
  * the file's size then and the set of requests already answered (a
  * request whose reply came back was certainly sent; one sent but not yet
@@ -44,9 +44,7 @@
 
 #include <sys/syscall.h>
 
-#include "jdir.h"
-#include "journal.h"
-#include "jrec.h"
+#include "journal/journal.h"
 #include "sipc.h"
 #include "sipctest.h"
 #include "sysfault.h"

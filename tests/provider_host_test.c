@@ -27,7 +27,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include "provider.h"
+#include "provider/provider.h"
 #include "sipc.h"
 #include "sipc_provider.h"
 #include "sipctest.h"

@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 #include "sipc.h"
-#include "sipc_int.h"
-#include "unix/usage.h"
+#include "pool/pool.h"
+#include "os/os.h"
 #include "sipctest.h"
 #include "testlib.h"
 

@@ -27,7 +27,7 @@
 #include "sipctest.h"
 #include "sysfault.h"
 #include "testlib.h"
-#include "unix/sandbox.h"
+#include "provider/provider.h"
 
 #define WAIT_MS 20000
 
@@ -163,7 +163,7 @@ test_policy_default_refused(void)
 }
 
 /* The sanitizer builds leave the address space unlimited (their shadow
- * memory reserves terabytes; src/unix/sbxargv.c). */
+ * memory reserves terabytes; src/provider/sandbox_argv.c). */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define SAN_BUILD 1
 #elif defined(__has_feature)

@@ -30,7 +30,7 @@
 #include "sipc.h"
 #include "sipctest.h"
 #include "testlib.h"
-#include "unix/sandbox.h"
+#include "provider/provider.h"
 
 #define WAIT_MS 20000
 

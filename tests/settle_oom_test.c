@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "sipc.h"
-#include "sipc_int.h"
+#include "pool/pool.h"
 #include "sipctest.h"
 #include "testlib.h"
 

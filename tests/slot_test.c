@@ -1,5 +1,5 @@
 /*
- * slot_test.c - the worker slot's state machine (src/slot_state.c):
+ * slot_test.c - the worker slot's state machine (src/conn/slot_state.c):
  * every allowed change is made, every forbidden one stops the process
  * (checked in a forked child, which must die of SIGABRT and say which
  * change it refused).  The table below is written out independently of
@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "sipc_int.h"
+#include "pool/pool.h"
 #include "testlib.h"
 
 #define NST 7                     /* states of enum sipc_worker_state */

@@ -4,7 +4,7 @@
  * A fork-style clone gives the child a copy of the parent's page tables
  * and write-protects every private page of the parent, so each page the
  * supervisor writes afterwards costs it a fault, even once the child has
- * exec'd.  The CLONE_VM | CLONE_VFORK spawn (unix/clone.c) shares the
+ * exec'd.  The CLONE_VM | CLONE_VFORK spawn (os/clone.c) shares the
  * address space until the child's execve(): the parent's pages stay as
  * they were.  Measured here as the minor faults of rewriting a 32 MiB
  * buffer after a spawn: one a page before (8192), a handful now.
@@ -34,8 +34,7 @@
 #include <unistd.h>
 
 #include "sipc.h"
-#include "unix/cgroup.h"
-#include "unix/clone.h"
+#include "os/os.h"
 #include "testlib.h"
 
 

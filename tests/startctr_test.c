@@ -25,9 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "jdir.h"
-#include "jrec.h"
-#include "journal.h"
+#include "journal/journal.h"
 #include "rmtree.h"
 #include "sipc.h"
 #include "sipctest.h"

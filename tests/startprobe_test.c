@@ -18,10 +18,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "provider.h"
+#include "provider/provider.h"
 #include "sipc.h"
 #include "sipc_provider.h"
-#include "startprobe.h"
 #include "sipctest.h"
 #include "testlib.h"
 

@@ -1,6 +1,6 @@
 /*
  * steal_test.c - no request waits behind a slow or stuck handler while
- * another worker could take it (src/steal.c): requests queued to a busy
+ * another worker could take it (src/pool/steal.c): requests queued to a busy
  * worker and not yet written go to a worker that is free.
  *
  * Threads: the CUnit thread drives every test; completion callbacks run

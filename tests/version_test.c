@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "config.h"
+#include "base/base.h"
 #include "sipc.h"
 #include "sipctest.h"
 #include "testlib.h"

@@ -1,5 +1,5 @@
 /*
- * worker_rt_test.c - tests for src/worker_rt.c.  The runtime runs in a
+ * worker_rt_test.c - tests for src/worker/runtime.c.  The runtime runs in a
  * real child process (forked, or a fixture from fixtures/ started with
  * posix_spawn) on one end of a socket pair placed at descriptor 3; the
  * test plays the supervisor with the frame codec.  Single-threaded.
@@ -28,12 +28,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "crc32c.h"
-#include "frame.h"
+#include "wire/wire.h"
 #include "sipc.h"
 #include "sipc_worker.h"
 #include "testlib.h"
-#include "worker_rt.h"
+#include "worker/worker.h"
 
 #define DEADLINE_MS 20000
 

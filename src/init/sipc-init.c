@@ -70,7 +70,7 @@
 #include <unistd.h>
 
 #include "init_filter.h"
-#include "init_proto.h"
+#include "init/init_proto.h"
 
 extern char **environ;
 

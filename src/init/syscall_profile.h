@@ -2,7 +2,7 @@
  * syscall_profile.h - the names of the sandbox's default system-call
  * profile: each is refused outright (src/init/filter.c), and only these
  * may be allowed back by the configuration's syscalls_allow (checked by
- * src/config.c).  Besides them the filter refuses clone with a namespace
+ * src/base/config.c).  Besides them the filter refuses clone with a namespace
  * flag and personality other than the query, and answers clone3 with
  * ENOSYS; those are not named here and cannot be allowed back.
  */

@@ -1,5 +1,5 @@
 /*
- * conformance.h - the provider contract (src/provider.h) as an
+ * conformance.h - the provider contract (src/provider/provider.h) as an
  * executable suite.  It drives a provider directly through its ops
  * table, playing the supervisor's part by hand on the channels launch
  * hands back, so any implementation (the local adapter, a future
@@ -13,7 +13,7 @@
 
 #include <stddef.h>
 
-#include "provider.h"
+#include "provider/provider.h"
 
 /*
  * Register the functional rules (one CUnit test each) and the isolation
@@ -42,7 +42,7 @@ int conf_verify_tree_containment(const struct sipc_provider_ops *p, void *st,
                                  char *why, size_t len);
 /*
  * probes.c: the probe fixture judged by the start-up probe's judge of
- * the guarantee (src/startprobe.h).  conf_judge launches it with the
+ * the guarantee (src/provider/provider.h).  conf_judge launches it with the
  * bait held and judges `bit` (0: the descriptor half of
  * no_inherited_secrets alone; fork_limit for resource_limits).
  * no_inherited_secrets also sets a host canary variable for the launch.

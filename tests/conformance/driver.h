@@ -1,7 +1,7 @@
 /*
  * driver.h - the conformance suite's stand-in for the supervisor core:
  * it launches a fixture through a provider's ops table, speaks frames on
- * chan.proto_fd (src/frame.h codec), drains chan.diag_fd, and observes
+ * chan.proto_fd (src/wire/wire.h codec), drains chan.diag_fd, and observes
  * the worker's end with try_end.
  *
  * Threads: the CUnit thread only (it plays the reaper thread, the only
@@ -14,8 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "frame.h"
-#include "provider.h"
+#include "wire/wire.h"
+#include "provider/provider.h"
 
 #define CW_MAX_PAYLOAD (1u << 20)
 #define CW_DIAG_KEEP (1u << 20)  /* diagnostics bytes kept per worker */

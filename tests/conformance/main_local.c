@@ -35,7 +35,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include "unix/cgroup.h"
+#include "os/os.h"
 #include "conformance.h"
 #include "driver.h"
 #include "testlib.h"

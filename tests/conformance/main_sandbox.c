@@ -1,6 +1,6 @@
 /*
  * main_sandbox.c - runs the provider conformance suite against the
- * sandbox provider (bubblewrap, src/unix/sandbox.c): every functional
+ * sandbox provider (bubblewrap, src/provider/sandbox.c): every functional
  * rule, every isolation rule it declares, and the table of guarantees
  * with the local adapter beside it, every probe run for real on both.
  * Each probe of the table must fail on the local adapter and pass on
@@ -35,9 +35,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "unix/elfdeps.h"
-#include "unix/ident.h"
-#include "unix/sandbox.h"
+#include "os/os.h"
+#include "provider/provider.h"
 #include "conformance.h"
 #include "driver.h"
 #include "testlib.h"

@@ -1,7 +1,7 @@
 /*
  * probes.c - the isolation verifiers that run the probe fixture (the
  * library's sipc-probe) inside a worker.  What the host sets up and the
- * verdict on each reply are the start-up probe's own (src/startprobe.h:
+ * verdict on each reply are the start-up probe's own (src/provider/provider.h:
  * one judge per guarantee); this file only drives the provider under
  * test: one worker per verifier, launched with the bait held, asked
  * through the suite's driver.
@@ -16,8 +16,7 @@
 
 #include "conformance.h"
 #include "driver.h"
-#include "startprobe.h"
-#include "unix/sandbox.h"
+#include "provider/provider.h"
 #include "testlib.h"
 
 /* An asked worker: the judge's context. */

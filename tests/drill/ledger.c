@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "crc32c.h"
+#include "wire/wire.h"
 #include "drill.h"
 
 static const char *const kind_names[DK__N] = {

@@ -29,7 +29,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "config.h"
+#include "base/base.h"
 #include "sipc.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "frame.h"
+#include "wire/wire.h"
 #include "sipc.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

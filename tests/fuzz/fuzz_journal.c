@@ -26,9 +26,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "jrec.h"
-#include "journal.h"
-#include "jstate.h"
+#include "journal/journal.h"
 #include "../lib/rmtree.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

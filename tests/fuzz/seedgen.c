@@ -18,9 +18,9 @@
 #include <unistd.h>
 
 #include "../lib/rmtree.h"
-#include "frame.h"
-#include "unix/ident.h"
-#include "journal.h"
+#include "wire/wire.h"
+#include "os/os.h"
+#include "journal/journal.h"
 #include "sipc.h"
 
 static const char *corpus;

@@ -12,8 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "crc32c.h"
-#include "jrec.h"
+#include "wire/wire.h"
+#include "journal/journal.h"
 #include "rmtree.h"
 #include "testlib.h"
 

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "journal.h"
+#include "journal/journal.h"
 
 /* The current state directory (jt_dir, not created) inside a fresh
  * mkdtemp directory (jt_base), both absolute and resolved. */

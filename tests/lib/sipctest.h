@@ -238,7 +238,7 @@ int st_can_unshare(int flags);
 /* Tests that force containment = pid_namespace: true (and the test is
  * skipped, with the kernel's reason) when a PID namespace cannot be made
  * here.  The probe is the one the library's own start meets: a child
- * unsharing CLONE_NEWPID | CLONE_NEWNS, the flags src/unix/clone.c
+ * unsharing CLONE_NEWPID | CLONE_NEWNS, the flags src/os/clone.c
  * clones the namespace modes with (refused without CAP_SYS_ADMIN in the
  * user namespace, i.e. as an unprivileged user), never a uid test. */
 bool st_skip_no_pidns(void);

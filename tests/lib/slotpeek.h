@@ -1,6 +1,6 @@
 /*
  * slotpeek.h - what the tests read of a worker slot's own counters of
- * which path did the work (src/sipc_int.h: taken_by): a count of the
+ * which path did the work (src/pool/pool.h: taken_by): a count of the
  * writer's, the callers' and the reader's decisions, not of wake-ups.
  * Header only: the tests that use it see the internal header anyway.
  */
@@ -10,7 +10,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "sipc_int.h"
+#include "pool/pool.h"
 
 /* Requests worker `w` took to send by `who` so far. */
 static inline uint64_t

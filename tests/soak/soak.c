@@ -51,7 +51,7 @@
 
 #include <bsd/stdlib.h>
 
-#include "crc32c.h"
+#include "wire/wire.h"
 #include "sipc.h"
 #include "soak.h"
 
