@@ -245,6 +245,10 @@ noexec_init(struct wk *w)
 	pid_t wpid, r;
 	int st, sfd;
 
+	/* It reaps with waitpid(-1) below: only as PID 1 of its own PID
+	 * namespace, where every process it could reap is its own. */
+	if (getpid() != 1)
+		_exit(127);
 	/* A copy holds every descriptor the caller had: only the
 	 * worker's and the report socket stay (0-4, as sipc-init has them). */
 	if (dup2(w->devnull, 0) < 0 || dup2(w->dp[1], 1) < 0 ||
